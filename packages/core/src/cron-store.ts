@@ -1,0 +1,204 @@
+import type { JsonObject } from './json.js';
+
+/** What to do with occurrences that were missed while no runner was running. */
+export type CatchupPolicy = 'skip' | 'run_once' | 'run_all';
+/** Whether an occurrence may start while an earlier one of the schedule is still active. */
+export type OverlapPolicy = 'allow' | 'skip';
+/** Ledger state of an occurrence. */
+export type CronExecutionStatus = 'claimed' | 'handed_off' | 'skipped' | 'missed' | 'abandoned';
+/** What created an occurrence. */
+export type CronExecutionSource = 'schedule' | 'catchup' | 'manual' | 'backfill';
+
+/** A stored cron schedule. `version` is the compare-and-set token of every update. */
+export interface ScheduleRow {
+  id: string;
+  name: string | null;
+  workflowName: string;
+  /** Normalised expression, as stored. */
+  cronExpression: string;
+  timezone: string;
+  enabled: boolean;
+  context: JsonObject;
+  catchupPolicy: CatchupPolicy;
+  overlapPolicy: OverlapPolicy;
+  jitterMs: number;
+  startAt: Date | null;
+  endAt: Date | null;
+  /** Nominal time of the next occurrence not yet claimed; null when there is none. */
+  nextRunAt: Date | null;
+  lastRunAt: Date | null;
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A ledger row: one occurrence (or, for `missed`, a run of `missedCount` slots). */
+export interface CronExecutionRow {
+  id: string;
+  scheduleId: string;
+  /** Snapshot at claim: handoff and recovery use these, not the live schedule. */
+  workflowName: string;
+  context: JsonObject;
+  scheduledTime: Date;
+  /** When the handoff is due: `scheduledTime` plus jitter. */
+  fireAt: Date;
+  claimedAt: Date;
+  claimedBy: string;
+  status: CronExecutionStatus;
+  source: CronExecutionSource;
+  missedCount: number;
+  pipelineExecutionId: string | null;
+  handedOffAt: Date | null;
+  recoveryAttempts: number;
+  recovered: boolean;
+  /** Earliest time the next recovery attempt may be made. */
+  nextRecoveryAt: Date | null;
+  recoveryLeaseOwner: string | null;
+  recoveryLeaseExpiresAt: Date | null;
+  /** Why the row was abandoned, for people reading the ledger. */
+  abandonReason: string | null;
+}
+
+/** A new ledger row: the recovery fields start empty. */
+export type NewCronExecution = Omit<
+  CronExecutionRow,
+  | 'pipelineExecutionId'
+  | 'handedOffAt'
+  | 'recoveryAttempts'
+  | 'recovered'
+  | 'nextRecoveryAt'
+  | 'recoveryLeaseOwner'
+  | 'recoveryLeaseExpiresAt'
+  | 'abandonReason'
+>;
+
+/** What the scheduler decided for one due schedule inside the claim transaction. */
+export interface SchedulePlan {
+  occurrences: NewCronExecution[];
+  nextRunAt: Date | null;
+  lastRunAt: Date | null;
+}
+
+/** Facts about a due schedule that its plan depends on, read under its row lock. */
+export interface DueScheduleState {
+  /** An earlier occurrence is `claimed`, or linked to a pending, running or paused pipeline. */
+  hasActiveOccurrence: boolean;
+}
+
+/** Input of {@link CronStore.claimDueSchedules}. */
+export interface ClaimDueRequest {
+  now: Date;
+  /** Only schedules of these workflows are claimed. */
+  workflowNames: readonly string[];
+  limit: number;
+  /**
+   * Called synchronously, inside the transaction, once per locked due schedule; returns
+   * null to leave the schedule untouched.
+   */
+  plan: (schedule: ScheduleRow, state: DueScheduleState) => SchedulePlan | null;
+}
+
+/** Input of {@link CronStore.claimLostOccurrences}. */
+export interface ClaimLostRequest {
+  now: Date;
+  /** Rows whose `fireAt` is before this are lost. */
+  lostBefore: Date;
+  workflowNames: readonly string[];
+  limit: number;
+  runnerId: string;
+  leaseMs: number;
+}
+
+/** A lost row claimed for recovery, with the live state of its schedule. */
+export interface LostOccurrence {
+  /** The row after the claim: `recoveryAttempts` already counts this attempt. */
+  row: CronExecutionRow;
+  /** null when the schedule was deleted. */
+  schedule: ScheduleRow | null;
+}
+
+/** How a recovery attempt ended, as committed by {@link CronStore.finishRecovery}. */
+export type RecoveryOutcome =
+  | { status: 'linked'; pipelineExecutionId: string }
+  | { status: 'abandoned'; reason: string }
+  | { status: 'retry'; nextRecoveryAt: Date; refundAttempt: boolean };
+
+/** Ledger counts behind `getCronExecutionStats`. */
+export interface OccurrenceStats {
+  total: number;
+  handedOff: number;
+  lost: number;
+  skipped: number;
+  missed: number;
+  abandoned: number;
+  meanDelayMs: number | null;
+  p99DelayMs: number | null;
+}
+
+/** Recovery counts behind `getRecoveryStats`. */
+export interface RecoveryCounts {
+  totalRecoveryAttempts: number;
+  successfulRecoveries: number;
+  abandonedRecoveries: number;
+}
+
+/** Filter of {@link CronStore.listSchedules}, oldest first. */
+export interface ScheduleFilter {
+  enabledOnly?: boolean;
+  workflowName?: string;
+  limit: number;
+  offset: number;
+}
+
+/** Storage port for cron schedules and their ledger. Every method is one transaction. */
+export interface CronStore {
+  /** Inserts a schedule, or returns the one that already has its name (`created: false`). */
+  insertSchedule(schedule: ScheduleRow): Promise<{ schedule: ScheduleRow; created: boolean }>;
+  getSchedule(id: string): Promise<ScheduleRow | null>;
+  getScheduleByName(name: string): Promise<ScheduleRow | null>;
+  listSchedules(filter: ScheduleFilter): Promise<ScheduleRow[]>;
+  /**
+   * Writes `patch` if the row still has `expectedVersion` (then version + 1); null when
+   * another writer got there first.
+   * @throws ScheduleConflictError when a new name is taken.
+   */
+  updateSchedule(
+    id: string,
+    expectedVersion: number,
+    patch: Partial<Omit<ScheduleRow, 'id' | 'version' | 'createdAt'>>,
+  ): Promise<ScheduleRow | null>;
+  /** Deletes a schedule; its ledger stays. False when unknown. */
+  deleteSchedule(id: string): Promise<boolean>;
+  /**
+   * Claim + phase 1 in one transaction: locks due enabled schedules (nextRunAt ≤ now; SKIP
+   * LOCKED on Postgres), asks `plan` for each, inserts its rows ON CONFLICT DO NOTHING and
+   * advances the schedule by compare-and-set on `version`. Returns the inserted `claimed`
+   * rows, to be handed off.
+   */
+  claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]>;
+  /**
+   * Inserts rows ON CONFLICT DO NOTHING (manual triggers, backfill). For a backfill row
+   * whose slot already holds a `missed` or `abandoned` row without a pipeline, that row is
+   * reclaimed as `claimed`/`backfill`. Returns the rows to hand off, and how many slots
+   * already had an occurrence.
+   */
+  insertOccurrences(rows: readonly NewCronExecution[]): Promise<{ claimed: CronExecutionRow[]; existing: number }>;
+  /** Phase 2: `claimed` → `handed_off` with the pipeline id. False when not `claimed` any more. */
+  linkOccurrence(id: string, pipelineExecutionId: string, now: Date): Promise<boolean>;
+  /**
+   * Claims lost rows for recovery by compare-and-set: `claimed`, `fireAt` before
+   * `lostBefore`, `nextRecoveryAt` passed, no live recovery lease. Increments
+   * `recoveryAttempts` and leases each row to `runnerId`.
+   */
+  claimLostOccurrences(request: ClaimLostRequest): Promise<LostOccurrence[]>;
+  /** Commits a recovery attempt, fenced on the recovery lease. False when fenced out. */
+  finishRecovery(id: string, runnerId: string, outcome: RecoveryOutcome, now: Date): Promise<boolean>;
+  getOccurrence(id: string): Promise<CronExecutionRow | null>;
+  /** A schedule's ledger, newest scheduled time first. */
+  listOccurrences(scheduleId: string, limit: number, offset: number): Promise<CronExecutionRow[]>;
+  /** Ledger counts for rows scheduled at or after `since`; lost = claimed with fireAt < lostBefore. */
+  occurrenceStats(since: Date, lostBefore: Date): Promise<OccurrenceStats>;
+  recoveryCounts(): Promise<RecoveryCounts>;
+  /** Deletes up to `batchSize` ledger rows, not `claimed`, scheduled before `before`. */
+  deleteTerminalOccurrences(before: Date, batchSize: number): Promise<number>;
+}

@@ -1,0 +1,178 @@
+import type { ContextDelta } from './context.js';
+import type { PipelineStatus, TaskStatus } from './executor.js';
+import type { JsonObject } from './json.js';
+
+/**
+ * Rows and units of work for pipelines and their tasks. Ids are canonical lower-case UUID
+ * strings and instants are millisecond `Date`s; adapters map them to their column types.
+ * Every method is one transaction. Stores never read the clock: callers pass `now`.
+ */
+
+/** A stored pipeline execution. */
+export interface PipelineRow {
+  id: string;
+  workflowName: string;
+  workflowVersion: string;
+  status: PipelineStatus;
+  input: JsonObject;
+  idempotencyKey: string | null;
+  scheduledTime: Date | null;
+  /** Tasks not yet terminal; the pipeline ends when it reaches 0. */
+  remainingTasks: number;
+  /** Tasks that ended `failed`; a pipeline with any is `failed`. */
+  failedTasks: number;
+  error: string | null;
+  pauseReason: string | null;
+  createdAt: Date;
+  startedAt: Date | null;
+  completedAt: Date | null;
+  updatedAt: Date;
+}
+
+/** A stored task execution. */
+export interface TaskRow {
+  id: string;
+  pipelineExecutionId: string;
+  workflowName: string;
+  taskId: string;
+  /** Index in the workflow's canonical order. */
+  position: number;
+  status: TaskStatus;
+  /** Claims so far: the fencing token of the current lease, and `info.attempt`. */
+  attempt: number;
+  /** Attempts that failed or whose lease expired; what the retry policy counts. */
+  failedAttempts: number;
+  /** Dependencies not yet terminal; the task becomes `ready` at 0. */
+  pendingDeps: number;
+  /** When a `ready` task may be claimed (later than now while a retry backs off). */
+  availableAt: Date;
+  leaseOwner: string | null;
+  leaseExpiresAt: Date | null;
+  /** The delta of the successful attempt. */
+  output: ContextDelta | null;
+  error: string | null;
+  startedAt: Date | null;
+  completedAt: Date | null;
+}
+
+/** Input of {@link ExecutionStore.createPipeline}. */
+export interface NewPipeline {
+  id: string;
+  workflowName: string;
+  workflowVersion: string;
+  input: JsonObject;
+  idempotencyKey: string | null;
+  scheduledTime: Date | null;
+  now: Date;
+  /** One per task, in canonical order; `pendingDeps` = number of dependencies. */
+  tasks: ReadonlyArray<{ id: string; taskId: string; position: number; pendingDeps: number }>;
+}
+
+/** The (workflow, task ids) pairs a runner can execute: it claims nothing else. */
+export interface RegisteredTasks {
+  workflowName: string;
+  taskIds: readonly string[];
+}
+
+/** Input of {@link ExecutionStore.claimTasks}. */
+export interface ClaimTasksRequest {
+  runnerId: string;
+  registered: readonly RegisteredTasks[];
+  limit: number;
+  leaseMs: number;
+  now: Date;
+}
+
+/** A task this runner now holds, with what it needs to run. */
+export interface ClaimedTask {
+  /** The row after the claim: `running`, attempt incremented, leased to the claimer. */
+  task: TaskRow;
+  pipeline: PipelineRow;
+  /** Every task of the pipeline that is terminal, with its output. */
+  terminalTasks: TaskRow[];
+  /** True when this claim took over an expired lease (counted in `failedAttempts`). */
+  leaseExpired: boolean;
+}
+
+/** A lease to renew or release: fenced by owner and attempt. */
+export interface LeaseRef {
+  taskExecutionId: string;
+  attempt: number;
+}
+
+/** How an attempt ended, as committed by {@link ExecutionStore.finishTask}. */
+export type TaskOutcome =
+  | { status: 'completed'; output: ContextDelta }
+  | { status: 'failed'; error: string }
+  | { status: 'skipped'; reason: string }
+  | { status: 'retry'; error: string; availableAt: Date };
+
+/** Input of {@link ExecutionStore.finishTask}. */
+export interface FinishTaskRequest {
+  runnerId: string;
+  taskExecutionId: string;
+  pipelineExecutionId: string;
+  attempt: number;
+  outcome: TaskOutcome;
+  /** Task ids that depend directly on this one: their pending counts drop when it ends. */
+  dependents: readonly string[];
+  now: Date;
+}
+
+/** Result of {@link ExecutionStore.finishTask}. */
+export interface FinishTaskResult {
+  /** False when the lease was lost (fenced out): nothing was written. */
+  accepted: boolean;
+  /** Dependents that became `ready`. */
+  readied: number;
+  /** The pipeline row when this outcome made it terminal. */
+  finishedPipeline: PipelineRow | null;
+}
+
+/** Filter of {@link ExecutionStore.listPipelines}; newest first. */
+export interface PipelineFilter {
+  workflowName?: string;
+  status?: PipelineStatus;
+  limit: number;
+  offset: number;
+}
+
+/** Storage port for pipelines and tasks. */
+export interface ExecutionStore {
+  /**
+   * Inserts the pipeline and all its task rows, or, when `idempotencyKey` is taken,
+   * returns the existing pipeline and writes nothing.
+   */
+  createPipeline(pipeline: NewPipeline): Promise<{ pipeline: PipelineRow; created: boolean }>;
+  getPipeline(id: string): Promise<PipelineRow | null>;
+  getPipelineByIdempotencyKey(key: string): Promise<PipelineRow | null>;
+  listPipelines(filter: PipelineFilter): Promise<PipelineRow[]>;
+  /** Tasks of a pipeline in canonical order. */
+  listTasks(pipelineExecutionId: string): Promise<TaskRow[]>;
+  /**
+   * Leases up to `limit` claimable tasks of registered workflows in pending or running
+   * pipelines: `ready` ones whose `availableAt` has come, and `running` ones whose lease
+   * expired (a failed attempt). Marks their pipelines running. Concurrent claimers never
+   * receive the same task (SKIP LOCKED on Postgres).
+   */
+  claimTasks(request: ClaimTasksRequest): Promise<ClaimedTask[]>;
+  /** Extends the leases still held by `runnerId`; returns the ids it still holds. */
+  renewLeases(runnerId: string, leases: readonly LeaseRef[], leaseMs: number, now: Date): Promise<string[]>;
+  /** Gives leases back at shutdown: the tasks become ready again, not counted as failures. */
+  releaseLeases(runnerId: string, leases: readonly LeaseRef[], now: Date): Promise<number>;
+  /**
+   * Commits an attempt's outcome, fenced on (lease owner, attempt, running). A terminal
+   * outcome decrements the dependents' pending counts (readying those at 0) and the
+   * pipeline's remaining count, ending the pipeline at 0 — all in one transaction that
+   * locks the pipeline row, so concurrent parents cannot strand a child.
+   */
+  finishTask(request: FinishTaskRequest): Promise<FinishTaskResult>;
+  /** Cancels a non-terminal pipeline and its non-terminal tasks; null when unknown. */
+  cancelPipeline(id: string, now: Date): Promise<PipelineRow | null>;
+  /** Pauses a pending or running pipeline; running tasks go back to ready (not a failure). */
+  pausePipeline(id: string, reason: string | null, now: Date): Promise<PipelineRow | null>;
+  /** Resumes a paused pipeline. */
+  resumePipeline(id: string, now: Date): Promise<PipelineRow | null>;
+  /** Deletes up to `batchSize` terminal pipelines (and their tasks) completed before `before`. */
+  deleteTerminalPipelines(before: Date, batchSize: number): Promise<number>;
+}

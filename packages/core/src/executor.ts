@@ -1,0 +1,91 @@
+import type { Context } from './context.js';
+import type { Json } from './json.js';
+
+/** Lifecycle of a pipeline execution. Terminal: completed, failed, cancelled. */
+export type PipelineStatus = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled' | 'paused';
+
+/** Lifecycle of one task in a pipeline. Terminal: completed, failed, skipped, cancelled. */
+export type TaskStatus = 'not_started' | 'ready' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
+
+/** Options of {@link PipelineExecutor.execute} and {@link PipelineExecutor.executeAsync}. */
+export interface ExecuteOptions {
+  /** A second call with the same key returns the first execution and writes nothing. */
+  idempotencyKey?: string;
+  /** execute(): how long to wait for the result. @default the runner's pipelineTimeoutMs */
+  timeoutMs?: number;
+  /** Set when a cron occurrence starts the pipeline; passed to tasks as `info.scheduledTime`. */
+  scheduledTime?: Date;
+}
+
+/** Outcome of one task. */
+export interface TaskResult {
+  taskId: string;
+  status: TaskStatus;
+  attempts: number;
+  startedAt?: Date;
+  completedAt?: Date;
+  durationMs?: number;
+  error?: string;
+}
+
+/** Everything known about a pipeline execution. */
+export interface PipelineResult {
+  executionId: string;
+  workflowName: string;
+  workflowVersion: string;
+  status: PipelineStatus;
+  createdAt: Date;
+  startedAt?: Date;
+  completedAt?: Date;
+  durationMs?: number;
+  /** deepMerge(input, outputs of every completed task in canonical order). */
+  finalContext: Record<string, Json>;
+  tasks: TaskResult[];
+  error?: string;
+}
+
+/** A pipeline result without its context and tasks, as listed newest first. */
+export type PipelineSummary = Omit<PipelineResult, 'finalContext' | 'tasks'>;
+
+/** A handle on a started pipeline. */
+export interface PipelineExecution {
+  id: string;
+  workflowName: string;
+  /** Resolves with the result once the pipeline is terminal. @throws PipelineTimeoutError */
+  wait(options?: { timeoutMs?: number }): Promise<PipelineResult>;
+  status(): Promise<PipelineStatus>;
+  cancel(): Promise<void>;
+}
+
+/** Filter of {@link PipelineExecutor.listExecutions}. */
+export interface ListExecutionsFilter {
+  workflowName?: string;
+  status?: PipelineStatus;
+  limit?: number;
+  offset?: number;
+}
+
+/**
+ * Starts and tracks pipelines. The cron scheduler hands occurrences to any implementation;
+ * `DefaultRunner` is the durable one.
+ */
+export interface PipelineExecutor {
+  /** Runs a pipeline and resolves with its result, whatever the outcome. */
+  execute(
+    workflowName: string,
+    context?: Context | Record<string, Json>,
+    options?: ExecuteOptions,
+  ): Promise<PipelineResult>;
+  /** Commits a pipeline and its tasks, then returns a handle without waiting for it. */
+  executeAsync(
+    workflowName: string,
+    context?: Context | Record<string, Json>,
+    options?: ExecuteOptions,
+  ): Promise<PipelineExecution>;
+  getExecutionStatus(executionId: string): Promise<PipelineStatus>;
+  getExecutionResult(executionId: string): Promise<PipelineResult>;
+  cancelExecution(executionId: string): Promise<void>;
+  pauseExecution(executionId: string, reason?: string): Promise<void>;
+  resumeExecution(executionId: string): Promise<void>;
+  listExecutions(filter?: ListExecutionsFilter): Promise<PipelineSummary[]>;
+}

@@ -1,0 +1,94 @@
+export { type Clock, ManualClock, systemClock } from './clock.js';
+export {
+  assertContextSize,
+  Context,
+  type ContextDelta,
+  contextDelta,
+  DEFAULT_MAX_CONTEXT_BYTES,
+  mergeContext,
+} from './context.js';
+export type {
+  CatchupPolicy,
+  ClaimDueRequest,
+  ClaimLostRequest,
+  CronExecutionRow,
+  CronExecutionSource,
+  CronExecutionStatus,
+  CronStore,
+  DueScheduleState,
+  LostOccurrence,
+  NewCronExecution,
+  OccurrenceStats,
+  OverlapPolicy,
+  RecoveryCounts,
+  RecoveryOutcome,
+  ScheduleFilter,
+  SchedulePlan,
+  ScheduleRow,
+} from './cron-store.js';
+export {
+  ConfigurationError,
+  ContextError,
+  DatabaseError,
+  ExecutionNotFoundError,
+  IdempotencyConflictError,
+  InvalidCronExpressionError,
+  InvalidTimezoneError,
+  isOrreryError,
+  NonRetryableError,
+  OrreryError,
+  PipelineTimeoutError,
+  ScheduleConflictError,
+  ScheduleNotFoundError,
+  ValidationError,
+  WorkflowNotFoundError,
+  WorkflowValidationError,
+} from './errors.js';
+export type {
+  ClaimedTask,
+  ClaimTasksRequest,
+  ExecutionStore,
+  FinishTaskRequest,
+  FinishTaskResult,
+  LeaseRef,
+  NewPipeline,
+  PipelineFilter,
+  PipelineRow,
+  RegisteredTasks,
+  TaskOutcome,
+  TaskRow,
+} from './execution-store.js';
+export type {
+  ExecuteOptions,
+  ListExecutionsFilter,
+  PipelineExecution,
+  PipelineExecutor,
+  PipelineResult,
+  PipelineStatus,
+  PipelineSummary,
+  TaskResult,
+  TaskStatus,
+} from './executor.js';
+export { deepMerge, isJsonObject, type Json, type JsonObject, jsonByteLength, toJson } from './json.js';
+export { type Logger, silentLogger } from './logger.js';
+export { BackgroundLoop, emitSafely, type LoopOptions, sleep } from './loop.js';
+export { RETRY_DEFAULTS, type RetryPolicy, retryDelayMs, shouldRetry } from './retry.js';
+export type { RunnerRow, RunnerStore } from './runner-store.js';
+export {
+  type DatabaseLocation,
+  type OpenStorageOptions,
+  parseDatabaseUrl,
+  type Storage,
+  validateSchemaName,
+} from './storage.js';
+export { truncateToMillis, UniversalTimestamp } from './timestamp.js';
+export { isTriggerMet, type TerminalTaskStatus } from './trigger.js';
+export { newId, occurrenceId, UniversalUuid } from './uuid.js';
+export {
+  defineWorkflow,
+  type TaskDefinition,
+  type TaskRunInfo,
+  type TriggerRule,
+  type Workflow,
+  type WorkflowDefinition,
+} from './workflow.js';

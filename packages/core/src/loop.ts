@@ -1,0 +1,125 @@
+import type { Logger } from './logger.js';
+
+/** Settings of a {@link BackgroundLoop}. */
+export interface LoopOptions {
+  /** Name used in logs. */
+  name: string;
+  /** Pause between ticks when the last tick succeeded. */
+  intervalMs: number;
+  /** Cap on the back-off after failed ticks. @default 30_000 */
+  maxBackoffMs?: number;
+  logger: Logger;
+  /** Called with each tick error after it is logged (for events); must not throw. */
+  onError?: (error: unknown) => void;
+}
+
+/**
+ * A loop that runs `tick` until stopped, never overlapping itself (while + await, not
+ * setInterval). A failed tick is logged and followed by a capped exponential back-off.
+ * `nudge()` cuts the current pause short when work arrives.
+ */
+export abstract class BackgroundLoop {
+  readonly #options: LoopOptions;
+  readonly #abort = new AbortController();
+  #done: Promise<void> | undefined;
+  #failures = 0;
+  #wake: (() => void) | undefined;
+  #nudged = false;
+
+  constructor(options: LoopOptions) {
+    this.#options = options;
+  }
+
+  /** One unit of work. The signal aborts when the loop stops. */
+  protected abstract tick(signal: AbortSignal): Promise<void>;
+
+  /** Starts the loop; idempotent. */
+  start(): void {
+    this.#done ??= this.#run(this.#abort.signal);
+  }
+
+  /** True between start() and stop(). */
+  get running(): boolean {
+    return this.#done !== undefined && !this.#abort.signal.aborted;
+  }
+
+  /** Stops the loop and waits for the tick in flight; idempotent. */
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    this.#wake?.();
+    await this.#done;
+  }
+
+  /** Ends the current pause now, so the next tick starts at once. */
+  nudge(): void {
+    this.#nudged = true;
+    this.#wake?.();
+  }
+
+  async #run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      this.#nudged = false;
+      try {
+        await this.tick(signal);
+        this.#failures = 0;
+      } catch (error) {
+        this.#failures += 1;
+        this.#options.logger.error({ err: error, loop: this.#options.name }, 'background loop tick failed');
+        this.#options.onError?.(error);
+      }
+      if (!this.#nudged) await this.#pause(this.#nextDelayMs(), signal);
+    }
+  }
+
+  #nextDelayMs(): number {
+    if (this.#failures === 0) return this.#options.intervalMs;
+    const backoff = this.#options.intervalMs * 2 ** Math.min(this.#failures, 10);
+    return Math.min(backoff, this.#options.maxBackoffMs ?? 30_000);
+  }
+
+  #pause(ms: number, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#wake = () => {
+        this.#wake = undefined;
+        done();
+      };
+    });
+  }
+}
+
+/**
+ * Emits an event without letting a throwing listener break the caller: the error is logged.
+ * Events only report; Orrery's control flow never depends on them.
+ */
+export function emitSafely<E extends string, P>(
+  emitter: { emit(event: E, payload: P): boolean },
+  logger: Logger,
+  event: E,
+  payload: P,
+): void {
+  try {
+    emitter.emit(event, payload);
+  } catch (error) {
+    logger.error({ err: error, event }, 'event listener threw');
+  }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(finish, ms);
+    function finish(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', finish);
+      resolve();
+    }
+    signal?.addEventListener('abort', finish, { once: true });
+  });
+}

@@ -1,0 +1,62 @@
+import type { CronStore } from './cron-store.js';
+import { ConfigurationError } from './errors.js';
+import type { ExecutionStore } from './execution-store.js';
+import type { RunnerStore } from './runner-store.js';
+
+/** An open database: the ports a runner and its cron scheduler use. */
+export interface Storage {
+  /** Which adapter; for logs and diagnostics only, never for branching outside adapters. */
+  readonly dialect: string;
+  readonly executions: ExecutionStore;
+  readonly cron: CronStore;
+  readonly runners: RunnerStore;
+  /** Closes connections; idempotent. */
+  close(): Promise<void>;
+}
+
+/** Options every adapter's `open…Storage` accepts. */
+export interface OpenStorageOptions {
+  /** Apply pending migrations on open. @default true */
+  migrate?: boolean;
+}
+
+/** A database URL, parsed into the adapter that serves it. */
+export type DatabaseLocation = { kind: 'sqlite'; filename: string } | { kind: 'postgres'; connectionString: string };
+
+const ACCEPTED =
+  "'sqlite:./path/to/file.db', 'sqlite::memory:', or 'postgres://user@host:5432/db' (also 'postgresql://')";
+
+/**
+ * Parses a database URL.
+ * @throws ConfigurationError for an empty URL or an unknown scheme, listing the accepted forms.
+ */
+export function parseDatabaseUrl(url: string): DatabaseLocation {
+  if (typeof url !== 'string' || url.trim() === '') {
+    throw new ConfigurationError(`Database URL is empty; use ${ACCEPTED}.`);
+  }
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    return { kind: 'postgres', connectionString: url };
+  }
+  if (url.startsWith('sqlite:')) {
+    const filename = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (filename === '') throw new ConfigurationError(`Database URL "${url}" names no file; use ${ACCEPTED}.`);
+    return { kind: 'sqlite', filename };
+  }
+  throw new ConfigurationError(`Database URL "${url}" has an unknown scheme; use ${ACCEPTED}.`);
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * Checks a Postgres schema name before it reaches SQL: lower-case letters, digits and `_`,
+ * not starting with a digit, at most 63 characters, not `pg_`-prefixed.
+ * @throws ConfigurationError naming the schema and the rule.
+ */
+export function validateSchemaName(schema: string): string {
+  if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema) || schema.startsWith('pg_')) {
+    throw new ConfigurationError(
+      `Schema name ${JSON.stringify(schema)} is invalid: use 1-63 lower-case letters, digits or "_", starting with a letter or "_" and not with "pg_" (e.g. "orrery_tenant_a").`,
+    );
+  }
+  return schema;
+}

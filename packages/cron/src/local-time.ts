@@ -1,0 +1,178 @@
+import type { IANAZone } from 'luxon';
+import type { CronFields } from './cron-expression.js';
+import { dayOffsets } from './timezone.js';
+
+const SECOND_MS = 1000;
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+
+/** Longer than the longest gap a valid expression can have: February 29, 2096 then 2104. */
+const SEARCH_DAYS = 9 * 366;
+
+/**
+ * Lookup tables for walking local wall-clock time. `nextX[v]` is the smallest allowed value
+ * `>= v`, or -1 (index `max + 1` is a -1 sentinel), so a search skips whole fields at once.
+ */
+export interface LocalMatcher {
+  readonly nextSecond: Int8Array;
+  readonly nextMinute: Int8Array;
+  readonly nextHour: Int8Array;
+  readonly dayOfMonth: readonly boolean[];
+  readonly month: readonly boolean[];
+  readonly dayOfWeek: readonly boolean[];
+  readonly anyDayOfMonth: boolean;
+  readonly anyDayOfWeek: boolean;
+  readonly followsRealClock: boolean;
+}
+
+/** A stretch of wall-clock time, `[fromWall, toWall)` in ms on the local calendar, read at one offset. */
+interface Piece {
+  readonly fromWall: number;
+  readonly toWall: number;
+  readonly offsetMs: number;
+}
+
+/** Builds the lookup tables once per expression, so each search only indexes arrays. */
+export function compileMatcher(fields: CronFields): LocalMatcher {
+  return {
+    nextSecond: nextAllowed(fields.seconds, 59),
+    nextMinute: nextAllowed(fields.minutes, 59),
+    nextHour: nextAllowed(fields.hours, 23),
+    dayOfMonth: membership(fields.daysOfMonth, 31),
+    month: membership(fields.months, 12),
+    dayOfWeek: membership(fields.daysOfWeek, 6),
+    anyDayOfMonth: fields.anyDayOfMonth,
+    anyDayOfWeek: fields.anyDayOfWeek,
+    followsRealClock: fields.followsRealClock,
+  };
+}
+
+/**
+ * The first occurrence strictly after `after` (epoch ms), or null when none falls within
+ * the next nine years. Walks local calendar days, skipping months and days that cannot
+ * match, and maps each matching day's wall times to instants by the DST rules.
+ */
+export function nextInstant(matcher: LocalMatcher, zone: IANAZone, after: number): number | null {
+  // Offsets are at least -12h, so this is the local date of `after` or earlier: early enough
+  // for a fall-back across midnight, which shows the previous date again after `after`.
+  let day = Math.floor((after - 12 * HOUR_MS) / DAY_MS);
+  const lastDay = day + SEARCH_DAYS;
+  for (day = nextMatchingDay(matcher, day, lastDay); day <= lastDay; day = nextMatchingDay(matcher, day + 1, lastDay)) {
+    const pieces = dayPieces(matcher, zone, day);
+    const found = firstInDay(matcher, pieces, day, after);
+    if (found === null) continue;
+    // When the clock falls back across midnight (St John's until 2010: 00:01 -> 23:01), the
+    // next date begins before this one ends, so its first occurrence may come earlier.
+    if (pieces.length === 1 || !isMatchingDay(matcher, day + 1)) return found;
+    const following = firstInDay(matcher, dayPieces(matcher, zone, day + 1), day + 1, after);
+    return following === null ? found : Math.min(found, following);
+  }
+  return null;
+}
+
+/**
+ * Splits a local day into pieces read at one offset each. With no clock change that is the
+ * whole day. At a change, a `*` hour follows the real clock: the wall times before the change
+ * end where the old offset stops, those after start where the new one begins, so a gap has
+ * no wall times and a fall-back hour is covered twice. A fixed hour splits both at the later
+ * of the two: gap times are read with the offset before the gap, a repeated time only at
+ * its first instance.
+ */
+function dayPieces(matcher: LocalMatcher, zone: IANAZone, day: number): Piece[] {
+  const dayStart = day * DAY_MS;
+  const dayEnd = dayStart + DAY_MS;
+  const { offsetBeforeMs, offsetAfterMs, transitionAt } = dayOffsets(zone, day);
+  if (offsetBeforeMs === offsetAfterMs) return [{ fromWall: dayStart, toWall: dayEnd, offsetMs: offsetBeforeMs }];
+  const split = transitionAt + Math.max(offsetBeforeMs, offsetAfterMs);
+  const beforeEnds = matcher.followsRealClock ? transitionAt + offsetBeforeMs : split;
+  const afterStarts = matcher.followsRealClock ? transitionAt + offsetAfterMs : split;
+  return [
+    { fromWall: dayStart, toWall: Math.min(dayEnd, beforeEnds), offsetMs: offsetBeforeMs },
+    { fromWall: Math.max(dayStart, afterStarts), toWall: dayEnd, offsetMs: offsetAfterMs },
+  ].filter((piece) => piece.fromWall < piece.toWall);
+}
+
+/** The earliest instant after `after` among the day's pieces; pieces overlap at a fall-back. */
+function firstInDay(matcher: LocalMatcher, pieces: readonly Piece[], day: number, after: number): number | null {
+  let best: number | null = null;
+  for (const piece of pieces) {
+    // Wall times are whole seconds; the first one whose instant is past `after`.
+    const earliest = Math.max(piece.fromWall, Math.floor((after + piece.offsetMs) / SECOND_MS) * SECOND_MS + SECOND_MS);
+    if (earliest >= piece.toWall) continue;
+    const secondOfDay = firstTimeOfDay(matcher, (earliest - day * DAY_MS) / SECOND_MS);
+    if (secondOfDay === null) continue;
+    const wall = day * DAY_MS + secondOfDay * SECOND_MS;
+    if (wall >= piece.toWall) continue;
+    const instant = wall - piece.offsetMs;
+    if (best === null || instant < best) best = instant;
+  }
+  return best;
+}
+
+/** The first allowed time of day at or after `secondOfDay`, in seconds since midnight. */
+function firstTimeOfDay(matcher: LocalMatcher, secondOfDay: number): number | null {
+  const hour = Math.floor(secondOfDay / 3600);
+  const minute = Math.floor(secondOfDay / 60) % 60;
+  const second = secondOfDay % 60;
+  const firstMinute = matcher.nextMinute[0]!;
+  const firstSecond = matcher.nextSecond[0]!;
+  const allowedHour = matcher.nextHour[hour]!;
+  if (allowedHour === -1) return null;
+  if (allowedHour > hour) return toSeconds(allowedHour, firstMinute, firstSecond);
+  const allowedMinute = matcher.nextMinute[minute]!;
+  if (allowedMinute === minute) {
+    const allowedSecond = matcher.nextSecond[second]!;
+    if (allowedSecond !== -1) return toSeconds(hour, minute, allowedSecond);
+  }
+  const laterMinute = allowedMinute === minute ? matcher.nextMinute[minute + 1]! : allowedMinute;
+  if (laterMinute !== -1) return toSeconds(hour, laterMinute, firstSecond);
+  const laterHour = matcher.nextHour[hour + 1]!;
+  return laterHour === -1 ? null : toSeconds(laterHour, firstMinute, firstSecond);
+}
+
+function toSeconds(hour: number, minute: number, second: number): number {
+  return hour * 3600 + minute * 60 + second;
+}
+
+/** The first day from `day` on whose date matches, jumping over months that cannot match. */
+function nextMatchingDay(matcher: LocalMatcher, day: number, lastDay: number): number {
+  let candidate = day;
+  while (candidate <= lastDay) {
+    const date = new Date(candidate * DAY_MS);
+    if (!matcher.month[date.getUTCMonth() + 1]) {
+      candidate = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) / DAY_MS;
+    } else if (isMatchingDate(matcher, date)) {
+      return candidate;
+    } else {
+      candidate += 1;
+    }
+  }
+  return candidate;
+}
+
+function isMatchingDay(matcher: LocalMatcher, day: number): boolean {
+  const date = new Date(day * DAY_MS);
+  return matcher.month[date.getUTCMonth() + 1]! && isMatchingDate(matcher, date);
+}
+
+/** Cron's day rule: with both day fields restricted, either may match; otherwise both must. */
+function isMatchingDate(matcher: LocalMatcher, date: Date): boolean {
+  const dayOfMonth = matcher.dayOfMonth[date.getUTCDate()]!;
+  const dayOfWeek = matcher.dayOfWeek[date.getUTCDay()]!;
+  if (!matcher.anyDayOfMonth && !matcher.anyDayOfWeek) return dayOfMonth || dayOfWeek;
+  return (matcher.anyDayOfMonth || dayOfMonth) && (matcher.anyDayOfWeek || dayOfWeek);
+}
+
+function nextAllowed(values: readonly number[], max: number): Int8Array {
+  const table = new Int8Array(max + 2).fill(-1);
+  let next = -1;
+  for (let value = max; value >= 0; value -= 1) {
+    if (values.includes(value)) next = value;
+    table[value] = next;
+  }
+  return table;
+}
+
+function membership(values: readonly number[], max: number): boolean[] {
+  return Array.from({ length: max + 1 }, (_, value) => values.includes(value));
+}

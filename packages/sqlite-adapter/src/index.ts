@@ -1,0 +1,1 @@
+export { openSqliteStorage, SQLITE_DEFAULTS, type SqliteStorageOptions } from './open.js';

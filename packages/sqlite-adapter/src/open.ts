@@ -1,0 +1,87 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { ConfigurationError, type OpenStorageOptions, type Storage } from '@orrery/core';
+import Database from 'better-sqlite3';
+import { drizzle } from 'drizzle-orm/better-sqlite3';
+import { SqliteCronStore } from './cron-store.js';
+import { SqliteExecutionStore } from './execution-store.js';
+import { applyMigrations, assertSchemaCurrent } from './migrate.js';
+import { SqliteRunnerStore } from './runner-store.js';
+import * as schema from './schema.js';
+import { createHandle, toOrreryError } from './transaction.js';
+
+/** Options of {@link openSqliteStorage}. */
+export interface SqliteStorageOptions extends OpenStorageOptions {
+  /** Path of the database file (its directory is created if missing), or ':memory:' for a private in-memory database. */
+  filename: string;
+  /**
+   * Apply pending migrations on open; when false, a file whose schema is older than the code is refused.
+   * @default true
+   */
+  migrate?: boolean;
+  /**
+   * How long a statement waits for another connection's write lock before failing.
+   * @default 5000
+   */
+  busyTimeoutMs?: number;
+}
+
+/** Defaults of {@link SqliteStorageOptions}. */
+export const SQLITE_DEFAULTS = { migrate: true, busyTimeoutMs: 5000 } as const;
+
+const IN_MEMORY = ':memory:';
+
+function connect(filename: string, busyTimeoutMs: number): Database.Database {
+  if (filename !== IN_MEMORY) mkdirSync(dirname(filename), { recursive: true });
+  const client = new Database(filename, { timeout: busyTimeoutMs });
+  // WAL lets readers run beside the single writer; an in-memory database has no journal file to put in WAL mode.
+  if (filename !== IN_MEMORY) client.pragma('journal_mode = WAL');
+  client.pragma('synchronous = NORMAL');
+  client.pragma(`busy_timeout = ${busyTimeoutMs}`);
+  client.pragma('foreign_keys = ON');
+  return client;
+}
+
+/**
+ * Opens (creating if needed) a SQLite database as Orrery storage: sets WAL, synchronous=NORMAL,
+ * busy_timeout and foreign keys, applies pending migrations and prepares every statement.
+ * Several processes may open the same file; write transactions are `BEGIN IMMEDIATE`.
+ * @throws ConfigurationError for an invalid busy timeout, a file that cannot be opened, or (with
+ *   `migrate: false`) a schema older than the code.
+ * @throws DatabaseError when a migration fails.
+ */
+export async function openSqliteStorage(options: SqliteStorageOptions): Promise<Storage> {
+  const { filename } = options;
+  const migrate = options.migrate ?? SQLITE_DEFAULTS.migrate;
+  const busyTimeoutMs = options.busyTimeoutMs ?? SQLITE_DEFAULTS.busyTimeoutMs;
+  if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
+    throw new ConfigurationError(`busyTimeoutMs must be a non-negative integer of milliseconds, got ${busyTimeoutMs}.`);
+  }
+  let client: Database.Database;
+  try {
+    client = connect(filename, busyTimeoutMs);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new ConfigurationError(
+      `Cannot open SQLite database "${filename}": ${message}. Check that the path is a writable file location.`,
+      { cause: error },
+    );
+  }
+  try {
+    if (migrate) applyMigrations(client);
+    else assertSchemaCurrent(client, filename);
+    const handle = createHandle(client, drizzle({ client, schema }));
+    return {
+      dialect: 'sqlite',
+      executions: new SqliteExecutionStore(handle),
+      cron: new SqliteCronStore(handle),
+      runners: new SqliteRunnerStore(handle),
+      close: async () => {
+        if (client.open) client.close();
+      },
+    };
+  } catch (error) {
+    client.close();
+    throw toOrreryError('openSqliteStorage', error);
+  }
+}
