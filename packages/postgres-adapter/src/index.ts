@@ -1,1 +1,1 @@
-export {};
+export { openPostgresStorage, POSTGRES_DEFAULTS, type PostgresStorageOptions } from './open.js';

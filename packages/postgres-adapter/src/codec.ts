@@ -1,0 +1,217 @@
+import { UniversalTimestamp, UniversalUuid } from '@orrery/core';
+import { getTableColumns, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
+import { customType, type PgColumn, type PgInsertValue, type PgTable } from 'drizzle-orm/pg-core';
+
+/**
+ * Universal types <-> Postgres column values. UUIDs are native `uuid`, instants
+ * `timestamptz(3)`, JSON is `jsonb` and booleans are native `boolean`. Every connection runs
+ * with `TimeZone = UTC`, so instants come back as `YYYY-MM-DD hh:mm:ss.fff+00`. Encoders accept
+ * null because drizzle hands placeholder values to them unfiltered.
+ */
+
+const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * The canonical lower-case form of a UUID string, checked before it reaches SQL, so that a
+ * malformed id is the same `ValidationError` here as on SQLite (not a driver error).
+ * @throws ValidationError when `id` is not UUID-shaped.
+ */
+export function canonicalUuid(id: string): string {
+  // Fast path for the canonical form every id in Orrery already has; anything else goes through the strict parser.
+  if (CANONICAL_UUID.test(id)) return id;
+  return UniversalUuid.parse(id).toString();
+}
+
+/**
+ * ISO-8601 text of `date`, truncated to whole milliseconds.
+ * @throws ValidationError for an invalid Date.
+ */
+export function dateToIso(date: Date): string {
+  return UniversalTimestamp.fromDate(date).toISOString();
+}
+
+// `2026-01-02 03:04:05.678+00` (the text output of timestamptz), with an optional fraction and minutes of offset.
+const TIMESTAMPTZ_TEXT = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?([+-]\d\d)(?::(\d\d))?$/;
+
+/** A Date from timestamptz text (or the ISO form `to_json` writes). */
+export function parseTimestamptz(text: string): Date {
+  const match = TIMESTAMPTZ_TEXT.exec(text);
+  if (match === null) return new Date(text);
+  const [, day, time, fraction = '', offsetHours, offsetMinutes = '00'] = match;
+  const millis = fraction.padEnd(3, '0').slice(0, 3);
+  return new Date(`${day}T${time}.${millis}${offsetHours}:${offsetMinutes}`);
+}
+
+// jsonb cannot hold the string escapes \u0000 or a lone surrogate (\ud800-\udfff), which JSON.stringify emits for
+// such strings. A literal backslash before "u" also matches: harmless, it only picks the text form below.
+const JSONB_UNSAFE = /\\u(?:0000|d[89a-f])/;
+
+/**
+ * jsonb text of a JSON object or array. A value holding a string jsonb refuses (NUL, a lone
+ * surrogate) is stored as a jsonb string of its JSON text instead; column values are never
+ * top-level strings, so {@link decodeJson} tells the two forms apart.
+ */
+export function encodeJson(value: unknown): string {
+  const text = JSON.stringify(value);
+  return JSONB_UNSAFE.test(text) ? JSON.stringify(text) : text;
+}
+
+/** The value {@link encodeJson} stored, from what the driver returns (parsed jsonb, or its text). */
+export function decodeJson(value: unknown): unknown {
+  let decoded = value;
+  // At most twice: driver text of the string form, then the JSON text inside it.
+  for (let i = 0; i < 2 && typeof decoded === 'string'; i++) decoded = JSON.parse(decoded);
+  return decoded;
+}
+
+/**
+ * Free text (an error message, a reason) as Postgres `text` can hold it: `text` refuses NUL,
+ * which SQLite keeps, so each one becomes U+FFFD rather than failing the write (and, with it,
+ * the unit of work that reports a failure).
+ */
+export function storableText(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
+}
+
+/** Free text <-> `text`, through {@link storableText}. */
+export const freeText = customType<{ data: string; driverData: string }>({
+  dataType: () => 'text',
+  toDriver: (value) => (value === null ? (null as unknown as string) : storableText(value)),
+  fromDriver: (value) => value,
+});
+
+/** UUID string <-> native `uuid`. */
+export const uuid = customType<{ data: string; driverData: string }>({
+  dataType: () => 'uuid',
+  toDriver: (value) => (value === null ? (null as unknown as string) : canonicalUuid(value)),
+  fromDriver: (value) => value,
+});
+
+/** Date <-> `timestamptz(3)`, truncated to milliseconds on the way in. */
+export const timestamp = customType<{ data: Date; driverData: string }>({
+  dataType: () => 'timestamp (3) with time zone',
+  toDriver: (value) => (value === null ? (null as unknown as string) : dateToIso(value)),
+  fromDriver: (value) => parseTimestamptz(value),
+});
+
+const jsonb = customType<{ data: unknown; driverData: unknown }>({
+  dataType: () => 'jsonb',
+  toDriver: (value) => (value === null ? null : encodeJson(value)),
+  fromDriver: (value) => decodeJson(value),
+});
+
+/** A JSON object or array of type `T` <-> `jsonb`. */
+export function json<T extends object>(name: string) {
+  return jsonb(name).$type<T>();
+}
+
+/**
+ * A list of UUIDs as one `uuid[]` parameter (see {@link uuidListSql}); each id is checked first.
+ * @throws ValidationError when an id is not UUID-shaped.
+ */
+export function encodeUuidList(ids: readonly string[]): string[] {
+  return ids.map(canonicalUuid);
+}
+
+/**
+ * An array bound as one parameter (Postgres reads it as an array literal). A bare array in a
+ * `sql` template would be spread into one parameter per element instead.
+ */
+export function arrayParam(values: readonly unknown[]): SQL {
+  return sql`${sql.param(values)}`;
+}
+
+/** A placeholder or an array value, as one parameter. */
+function listParam(list: SQLWrapper | readonly unknown[]): SQLWrapper {
+  return Array.isArray(list) ? arrayParam(list) : (list as SQLWrapper);
+}
+
+/**
+ * `<column> = ANY(<list>::uuid[])` for an {@link encodeUuidList} array or placeholder. Raw SQL
+ * because drizzle's `inArray` binds one parameter per element, which would change the
+ * statement's shape (and defeat `.prepare()`) with every list length.
+ */
+export function inUuidList(column: SQLWrapper, list: SQLWrapper | readonly string[]): SQL {
+  return sql`${column} = ANY(${listParam(list)}::uuid[])`;
+}
+
+/** `<column> = ANY(<list>::text[])` for a string array or placeholder; raw SQL for the same reason as {@link inUuidList}. */
+export function inTextList(column: SQLWrapper, list: SQLWrapper | readonly string[]): SQL {
+  return sql`${column} = ANY(${listParam(list)}::text[])`;
+}
+
+/**
+ * A named placeholder encoded with `column`'s codec when a prepared statement runs
+ * (drizzle leaves a bare placeholder in a condition unencoded), cast to the column's type so
+ * that Postgres never has to guess it. Usable in `where`, `set` and `values`.
+ */
+export function bind(column: PgColumn, name: string): SQL {
+  return sql`${sql.param(sql.placeholder(name), column)}::${sql.raw(column.getSQLType())}`;
+}
+
+/**
+ * Insert values binding every column of `table` to a placeholder named after its field, so
+ * a prepared insert runs with the row object itself.
+ */
+export function bindAllColumns<T extends PgTable>(table: T): PgInsertValue<T> {
+  const columns = getTableColumns(table) as Record<string, PgColumn>;
+  return Object.fromEntries(
+    Object.entries(columns).map(([field, column]) => [field, bind(column, field)]),
+  ) as PgInsertValue<T>;
+}
+
+/**
+ * Decodes a row that Postgres built as JSON (`to_json`, `json_agg`) with the codecs of
+ * `columns`: keys are column names, values what `to_json` wrote for each type. Keys of other
+ * columns are ignored.
+ */
+export function decodeJsonRow<T>(columns: Record<string, PgColumn>, row: Record<string, unknown>): T {
+  const decoded: Record<string, unknown> = {};
+  for (const [field, column] of Object.entries(columns)) {
+    const value = row[column.name];
+    decoded[field] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
+  }
+  return decoded as T;
+}
+
+/*
+ * Columns carried through a CTE. A statement that locks or updates rows in one CTE and reads them
+ * in another refers to them by alias; `mapWith` keeps each column's codec attached, so the row
+ * still decodes to universal types.
+ */
+
+/** `columns` as aliased fields `<prefix><column name>`, keyed `<prefix><field>`, decoded with their codecs. */
+export function aliasColumns(columns: Record<string, PgColumn>, prefix: string): Record<string, SQL.Aliased> {
+  return Object.fromEntries(
+    Object.entries(columns).map(([field, column]) => [
+      `${prefix}${field}`,
+      sql`${column}`.mapWith(column).as(`${prefix}${column.name}`),
+    ]),
+  );
+}
+
+/** The fields of `source` (a CTE) that {@link aliasColumns} named, keyed `<prefix><field>` as there. */
+export function carryAliased(source: object, columns: Record<string, PgColumn>, prefix: string): Record<string, SQL> {
+  const fields = source as Record<string, SQL>;
+  return Object.fromEntries(Object.keys(columns).map((field) => [`${prefix}${field}`, fields[`${prefix}${field}`]!]));
+}
+
+/** What a column reads back as: its data type, or null when it is nullable. */
+type ColumnValue<C extends PgColumn> = C['_']['notNull'] extends true ? C['_']['data'] : C['_']['data'] | null;
+
+/** A selection typed like `columns`, so that drizzle infers the row type. */
+export type FieldsLike<T extends Record<string, PgColumn>> = { [K in keyof T]: SQL<ColumnValue<T[K]>> };
+
+/** The fields of `source` (a CTE) that {@link aliasColumns} named, keyed by their plain field names. */
+export function pickAliased<T extends Record<string, PgColumn>>(source: object, columns: T, prefix: string) {
+  const fields = source as Record<string, SQL>;
+  return Object.fromEntries(
+    Object.keys(columns).map((field) => [field, fields[`${prefix}${field}`]!]),
+  ) as FieldsLike<T>;
+}
+
+/** The fields of `source` (a CTE that returned `columns` as they are), keyed by field name. */
+export function fieldsOf<T extends Record<string, PgColumn>>(source: object, columns: T) {
+  const fields = source as Record<string, SQL>;
+  return Object.fromEntries(Object.keys(columns).map((field) => [field, fields[field]!])) as FieldsLike<T>;
+}

@@ -1,0 +1,76 @@
+import type { RunnerRow, RunnerStore } from '@orrery/core';
+import { asc, eq, sql } from 'drizzle-orm';
+import { bind, parseTimestamptz } from './codec.js';
+import { runners as r } from './schema.js';
+import { type PostgresHandle, statement } from './transaction.js';
+
+function prepareStatements(handle: PostgresHandle) {
+  const { db } = handle;
+  const row = {
+    id: bind(r.id, 'id'),
+    hostname: bind(r.hostname, 'hostname'),
+    pid: bind(r.pid, 'pid'),
+    workflows: bind(r.workflows, 'workflows'),
+    startedAt: bind(r.startedAt, 'startedAt'),
+    heartbeatAt: bind(r.heartbeatAt, 'heartbeatAt'),
+  };
+  return {
+    heartbeat: db
+      .insert(r)
+      .values(row)
+      .onConflictDoUpdate({
+        target: r.id,
+        set: {
+          hostname: sql`excluded.hostname`,
+          pid: sql`excluded.pid`,
+          workflows: sql`excluded.workflows`,
+          startedAt: sql`excluded.started_at`,
+          heartbeatAt: sql`excluded.heartbeat_at`,
+          stoppedAt: null,
+        },
+      })
+      .prepare('orrery_heartbeat'),
+    markStopped: db
+      .update(r)
+      .set({ stoppedAt: bind(r.stoppedAt, 'now') })
+      .where(eq(r.id, bind(r.id, 'id')))
+      .prepare('orrery_mark_stopped'),
+    list: db.select().from(r).orderBy(asc(r.startedAt), asc(r.id)).prepare('orrery_list_runners'),
+    // Text, decoded like every other instant: drizzle's driver hands timestamptz over as the server formats it.
+    now: db.select({ now: sql<string>`now()::text` }).from(sql`(SELECT 1) AS one`).prepare('orrery_database_now'),
+  };
+}
+
+/** {@link RunnerStore} on Postgres: each method is one statement. */
+export class PostgresRunnerStore implements RunnerStore {
+  readonly #q: ReturnType<typeof prepareStatements>;
+
+  /** Builds every statement for `handle`; the schema must be migrated. */
+  constructor(handle: PostgresHandle) {
+    this.#q = prepareStatements(handle);
+  }
+
+  heartbeat(runner: Omit<RunnerRow, 'stoppedAt'>): Promise<void> {
+    return statement('heartbeat', async () => {
+      await this.#q.heartbeat.execute({ ...runner });
+    });
+  }
+
+  markStopped(id: string, now: Date): Promise<void> {
+    return statement('markStopped', async () => {
+      await this.#q.markStopped.execute({ id, now });
+    });
+  }
+
+  listRunners(): Promise<RunnerRow[]> {
+    return statement('listRunners', () => this.#q.list.execute());
+  }
+
+  /** The server's `now()`, to the millisecond: what runners measure their clock offset against. */
+  databaseNow(): Promise<Date> {
+    return statement('databaseNow', async () => {
+      const [row] = await this.#q.now.execute();
+      return parseTimestamptz(row!.now);
+    });
+  }
+}

@@ -1,0 +1,111 @@
+import { DatabaseError, isOrreryError, OrreryError } from '@orrery/core';
+import { DrizzleQueryError } from 'drizzle-orm/errors';
+import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
+import pg from 'pg';
+
+/** A drizzle database over the pool (single statements) or over one pooled client (a transaction). */
+export type PostgresDb = NodePgDatabase;
+
+/** An open storage: the pool and drizzle over it, shared by every store. */
+export interface PostgresHandle {
+  readonly pool: pg.Pool;
+  /** Runs each statement on any pooled connection, in autocommit: one statement, one transaction. */
+  readonly db: PostgresDb;
+}
+
+/** Wraps an open pool and drizzle over it as a handle. */
+export function createHandle(pool: pg.Pool): PostgresHandle {
+  return { pool, db: drizzle({ client: pool }) };
+}
+
+// One drizzle instance per pooled connection, built on its first transaction: connections are long-lived and reused.
+const clientDatabases = new WeakMap<pg.PoolClient, PostgresDb>();
+
+function databaseOf(client: pg.PoolClient): PostgresDb {
+  let db = clientDatabases.get(client);
+  if (db === undefined) {
+    db = drizzle({ client });
+    clientDatabases.set(client, db);
+  }
+  return db;
+}
+
+/**
+ * Runs a unit of work of several statements in one `BEGIN … COMMIT` on one pooled connection;
+ * any failure rolls it back. Most port methods need no such block: they are written as a
+ * single statement (data-modifying CTEs), which Postgres runs as its own transaction.
+ * @throws DatabaseError wrapping a driver error as "<method> failed: <message>"; Orrery errors pass through.
+ */
+export async function transaction<T>(
+  handle: PostgresHandle,
+  method: string,
+  work: (tx: PostgresDb) => Promise<T>,
+): Promise<T> {
+  let client: pg.PoolClient;
+  try {
+    client = await handle.pool.connect();
+  } catch (error) {
+    throw toOrreryError(method, error);
+  }
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    const result = await work(databaseOf(client));
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    try {
+      await client.query('ROLLBACK');
+    } catch (rollbackError) {
+      // A connection that cannot even roll back is discarded rather than handed to the next caller.
+      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+    }
+    throw toOrreryError(method, error);
+  } finally {
+    client.release(broken);
+  }
+}
+
+/**
+ * Runs a unit of work that is one statement (so one transaction of its own) on the pool, or a
+ * write followed by a read that only reports what is there (e.g. the row holding a taken key).
+ * @throws DatabaseError wrapping a driver error as "<method> failed: <message>"; Orrery errors pass through.
+ */
+export async function statement<T>(method: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw toOrreryError(method, error);
+  }
+}
+
+/**
+ * Wraps anything but an Orrery error as a DatabaseError whose `cause` is the driver's error
+ * (drizzle's "Failed query" wrapper, which repeats the SQL and every parameter, is dropped).
+ */
+export function toOrreryError(method: string, error: unknown): Error {
+  if (isOwnError(error)) return error;
+  const driverError = unwrap(error);
+  const message = driverError instanceof Error ? driverError.message : String(driverError);
+  return new DatabaseError(`${method} failed: ${message}`, { cause: driverError });
+}
+
+function unwrap(error: unknown): unknown {
+  return error instanceof DrizzleQueryError && error.cause !== undefined ? error.cause : error;
+}
+
+/**
+ * isOrreryError recognises errors by shape (a string `code` and a name ending in "Error"), which
+ * Node's socket errors (`ECONNREFUSED`, named "Error") have too, and pg's errors nearly do: never
+ * pass a driver or system error through.
+ */
+function isOwnError(error: unknown): error is Error {
+  if (error instanceof OrreryError) return true;
+  return isOrreryError(error) && error.name !== 'Error' && !(error instanceof pg.DatabaseError);
+}
+
+/** The SQLSTATE of a Postgres error, if `error` is one. */
+export function sqlState(error: unknown): string | undefined {
+  const driverError = unwrap(error);
+  return driverError instanceof pg.DatabaseError ? driverError.code : undefined;
+}

@@ -1,0 +1,201 @@
+import { ConfigurationError, DatabaseError, newId, type Storage } from '@orrery/core';
+import pg from 'pg';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
+import { openPostgresStorage, POSTGRES_DEFAULTS } from '../src/index.js';
+import { withSessionSettings } from '../src/open.js';
+
+const schemas: string[] = [];
+const opened: Storage[] = [];
+afterEach(async () => {
+  for (const storage of opened.splice(0)) await storage.close();
+});
+afterAll(async () => {
+  for (const schema of schemas) await dropSchema(schema);
+});
+
+function newSchema(): string {
+  const schema = freshSchemaName();
+  schemas.push(schema);
+  return schema;
+}
+
+async function open(schema: string, options: { migrate?: boolean } = {}): Promise<Storage> {
+  const storage = await openPostgresStorage({ connectionString: postgresUrl(), schema, ...options });
+  opened.push(storage);
+  return storage;
+}
+
+/** Runs one query on its own connection, outside any storage. */
+async function query<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: postgresUrl() });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** A URL on the test server with one part replaced. */
+function urlWith(change: (url: URL) => void): string {
+  const url = new URL(postgresUrl());
+  change(url);
+  return url.toString();
+}
+
+const runner = { id: 'r1', hostname: 'h', pid: 1, workflows: ['wf'], startedAt: new Date(0), heartbeatAt: new Date(0) };
+
+describe('openPostgresStorage', () => {
+  it('creates a missing schema with every table in it, and reports the postgres dialect', async () => {
+    const schema = newSchema();
+    const storage = await open(schema);
+    expect(storage.dialect).toBe('postgres');
+    const tables = await query<{ table_name: string }>(
+      'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name',
+      [schema],
+    );
+    expect(tables.map((row) => row.table_name)).toEqual([
+      '__orrery_migrations',
+      'cron_executions',
+      'cron_schedules',
+      'pipeline_executions',
+      'runners',
+      'task_executions',
+    ]);
+  });
+
+  it("points the task table's foreign key at the pipeline table of its own schema, not public's", async () => {
+    const schema = newSchema();
+    await open(schema);
+    const [fk] = await query<{ target: string; cascades: boolean }>(
+      `SELECT confrelid::regclass::text AS target, confdeltype = 'c' AS cascades FROM pg_constraint
+       WHERE contype = 'f' AND conrelid = to_regclass($1)`,
+      [`"${schema}".task_executions`],
+    );
+    expect(fk).toEqual({ target: `${schema}.pipeline_executions`, cascades: true });
+  });
+
+  it('keeps tenants apart: each schema sees only its own rows', async () => {
+    const [first, second] = [await open(newSchema()), await open(newSchema())];
+    await first.runners.heartbeat(runner);
+    expect((await first.runners.listRunners()).map((row) => row.id)).toEqual(['r1']);
+    expect(await second.runners.listRunners()).toEqual([]);
+  });
+
+  it('lets several pools opening one fresh schema at once all migrate it, applying each migration once', async () => {
+    const schema = newSchema();
+    const storages = await Promise.all(Array.from({ length: 4 }, () => open(schema)));
+    await storages[0]!.runners.heartbeat(runner);
+    for (const storage of storages) expect(await storage.runners.listRunners()).toHaveLength(1);
+    const [applied] = await query<{ count: number }>(
+      `SELECT count(*)::int AS count FROM "${schema}".__orrery_migrations`,
+    );
+    const [hashes] = await query<{ count: number }>(
+      `SELECT count(DISTINCT hash)::int AS count FROM "${schema}".__orrery_migrations`,
+    );
+    expect(applied!.count).toBeGreaterThan(0);
+    expect(applied!.count).toBe(hashes!.count);
+  });
+
+  it('applies migrations once: reopening changes nothing, and migrate: false accepts a current schema', async () => {
+    const schema = newSchema();
+    await (await open(schema)).close();
+    const count = async () =>
+      (await query<{ count: number }>(`SELECT count(*)::int AS count FROM "${schema}".__orrery_migrations`))[0]!.count;
+    const before = await count();
+    await (await open(schema)).close();
+    expect(await count()).toBe(before);
+    const storage = await open(schema, { migrate: false });
+    expect(await storage.runners.listRunners()).toEqual([]);
+  });
+
+  it('refuses a schema behind the code with migrate: false, telling the user to migrate, and creates nothing', async () => {
+    const schema = newSchema();
+    const failure = await openPostgresStorage({ connectionString: postgresUrl(), schema, migrate: false }).catch(
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(ConfigurationError);
+    expect((failure as Error).message).toContain(`"${schema}"`);
+    expect((failure as Error).message).toMatch(/migrate: true/);
+    expect(await query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema])).toEqual([]);
+  });
+
+  it.each([
+    ['upper case', 'Tenant_A'],
+    ['a hyphen', 'tenant-a'],
+    ['a leading digit', '1tenant'],
+    ['the pg_ prefix', 'pg_tenant'],
+    ['SQL in it', 'x"; DROP SCHEMA public; --'],
+    ['64 characters', 'a'.repeat(64)],
+    ['nothing', ''],
+  ])('refuses a schema name with %s before connecting, naming it', async (_what, schema) => {
+    // Port 1 refuses connections: a ConfigurationError about the name proves nothing was attempted.
+    const unreachable = 'postgres://nobody@127.0.0.1:1/none';
+    const failure = await openPostgresStorage({ connectionString: unreachable, schema }).catch(
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(ConfigurationError);
+    expect((failure as Error).message).toContain(`Schema name ${JSON.stringify(schema)} is invalid`);
+  });
+
+  it('uses the public schema unless told otherwise', () => {
+    expect(POSTGRES_DEFAULTS).toEqual({ schema: 'public', migrate: true, poolSize: 10 });
+  });
+
+  it('refuses a pool size that is not a positive integer', async () => {
+    for (const poolSize of [0, -1, 1.5]) {
+      await expect(openPostgresStorage({ connectionString: postgresUrl(), poolSize })).rejects.toThrow(/poolSize/);
+    }
+  });
+
+  it('refuses a URL that is not a postgres:// URL', async () => {
+    const failure = await openPostgresStorage({ connectionString: 'mysql://localhost/db' }).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(ConfigurationError);
+    expect((failure as Error).message).toMatch(/postgres:\/\/user:password@host:5432\/database/);
+  });
+
+  it('reports a server that does not answer as a ConfigurationError naming the URL without its password', async () => {
+    const url = 'postgres://orrery:s3cret@127.0.0.1:1/orrery';
+    const failure = await openPostgresStorage({ connectionString: url, schema: newSchema() }).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(ConfigurationError);
+    const message = (failure as Error).message;
+    expect(message).toContain('Cannot connect to PostgreSQL at postgres://orrery:***@127.0.0.1:1/orrery');
+    expect(message).toMatch(/server is running/);
+    expect(message).not.toContain('s3cret');
+    expect((failure as Error).cause).toBeInstanceOf(Error);
+  });
+
+  it('reports a database that does not exist as a ConfigurationError saying so', async () => {
+    const url = urlWith((u) => {
+      u.pathname = `/orrery_missing_${newId().slice(0, 8)}`;
+    });
+    const failure = await openPostgresStorage({ connectionString: url, schema: newSchema() }).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(ConfigurationError);
+    expect((failure as Error).message).toContain('the database does not exist');
+  });
+
+  it('closes idempotently; a call after close fails with a DatabaseError naming the method', async () => {
+    const storage = await openPostgresStorage({ connectionString: postgresUrl(), schema: newSchema() });
+    await storage.close();
+    await expect(storage.close()).resolves.toBeUndefined();
+    const failure = await storage.executions.getPipeline(newId()).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(DatabaseError);
+    expect((failure as Error).message).toMatch(/^getPipeline failed: /);
+  });
+});
+
+describe('withSessionSettings', () => {
+  it('adds search_path, UTC and ISO dates to the options parameter, keeping options the URL already has', () => {
+    const plain = new URL(withSessionSettings('postgres://u@h:5432/db', 'tenant_a'));
+    expect(plain.searchParams.get('options')).toBe('-c search_path=tenant_a -c TimeZone=UTC -c DateStyle=ISO,MDY');
+    const kept = new URL(
+      withSessionSettings('postgres://u:p@h/db?options=-c%20statement_timeout%3D5000&ssl=true', 'x'),
+    );
+    expect(kept.searchParams.get('options')).toBe(
+      '-c statement_timeout=5000 -c search_path=x -c TimeZone=UTC -c DateStyle=ISO,MDY',
+    );
+    expect(kept.searchParams.get('ssl')).toBe('true');
+    expect(kept.password).toBe('p');
+  });
+});

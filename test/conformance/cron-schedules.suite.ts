@@ -1,0 +1,371 @@
+import {
+  type DueScheduleState,
+  newId,
+  occurrenceId,
+  ScheduleConflictError,
+  type SchedulePlan,
+  type ScheduleRow,
+  ValidationError,
+} from '@orrery/core';
+import { describe, expect, it } from 'vitest';
+import {
+  at,
+  newPipeline,
+  type OpenStorage,
+  occurrence,
+  scheduleRow,
+  storedOccurrence,
+  T0,
+  uniqueName,
+  useStorage,
+} from './fixtures.js';
+
+const MINUTE = 60_000;
+
+/** A plan that claims the schedule's due slot and moves it one minute on; records every call. */
+function planOneSlot() {
+  const calls: Array<{ schedule: ScheduleRow; state: DueScheduleState }> = [];
+  const plan = (schedule: ScheduleRow, state: DueScheduleState): SchedulePlan => {
+    calls.push({ schedule, state });
+    const due = schedule.nextRunAt!;
+    return {
+      occurrences: [occurrence(schedule, due, { claimedAt: due, claimedBy: 'r1' })],
+      nextRunAt: new Date(due.getTime() + MINUTE),
+      lastRunAt: due,
+    };
+  };
+  return { plan, calls };
+}
+
+/**
+ * CronStore: schedules and the claim of due ones. Tests share one database per block and
+ * stay apart by workflow and schedule names of their own; whole-table listings get a fresh
+ * database each.
+ */
+export function describeCronSchedules(open: OpenStorage): void {
+  describe('CronStore schedules', () => {
+    describe('per workflow', () => {
+      const storage = useStorage(open, 'all');
+      const store = () => storage().cron;
+      /** Inserts a schedule of a workflow no other test uses. */
+      const insert = async (overrides: Partial<ScheduleRow> = {}) => {
+        const { schedule, created } = await store().insertSchedule(
+          scheduleRow({ workflowName: uniqueName(), ...overrides }),
+        );
+        expect(created).toBe(true);
+        return schedule;
+      };
+
+      describe('insertSchedule, getSchedule and getScheduleByName', () => {
+        it('stores every field and reads it back unchanged, by id and by name', async () => {
+          const row = scheduleRow({
+            name: uniqueName('nightly'),
+            workflowName: uniqueName(),
+            cronExpression: '0 30 2 * * MON-FRI',
+            timezone: 'America/New_York',
+            enabled: false,
+            context: { region: 'eu', limits: { max: 3, tags: ['a', 'b'] } },
+            catchupPolicy: 'run_all',
+            overlapPolicy: 'skip',
+            jitterMs: 1500,
+            startAt: at(-MINUTE),
+            endAt: at(365 * 24 * 60 * MINUTE),
+            nextRunAt: at(MINUTE),
+            lastRunAt: at(-1),
+            version: 7,
+            createdAt: at(-2),
+            updatedAt: at(-1),
+          });
+          expect(await store().insertSchedule(row)).toEqual({ schedule: row, created: true });
+          expect(await store().getSchedule(row.id)).toEqual(row);
+          expect(await store().getScheduleByName(row.name!)).toEqual(row);
+        });
+
+        it('returns the schedule holding a name instead of inserting a second one', async () => {
+          const name = uniqueName('nightly');
+          const first = await insert({ name });
+          const second = scheduleRow({ name, workflowName: uniqueName(), cronExpression: '0 0 * * *' });
+          expect(await store().insertSchedule(second)).toEqual({ schedule: first, created: false });
+          expect(await store().getSchedule(second.id)).toBeNull();
+          expect(await store().getScheduleByName(name)).toEqual(first);
+        });
+
+        it('stores any number of unnamed schedules', async () => {
+          const first = await insert({ name: null });
+          const second = await insert({ name: null });
+          expect(await store().getSchedule(first.id)).toEqual(first);
+          expect(await store().getSchedule(second.id)).toEqual(second);
+        });
+
+        it('returns null for an unknown id or name', async () => {
+          expect(await store().getSchedule(newId())).toBeNull();
+          expect(await store().getScheduleByName(uniqueName('nobody'))).toBeNull();
+        });
+      });
+
+      describe('updateSchedule', () => {
+        it('writes the patch when the version matches and bumps the version', async () => {
+          const row = await insert({ name: uniqueName('s'), startAt: at(-1) });
+          const patch = {
+            name: uniqueName('renamed'),
+            cronExpression: '0 * * * *',
+            enabled: false,
+            context: { replaced: [true] },
+            startAt: null,
+            nextRunAt: null,
+            lastRunAt: at(5),
+            updatedAt: at(6),
+          };
+          const updated = await store().updateSchedule(row.id, 1, patch);
+          expect(updated).toEqual({ ...row, ...patch, version: 2 });
+          expect(await store().getSchedule(row.id)).toEqual(updated);
+          expect(await store().getScheduleByName(patch.name)).toEqual(updated);
+          expect(await store().getScheduleByName(row.name!)).toBeNull();
+        });
+
+        it('returns null and writes nothing for a stale version or an unknown id', async () => {
+          const row = await insert();
+          const current = await store().updateSchedule(row.id, 1, { jitterMs: 10 });
+          expect(await store().updateSchedule(row.id, 1, { jitterMs: 20 })).toBeNull();
+          expect(await store().updateSchedule(row.id, 3, { jitterMs: 30 })).toBeNull();
+          expect(await store().updateSchedule(newId(), 1, { jitterMs: 40 })).toBeNull();
+          expect(await store().getSchedule(row.id)).toEqual(current);
+          expect(current).toMatchObject({ jitterMs: 10, version: 2 });
+        });
+
+        it('refuses a name held by another schedule with ScheduleConflictError and keeps the row', async () => {
+          const taken = uniqueName('taken');
+          await insert({ name: taken });
+          const row = await insert({ name: uniqueName('mine') });
+          const failure = await store()
+            .updateSchedule(row.id, 1, { name: taken, enabled: false })
+            .catch((error: unknown) => error);
+          expect(failure).toBeInstanceOf(ScheduleConflictError);
+          expect((failure as ScheduleConflictError).code).toBe('SCHEDULE_CONFLICT');
+          expect((failure as Error).message).toContain(taken);
+          expect(await store().getSchedule(row.id)).toEqual(row);
+          expect(await store().updateSchedule(row.id, 1, { name: row.name })).toMatchObject({
+            name: row.name,
+            version: 2,
+          });
+        });
+      });
+
+      describe('deleteSchedule', () => {
+        it('deletes a schedule and keeps its ledger', async () => {
+          const row = await insert();
+          await store().insertOccurrences([occurrence(row, T0)]);
+          expect(await store().deleteSchedule(row.id)).toBe(true);
+          expect(await store().getSchedule(row.id)).toBeNull();
+          expect(await store().deleteSchedule(row.id)).toBe(false);
+          expect(await store().getOccurrence(occurrenceId(row.id, T0))).toMatchObject({ scheduleId: row.id });
+          expect(await store().listOccurrences(row.id, 10, 0)).toHaveLength(1);
+        });
+      });
+
+      describe('claimDueSchedules', () => {
+        it('plans each due schedule once, inserts its rows and advances it by one version', async () => {
+          const workflowName = uniqueName();
+          const early = await insert({ workflowName, nextRunAt: at(0) });
+          const onTime = await insert({ workflowName, nextRunAt: at(10) });
+          const { plan, calls } = planOneSlot();
+          const request = { now: at(10), workflowNames: [workflowName], limit: 10, plan };
+          const claimed = await store().claimDueSchedules(request);
+          expect(calls.map((call) => call.schedule).sort(byId)).toEqual([early, onTime].sort(byId));
+          expect(calls.map((call) => call.state)).toEqual([
+            { hasActiveOccurrence: false },
+            { hasActiveOccurrence: false },
+          ]);
+          const expectedRows = [occurrence(early, at(0)), occurrence(onTime, at(10))].map(storedOccurrence);
+          expect(claimed.sort(byId)).toEqual(expectedRows.sort(byId));
+          for (const row of expectedRows) expect(await store().getOccurrence(row.id)).toEqual(row);
+          expect(await store().getSchedule(early.id)).toEqual({
+            ...early,
+            nextRunAt: at(MINUTE),
+            lastRunAt: at(0),
+            version: 2,
+            updatedAt: at(10),
+          });
+          expect(await store().getSchedule(onTime.id)).toMatchObject({ nextRunAt: at(10 + MINUTE), version: 2 });
+          expect(await store().claimDueSchedules(request)).toEqual([]);
+          expect(calls).toHaveLength(2);
+        });
+
+        it('leaves schedules that are not due, disabled, without a next run or of other workflows untouched', async () => {
+          const workflowName = uniqueName();
+          const untouched = [
+            await insert({ workflowName, nextRunAt: at(11) }),
+            await insert({ workflowName, nextRunAt: at(0), enabled: false }),
+            await insert({ workflowName, nextRunAt: null }),
+            await insert({ nextRunAt: at(0) }),
+          ];
+          const { plan, calls } = planOneSlot();
+          expect(
+            await store().claimDueSchedules({ now: at(10), workflowNames: [workflowName], limit: 10, plan }),
+          ).toEqual([]);
+          expect(await store().claimDueSchedules({ now: at(10), workflowNames: [], limit: 10, plan })).toEqual([]);
+          expect(calls).toEqual([]);
+          for (const row of untouched) {
+            expect(await store().getSchedule(row.id)).toEqual(row);
+            expect(await store().listOccurrences(row.id, 10, 0)).toEqual([]);
+          }
+        });
+
+        it('leaves a schedule untouched when its plan returns null', async () => {
+          const row = await insert();
+          let planned = 0;
+          const plan = () => {
+            planned += 1;
+            return null;
+          };
+          const request = { now: at(10), workflowNames: [row.workflowName], limit: 10, plan };
+          expect(await store().claimDueSchedules(request)).toEqual([]);
+          expect(planned).toBe(1);
+          expect(await store().getSchedule(row.id)).toEqual(row);
+          expect(await store().listOccurrences(row.id, 10, 0)).toEqual([]);
+        });
+
+        it('returns only the claimed rows but records every planned row', async () => {
+          const row = await insert({ overlapPolicy: 'skip' });
+          const rows = [
+            occurrence(row, at(-3 * MINUTE), { status: 'missed', source: 'catchup', missedCount: 2 }),
+            occurrence(row, at(-MINUTE), { status: 'claimed', source: 'catchup' }),
+            occurrence(row, at(0), { status: 'skipped' }),
+          ];
+          const plan = () => ({ occurrences: rows, nextRunAt: at(MINUTE), lastRunAt: at(0) });
+          const claimed = await store().claimDueSchedules({
+            now: at(10),
+            workflowNames: [row.workflowName],
+            limit: 10,
+            plan,
+          });
+          expect(claimed).toEqual([storedOccurrence(rows[1]!)]);
+          expect(await store().listOccurrences(row.id, 10, 0)).toEqual(rows.map(storedOccurrence).reverse());
+        });
+
+        it('keeps an occurrence that already has a row, and still advances the schedule', async () => {
+          const row = await insert();
+          const existing = occurrence(row, T0, { claimedBy: 'earlier', status: 'handed_off' });
+          await store().insertOccurrences([existing]);
+          const plan = () => ({
+            occurrences: [occurrence(row, T0), occurrence(row, at(MINUTE))],
+            nextRunAt: at(2 * MINUTE),
+            lastRunAt: at(MINUTE),
+          });
+          const claimed = await store().claimDueSchedules({
+            now: at(MINUTE),
+            workflowNames: [row.workflowName],
+            limit: 10,
+            plan,
+          });
+          expect(claimed.map((r) => r.scheduledTime)).toEqual([at(MINUTE)]);
+          expect(await store().getOccurrence(existing.id)).toEqual(storedOccurrence(existing));
+          expect(await store().getSchedule(row.id)).toMatchObject({ nextRunAt: at(2 * MINUTE), version: 2 });
+        });
+
+        it('claims at most limit schedules, those due earliest first', async () => {
+          const workflowName = uniqueName();
+          const due = [
+            await insert({ workflowName, nextRunAt: at(2) }),
+            await insert({ workflowName, nextRunAt: at(0) }),
+            await insert({ workflowName, nextRunAt: at(1) }),
+          ];
+          const { plan, calls } = planOneSlot();
+          const claimed = await store().claimDueSchedules({
+            now: at(10),
+            workflowNames: [workflowName],
+            limit: 2,
+            plan,
+          });
+          expect(claimed).toHaveLength(2);
+          expect(calls.map((call) => call.schedule.id).sort()).toEqual([due[1]!.id, due[2]!.id].sort());
+          expect(await store().getSchedule(due[0]!.id)).toEqual(due[0]);
+        });
+
+        it('tells an overlap-skip plan whether an earlier occurrence is claimed or its pipeline unfinished', async () => {
+          const row = await insert({ overlapPolicy: 'skip', nextRunAt: at(MINUTE) });
+          const states: boolean[] = [];
+          const claimDue = () =>
+            store().claimDueSchedules({
+              now: at(MINUTE),
+              workflowNames: [row.workflowName],
+              limit: 10,
+              plan: (_schedule, state) => {
+                states.push(state.hasActiveOccurrence);
+                return null;
+              },
+            });
+          await claimDue();
+          const [earlier] = (await store().insertOccurrences([occurrence(row, T0)])).claimed;
+          await claimDue();
+          // As the runner hands off: the pipeline's idempotency key is the occurrence id.
+          const pipeline = newPipeline(
+            row.workflowName,
+            { only: [] },
+            { idempotencyKey: earlier!.id, scheduledTime: T0 },
+          );
+          await storage().executions.createPipeline(pipeline);
+          await store().linkOccurrence(earlier!.id, pipeline.id, at(1));
+          await claimDue();
+          await storage().executions.pausePipeline(pipeline.id, null, at(2));
+          await claimDue();
+          await storage().executions.cancelPipeline(pipeline.id, at(3));
+          await claimDue();
+          expect(states).toEqual([false, true, true, true, false]);
+        });
+
+        it('writes nothing at all when a plan throws, and passes the error on', async () => {
+          const workflowName = uniqueName();
+          const rows = [
+            await insert({ workflowName, nextRunAt: at(0) }),
+            await insert({ workflowName, nextRunAt: at(1) }),
+          ];
+          const { plan: planSlot } = planOneSlot();
+          let planned = 0;
+          const plan = (schedule: ScheduleRow, state: DueScheduleState) => {
+            planned += 1;
+            if (planned === 2) throw new ValidationError('plan refused');
+            return planSlot(schedule, state);
+          };
+          const failure = await store()
+            .claimDueSchedules({ now: at(10), workflowNames: [workflowName], limit: 10, plan })
+            .catch((error: unknown) => error);
+          expect(failure).toBeInstanceOf(ValidationError);
+          expect((failure as Error).message).toBe('plan refused');
+          for (const row of rows) {
+            expect(await store().getSchedule(row.id)).toEqual(row);
+            expect(await store().listOccurrences(row.id, 10, 0)).toEqual([]);
+          }
+        });
+      });
+    });
+
+    describe('whole tables', () => {
+      const storage = useStorage(open, 'each');
+      const store = () => storage().cron;
+
+      it('lists schedules oldest first, filtered by enabled and workflow, a page at a time', async () => {
+        const rows = [
+          scheduleRow({ workflowName: 'a', enabled: true, createdAt: at(3) }),
+          scheduleRow({ workflowName: 'b', enabled: false, createdAt: at(1) }),
+          scheduleRow({ workflowName: 'a', enabled: false, createdAt: at(2) }),
+          scheduleRow({ workflowName: 'b', enabled: true, createdAt: at(4) }),
+        ];
+        for (const row of rows) await store().insertSchedule(row);
+        const [a1, b1, a2, b2] = rows as [ScheduleRow, ScheduleRow, ScheduleRow, ScheduleRow];
+        const list = (filter: object) => store().listSchedules({ limit: 10, offset: 0, ...filter });
+        expect(await list({})).toEqual([b1, a2, a1, b2]);
+        expect(await list({ enabledOnly: false })).toEqual([b1, a2, a1, b2]);
+        expect(await list({ enabledOnly: true })).toEqual([a1, b2]);
+        expect(await list({ workflowName: 'a' })).toEqual([a2, a1]);
+        expect(await list({ workflowName: 'a', enabledOnly: true })).toEqual([a1]);
+        expect(await list({ limit: 2, offset: 1 })).toEqual([a2, a1]);
+        expect(await list({ workflowName: 'c' })).toEqual([]);
+      });
+    });
+  });
+}
+
+function byId(left: { id: string }, right: { id: string }): number {
+  return left.id < right.id ? -1 : left.id > right.id ? 1 : 0;
+}

@@ -1,0 +1,617 @@
+import { newId } from '@orrery/core';
+import { describe, expect, it } from 'vitest';
+import {
+  at,
+  CHAIN,
+  completed,
+  DIAMOND,
+  newPipeline,
+  type OpenStorage,
+  SINGLE,
+  uniqueName,
+  useStorage,
+  workflowFixture,
+} from './fixtures.js';
+
+/**
+ * ExecutionStore behaviour. Tests share one database per block and stay apart by using a
+ * workflow name of their own (claims only see registered workflows); tests of whole-table
+ * queries get a fresh database each.
+ */
+export function describeExecutionStore(open: OpenStorage): void {
+  describe('ExecutionStore', () => {
+    describe('per workflow', () => {
+      const storage = useStorage(open, 'all');
+      const store = () => storage().executions;
+      const fixture = (dag = SINGLE) => workflowFixture(storage, dag);
+
+      describe('createPipeline', () => {
+        it('inserts a pending pipeline and every task row, ready when it has no dependencies', async () => {
+          const wf = fixture(DIAMOND);
+          const request = newPipeline(wf.name, DIAMOND, {
+            input: { n: 1, nested: { list: [1, 'two'] } },
+            scheduledTime: at(-1000),
+            now: at(5),
+          });
+          const result = await store().createPipeline(request);
+          const expected = {
+            id: request.id,
+            workflowName: wf.name,
+            workflowVersion: 'v1',
+            status: 'pending',
+            input: { n: 1, nested: { list: [1, 'two'] } },
+            idempotencyKey: null,
+            scheduledTime: at(-1000),
+            remainingTasks: 3,
+            failedTasks: 0,
+            error: null,
+            pauseReason: null,
+            createdAt: at(5),
+            startedAt: null,
+            completedAt: null,
+            updatedAt: at(5),
+          };
+          expect(result).toEqual({ pipeline: expected, created: true });
+          expect(await store().getPipeline(request.id)).toEqual(expected);
+          expect(await store().listTasks(request.id)).toEqual(
+            request.tasks.map((task) => ({
+              id: task.id,
+              pipelineExecutionId: request.id,
+              workflowName: wf.name,
+              taskId: task.taskId,
+              position: task.position,
+              status: task.pendingDeps === 0 ? 'ready' : 'not_started',
+              attempt: 0,
+              failedAttempts: 0,
+              pendingDeps: task.pendingDeps,
+              availableAt: at(5),
+              leaseOwner: null,
+              leaseExpiresAt: null,
+              output: null,
+              error: null,
+              startedAt: null,
+              completedAt: null,
+            })),
+          );
+        });
+
+        it('returns the first pipeline for a taken idempotency key and writes nothing', async () => {
+          const wf = fixture(CHAIN);
+          const key = newId();
+          const first = await store().createPipeline(newPipeline(wf.name, CHAIN, { idempotencyKey: key, now: at(1) }));
+          const again = newPipeline(wf.name, DIAMOND, { idempotencyKey: key, input: { again: true }, now: at(2) });
+          expect(await store().createPipeline(again)).toEqual({ pipeline: first.pipeline, created: false });
+          expect(await store().getPipeline(again.id)).toBeNull();
+          expect(await store().listTasks(again.id)).toEqual([]);
+          expect((await store().listTasks(first.pipeline.id)).map((task) => task.taskId)).toEqual(['a', 'b']);
+          expect(await store().listPipelines({ workflowName: wf.name, limit: 10, offset: 0 })).toEqual([
+            first.pipeline,
+          ]);
+        });
+
+        it('stores any number of pipelines without an idempotency key', async () => {
+          const wf = fixture();
+          await wf.create();
+          await wf.create();
+          expect(await store().listPipelines({ workflowName: wf.name, limit: 10, offset: 0 })).toHaveLength(2);
+        });
+      });
+
+      describe('getPipeline and getPipelineByIdempotencyKey', () => {
+        it('finds a pipeline by id and by idempotency key, and returns null for unknown ones', async () => {
+          const wf = fixture();
+          const key = uniqueName('key');
+          const pipeline = await wf.create({ idempotencyKey: key });
+          expect(await store().getPipeline(pipeline.id)).toEqual(pipeline);
+          expect(await store().getPipelineByIdempotencyKey(key)).toEqual(pipeline);
+          expect(await store().getPipeline(newId())).toBeNull();
+          expect(await store().getPipelineByIdempotencyKey(uniqueName('key'))).toBeNull();
+        });
+      });
+
+      describe('listPipelines', () => {
+        it("lists a workflow's pipelines newest first, by status, a page at a time", async () => {
+          const wf = fixture();
+          const pipelines = [];
+          for (const ms of [1, 2, 3, 4, 5]) pipelines.push(await wf.create({ now: at(ms) }));
+          await fixture().create({ now: at(6) });
+          const cancelled = await store().cancelPipeline(pipelines[1]!.id, at(7));
+          const ids = (rows: Array<{ id: string }>) => rows.map((row) => row.id);
+          const newestFirst = ids(pipelines).reverse();
+          const list = (filter: object) =>
+            store().listPipelines({ workflowName: wf.name, limit: 10, offset: 0, ...filter });
+          expect(ids(await list({}))).toEqual(newestFirst);
+          expect(ids(await list({ limit: 2, offset: 1 }))).toEqual(newestFirst.slice(1, 3));
+          expect(ids(await list({ offset: 5 }))).toEqual([]);
+          expect(await list({ status: 'cancelled' })).toEqual([cancelled]);
+          expect(ids(await list({ status: 'pending' }))).toEqual(newestFirst.filter((id) => id !== cancelled!.id));
+        });
+      });
+
+      describe('listTasks', () => {
+        it('lists tasks in canonical order, not by id or name, and nothing for an unknown pipeline', async () => {
+          const dag = { e: [], d: [], c: ['e'], b: [], a: ['c', 'd'] };
+          const pipeline = await fixture(dag).create();
+          expect((await store().listTasks(pipeline.id)).map((task) => [task.taskId, task.position])).toEqual([
+            ['e', 0],
+            ['d', 1],
+            ['c', 2],
+            ['b', 3],
+            ['a', 4],
+          ]);
+          expect(await store().listTasks(newId())).toEqual([]);
+        });
+      });
+
+      describe('claimTasks', () => {
+        it('leases ready tasks of registered task ids only and marks their pipeline running', async () => {
+          const wf = fixture({ a: [], b: [], c: ['a'] });
+          const unregistered = fixture();
+          const pipeline = await wf.create();
+          const other = await unregistered.create();
+          const claimed = await store().claimTasks({
+            runnerId: 'r1',
+            registered: [
+              { workflowName: wf.name, taskIds: ['a', 'c'] },
+              { workflowName: uniqueName(), taskIds: ['only'] },
+            ],
+            limit: 10,
+            leaseMs: 1000,
+            now: at(100),
+          });
+          expect(claimed).toHaveLength(1);
+          expect(claimed[0]!.leaseExpired).toBe(false);
+          expect(claimed[0]!.terminalTasks).toEqual([]);
+          expect(claimed[0]!.task).toMatchObject({
+            pipelineExecutionId: pipeline.id,
+            taskId: 'a',
+            status: 'running',
+            attempt: 1,
+            failedAttempts: 0,
+            leaseOwner: 'r1',
+            leaseExpiresAt: at(1100),
+            startedAt: at(100),
+          });
+          expect(claimed[0]!.pipeline).toMatchObject({ id: pipeline.id, status: 'running', startedAt: at(100) });
+          expect(await store().getPipeline(pipeline.id)).toMatchObject({ status: 'running', startedAt: at(100) });
+          expect((await store().listTasks(pipeline.id)).map((task) => [task.taskId, task.status])).toEqual([
+            ['a', 'running'],
+            ['b', 'ready'],
+            ['c', 'not_started'],
+          ]);
+          expect(await store().getPipeline(other.id)).toEqual(other);
+          expect(
+            await store().claimTasks({ runnerId: 'r1', registered: [], limit: 10, leaseMs: 1000, now: at(100) }),
+          ).toEqual([]);
+        });
+
+        it('claims a task from its availableAt on, never before', async () => {
+          const wf = fixture();
+          await wf.create({ now: at(1000) });
+          expect(await wf.claim('r1', at(999))).toEqual([]);
+          expect(await wf.claim('r1', at(1000))).toHaveLength(1);
+        });
+
+        it('claims at most limit tasks, those available longest first', async () => {
+          const wf = fixture();
+          const second = await wf.create({ now: at(2) });
+          await wf.create({ now: at(3) });
+          const first = await wf.create({ now: at(1) });
+          const claimed = await wf.claim('r1', at(10), { limit: 2 });
+          expect(claimed.map((c) => c.pipeline.id).sort()).toEqual([first.id, second.id].sort());
+          expect(await wf.claim('r1', at(10), { limit: 5 })).toHaveLength(1);
+          expect(await wf.claim('r1', at(10))).toEqual([]);
+        });
+
+        it('claims nothing from paused or cancelled pipelines', async () => {
+          const wf = fixture();
+          const paused = await wf.create();
+          const cancelled = await wf.create();
+          await store().pausePipeline(paused.id, null, at(1));
+          await store().cancelPipeline(cancelled.id, at(1));
+          expect(await wf.claim('r1', at(2))).toEqual([]);
+        });
+
+        it('takes over an expired lease as a failed attempt and fences out the previous owner', async () => {
+          const wf = fixture(CHAIN);
+          await wf.create();
+          const [first] = await wf.claim('r1', at(0));
+          expect(await wf.claim('r2', at(999))).toEqual([]);
+          const [takeover, ...rest] = await wf.claim('r2', at(1001));
+          expect(rest).toEqual([]);
+          expect(takeover!.leaseExpired).toBe(true);
+          expect(takeover!.task).toMatchObject({
+            id: first!.task.id,
+            status: 'running',
+            attempt: 2,
+            failedAttempts: 1,
+            leaseOwner: 'r2',
+            leaseExpiresAt: at(2001),
+            startedAt: at(1001),
+          });
+          expect(takeover!.pipeline.status).toBe('running');
+          expect(await wf.finish(first!, completed(), at(1002))).toEqual({
+            accepted: false,
+            readied: 0,
+            finishedPipeline: null,
+          });
+          expect((await store().listTasks(first!.task.pipelineExecutionId))[0]).toMatchObject({
+            status: 'running',
+            leaseOwner: 'r2',
+            attempt: 2,
+          });
+        });
+
+        it("hands over the pipeline's terminal tasks with their outputs, in canonical order", async () => {
+          const wf = fixture(DIAMOND);
+          await wf.create();
+          const claimed = await wf.claim('r1', at(1));
+          const byId = (taskId: string) => claimed.find((c) => c.task.taskId === taskId)!;
+          const output = { set: { a: 1, nested: { k: 'v' } }, deleted: ['gone'] };
+          await wf.finish(byId('b'), { status: 'skipped', reason: 'when() was false' }, at(2));
+          await wf.finish(byId('a'), { status: 'completed', output }, at(3));
+          const [child] = await wf.claim('r1', at(4));
+          expect(child!.task.taskId).toBe('c');
+          expect(child!.terminalTasks.map((task) => [task.taskId, task.status, task.output])).toEqual([
+            ['a', 'completed', output],
+            ['b', 'skipped', null],
+          ]);
+        });
+      });
+
+      describe('renewLeases', () => {
+        it('extends only the leases the runner still holds at the given attempt', async () => {
+          const wf = fixture(DIAMOND);
+          const pipeline = await wf.create();
+          const claimed = await wf.claim('r1', at(0));
+          const [a, b] = ['a', 'b'].map((id) => claimed.find((c) => c.task.taskId === id)!.task);
+          const leases = [
+            { taskExecutionId: a!.id, attempt: 1 },
+            { taskExecutionId: b!.id, attempt: 2 },
+          ];
+          expect(await store().renewLeases('r1', leases, 5000, at(500))).toEqual([a!.id]);
+          expect(await store().renewLeases('r2', leases, 5000, at(500))).toEqual([]);
+          expect(await store().renewLeases('r1', [], 5000, at(500))).toEqual([]);
+          const tasks = await store().listTasks(pipeline.id);
+          expect(tasks.map((task) => task.leaseExpiresAt)).toEqual([at(5500), at(1000), null]);
+          const [takeover, ...rest] = await wf.claim('r2', at(1001));
+          expect(rest).toEqual([]);
+          expect(takeover!.task.id).toBe(b!.id);
+          expect(await store().renewLeases('r1', [{ taskExecutionId: b!.id, attempt: 1 }], 5000, at(1002))).toEqual([]);
+        });
+      });
+
+      describe('releaseLeases', () => {
+        it('gives leases back as ready tasks without counting a failed attempt', async () => {
+          const wf = fixture();
+          const pipeline = await wf.create();
+          const [first] = await wf.claim('r1', at(0));
+          const lease = { taskExecutionId: first!.task.id, attempt: 1 };
+          expect(await store().releaseLeases('r2', [lease], at(10))).toBe(0);
+          expect(await store().releaseLeases('r1', [{ ...lease, attempt: 2 }], at(10))).toBe(0);
+          expect(await store().releaseLeases('r1', [], at(10))).toBe(0);
+          expect(await store().releaseLeases('r1', [lease], at(10))).toBe(1);
+          expect((await store().listTasks(pipeline.id))[0]).toMatchObject({
+            status: 'ready',
+            failedAttempts: 0,
+            leaseOwner: null,
+            leaseExpiresAt: null,
+          });
+          expect((await wf.finish(first!, completed(), at(11))).accepted).toBe(false);
+          const [again] = await wf.claim('r2', at(10));
+          expect(again!.leaseExpired).toBe(false);
+          expect(again!.task).toMatchObject({ attempt: 2, failedAttempts: 0, leaseOwner: 'r2' });
+        });
+      });
+
+      describe('finishTask', () => {
+        it('completes a task with its output and readies a dependent whose last dependency ended', async () => {
+          const wf = fixture(CHAIN);
+          const pipeline = await wf.create();
+          const [a] = await wf.claim('r1', at(10));
+          const output = { set: { x: 1 }, deleted: ['y'] };
+          expect(await wf.finish(a!, { status: 'completed', output }, at(20))).toEqual({
+            accepted: true,
+            readied: 1,
+            finishedPipeline: null,
+          });
+          const [taskA, taskB] = await store().listTasks(pipeline.id);
+          expect(taskA).toMatchObject({
+            status: 'completed',
+            output,
+            error: null,
+            completedAt: at(20),
+            leaseOwner: null,
+            leaseExpiresAt: null,
+            attempt: 1,
+            failedAttempts: 0,
+          });
+          expect(taskB).toMatchObject({ status: 'ready', pendingDeps: 0 });
+          expect(await store().getPipeline(pipeline.id)).toMatchObject({
+            status: 'running',
+            remainingTasks: 1,
+            failedTasks: 0,
+          });
+          const [b] = await wf.claim('r1', at(20));
+          expect(b!.task.taskId).toBe('b');
+        });
+
+        it('readies a fan-in child only once both of its parents have ended', async () => {
+          const wf = fixture(DIAMOND);
+          const pipeline = await wf.create();
+          const claimed = await wf.claim('r1', at(1));
+          const [a, b] = ['a', 'b'].map((id) => claimed.find((c) => c.task.taskId === id)!);
+          expect(await wf.finish(a!, completed(), at(2))).toMatchObject({ accepted: true, readied: 0 });
+          expect((await store().listTasks(pipeline.id))[2]).toMatchObject({ status: 'not_started', pendingDeps: 1 });
+          expect(await wf.claim('r1', at(2))).toEqual([]);
+          expect(await wf.finish(b!, completed(), at(3))).toMatchObject({ accepted: true, readied: 1 });
+          expect((await store().listTasks(pipeline.id))[2]).toMatchObject({ status: 'ready', pendingDeps: 0 });
+        });
+
+        it('ends the pipeline completed with its last task and returns it', async () => {
+          const wf = fixture(CHAIN);
+          const pipeline = await wf.create();
+          const [a] = await wf.claim('r1', at(1));
+          await wf.finish(a!, completed(), at(2));
+          const [b] = await wf.claim('r1', at(3));
+          const result = await wf.finish(b!, completed({ done: true }), at(4));
+          expect(result).toMatchObject({ accepted: true, readied: 0 });
+          expect(result.finishedPipeline).toMatchObject({
+            id: pipeline.id,
+            status: 'completed',
+            remainingTasks: 0,
+            failedTasks: 0,
+            error: null,
+            startedAt: at(1),
+            completedAt: at(4),
+          });
+          expect(await store().getPipeline(pipeline.id)).toEqual(result.finishedPipeline);
+        });
+
+        it('counts a failed task, readies its dependents and ends the pipeline failed', async () => {
+          const wf = fixture(DIAMOND);
+          const pipeline = await wf.create();
+          const claimed = await wf.claim('r1', at(1));
+          const [a, b] = ['a', 'b'].map((id) => claimed.find((c) => c.task.taskId === id)!);
+          expect(await wf.finish(a!, { status: 'failed', error: 'boom' }, at(2))).toEqual({
+            accepted: true,
+            readied: 0,
+            finishedPipeline: null,
+          });
+          expect((await store().listTasks(pipeline.id))[0]).toMatchObject({
+            status: 'failed',
+            error: 'boom',
+            failedAttempts: 1,
+            output: null,
+            completedAt: at(2),
+            leaseOwner: null,
+          });
+          expect(await store().getPipeline(pipeline.id)).toMatchObject({
+            status: 'running',
+            remainingTasks: 2,
+            failedTasks: 1,
+          });
+          expect(await wf.finish(b!, { status: 'skipped', reason: 'when() was false' }, at(3))).toMatchObject({
+            readied: 1,
+          });
+          expect((await store().listTasks(pipeline.id))[1]).toMatchObject({
+            status: 'skipped',
+            failedAttempts: 0,
+            completedAt: at(3),
+          });
+          const [c] = await wf.claim('r1', at(4));
+          const result = await wf.finish(c!, { status: 'skipped', reason: 'trigger all_success not met' }, at(5));
+          expect(result.finishedPipeline).toMatchObject({
+            id: pipeline.id,
+            status: 'failed',
+            remainingTasks: 0,
+            failedTasks: 1,
+            completedAt: at(5),
+          });
+          expect(result.finishedPipeline!.error).toContain('boom');
+        });
+
+        it('ends a pipeline whose tasks were skipped as completed: a skip is not a failure', async () => {
+          const wf = fixture();
+          await wf.create();
+          const [only] = await wf.claim('r1', at(1));
+          const result = await wf.finish(only!, { status: 'skipped', reason: 'when() was false' }, at(2));
+          expect(result.finishedPipeline).toMatchObject({ status: 'completed', failedTasks: 0, error: null });
+        });
+
+        it('puts a retried task back to ready at availableAt, counting the failed attempt only', async () => {
+          const wf = fixture(CHAIN);
+          const pipeline = await wf.create();
+          const [a] = await wf.claim('r1', at(0));
+          const outcome = { status: 'retry', error: 'flaky', availableAt: at(5000) } as const;
+          expect(await wf.finish(a!, outcome, at(100))).toEqual({ accepted: true, readied: 0, finishedPipeline: null });
+          const [taskA, taskB] = await store().listTasks(pipeline.id);
+          expect(taskA).toMatchObject({
+            status: 'ready',
+            attempt: 1,
+            failedAttempts: 1,
+            error: 'flaky',
+            availableAt: at(5000),
+            leaseOwner: null,
+            leaseExpiresAt: null,
+            completedAt: null,
+          });
+          expect(taskB).toMatchObject({ status: 'not_started', pendingDeps: 1 });
+          expect(await store().getPipeline(pipeline.id)).toMatchObject({ remainingTasks: 2, failedTasks: 0 });
+          expect(await wf.claim('r1', at(4999))).toEqual([]);
+          const [retried] = await wf.claim('r1', at(5000));
+          expect(retried!.leaseExpired).toBe(false);
+          expect(retried!.task).toMatchObject({ id: a!.task.id, attempt: 2, failedAttempts: 1 });
+        });
+
+        it('fences out another owner or a stale attempt and writes nothing', async () => {
+          const wf = fixture(CHAIN);
+          const pipeline = await wf.create();
+          const [a] = await wf.claim('r1', at(0));
+          const tasksBefore = await store().listTasks(pipeline.id);
+          const pipelineBefore = await store().getPipeline(pipeline.id);
+          const refused = { accepted: false, readied: 0, finishedPipeline: null };
+          for (const fence of [{ runnerId: 'r2' }, { attempt: 2 }, { attempt: 0 }]) {
+            expect(await wf.finish(a!, completed({ stale: true }), at(10), fence)).toEqual(refused);
+            expect(await wf.finish(a!, { status: 'failed', error: 'stale' }, at(10), fence)).toEqual(refused);
+          }
+          expect(await store().listTasks(pipeline.id)).toEqual(tasksBefore);
+          expect(await store().getPipeline(pipeline.id)).toEqual(pipelineBefore);
+          expect((await wf.finish(a!, completed(), at(11))).accepted).toBe(true);
+          expect(await wf.finish(a!, completed(), at(12))).toEqual(refused);
+        });
+      });
+
+      describe('cancelPipeline', () => {
+        it('cancels a pipeline and its unfinished tasks, keeping finished ones', async () => {
+          const wf = fixture(DIAMOND);
+          const pipeline = await wf.create();
+          const claimed = await wf.claim('r1', at(0));
+          const [a, b] = ['a', 'b'].map((id) => claimed.find((c) => c.task.taskId === id)!);
+          await wf.finish(a!, completed({ a: 1 }), at(10));
+          const cancelled = await store().cancelPipeline(pipeline.id, at(20));
+          expect(cancelled).toMatchObject({
+            id: pipeline.id,
+            status: 'cancelled',
+            remainingTasks: 0,
+            completedAt: at(20),
+          });
+          expect(await store().getPipeline(pipeline.id)).toEqual(cancelled);
+          const tasks = await store().listTasks(pipeline.id);
+          expect(tasks.map((task) => [task.taskId, task.status, task.leaseOwner])).toEqual([
+            ['a', 'completed', null],
+            ['b', 'cancelled', null],
+            ['c', 'cancelled', null],
+          ]);
+          expect(tasks[0]!.output).toEqual({ set: { a: 1 }, deleted: [] });
+          expect((await wf.finish(b!, completed(), at(21))).accepted).toBe(false);
+          expect(await wf.claim('r1', at(5000))).toEqual([]);
+          expect(await store().cancelPipeline(pipeline.id, at(30))).toEqual(cancelled);
+          expect(await store().cancelPipeline(newId(), at(30))).toBeNull();
+        });
+
+        it('leaves a pipeline that already ended as it is', async () => {
+          const wf = fixture();
+          const pipeline = await wf.create();
+          const [finished] = await wf.runAll(at(1));
+          expect(finished).toMatchObject({ id: pipeline.id, status: 'completed' });
+          expect(await store().cancelPipeline(pipeline.id, at(2))).toEqual(finished);
+          expect((await store().listTasks(pipeline.id))[0]!.status).toBe('completed');
+        });
+      });
+
+      describe('pausePipeline and resumePipeline', () => {
+        it('pauses a running pipeline, requeues its running tasks without a failure, and resumes it', async () => {
+          const wf = fixture(DIAMOND);
+          const pipeline = await wf.create();
+          const claimed = await wf.claim('r1', at(0));
+          const paused = await store().pausePipeline(pipeline.id, 'maintenance', at(10));
+          expect(paused).toMatchObject({ id: pipeline.id, status: 'paused', pauseReason: 'maintenance' });
+          expect(await store().getPipeline(pipeline.id)).toEqual(paused);
+          expect((await store().listTasks(pipeline.id)).map((task) => [task.status, task.leaseOwner])).toEqual([
+            ['ready', null],
+            ['ready', null],
+            ['not_started', null],
+          ]);
+          expect(await wf.claim('r1', at(20))).toEqual([]);
+          expect((await wf.finish(claimed[0]!, completed(), at(21))).accepted).toBe(false);
+          const resumed = await store().resumePipeline(pipeline.id, at(30));
+          expect(resumed).toMatchObject({ status: 'running', pauseReason: null, startedAt: at(0) });
+          const again = await wf.claim('r2', at(30));
+          expect(
+            again.map((c) => [c.task.taskId, c.task.attempt, c.task.failedAttempts, c.leaseExpired]).sort(),
+          ).toEqual([
+            ['a', 2, 0, false],
+            ['b', 2, 0, false],
+          ]);
+        });
+
+        it('pauses a pipeline that has not started and resumes it as pending', async () => {
+          const wf = fixture();
+          const pipeline = await wf.create();
+          expect(await store().pausePipeline(pipeline.id, null, at(1))).toMatchObject({
+            status: 'paused',
+            pauseReason: null,
+          });
+          expect(await store().resumePipeline(pipeline.id, at(2))).toMatchObject({
+            status: 'pending',
+            startedAt: null,
+          });
+          expect(await wf.claim('r1', at(3))).toHaveLength(1);
+        });
+
+        it('returns null for an unknown pipeline and leaves pipelines it cannot pause or resume as they are', async () => {
+          const wf = fixture();
+          const running = await wf.create();
+          await wf.claim('r1', at(1));
+          const current = await store().getPipeline(running.id);
+          expect(await store().resumePipeline(running.id, at(2))).toEqual(current);
+          const cancelled = await store().cancelPipeline((await wf.create()).id, at(3));
+          expect(await store().pausePipeline(cancelled!.id, 'late', at(4))).toEqual(cancelled);
+          expect(await store().pausePipeline(newId(), null, at(5))).toBeNull();
+          expect(await store().resumePipeline(newId(), at(5))).toBeNull();
+        });
+      });
+    });
+
+    describe('whole tables', () => {
+      const storage = useStorage(open, 'each');
+      const store = () => storage().executions;
+      const fixture = (dag = SINGLE) => workflowFixture(storage, dag);
+
+      it('lists the pipelines of every workflow newest first, filtered by status alone', async () => {
+        const first = await fixture().create({ now: at(1) });
+        const second = await fixture().create({ now: at(2) });
+        const third = await fixture().create({ now: at(3) });
+        await store().cancelPipeline(second.id, at(4));
+        const ids = (rows: Array<{ id: string }>) => rows.map((row) => row.id);
+        expect(ids(await store().listPipelines({ limit: 10, offset: 0 }))).toEqual([third.id, second.id, first.id]);
+        expect(ids(await store().listPipelines({ status: 'pending', limit: 10, offset: 0 }))).toEqual([
+          third.id,
+          first.id,
+        ]);
+        expect(ids(await store().listPipelines({ limit: 1, offset: 2 }))).toEqual([first.id]);
+      });
+
+      it('deletes terminal pipelines that ended before the cutoff, with their tasks, a batch at a time', async () => {
+        const endedWith = async (dag = SINGLE, outcome = completed(), endedAt = at(100)) => {
+          const wf = fixture(dag);
+          const pipeline = await wf.create();
+          await wf.runAll(endedAt, outcome);
+          return pipeline;
+        };
+        const completedOld = await endedWith();
+        const failedOld = await endedWith(CHAIN, { status: 'failed', error: 'boom' }, at(200));
+        const cancelledOld = await fixture(DIAMOND).create();
+        await store().cancelPipeline(cancelledOld.id, at(300));
+        const atCutoff = await fixture().create();
+        await store().cancelPipeline(atCutoff.id, at(1000));
+        const recent = await endedWith(SINGLE, completed(), at(2000));
+        const running = await fixture().create();
+        await store().claimTasks({
+          runnerId: 'r1',
+          registered: [{ workflowName: running.workflowName, taskIds: ['only'] }],
+          limit: 1,
+          leaseMs: 1000,
+          now: at(0),
+        });
+        const paused = await fixture().create();
+        await store().pausePipeline(paused.id, null, at(0));
+        const pending = await fixture(CHAIN).create();
+
+        expect(await store().deleteTerminalPipelines(at(1000), 2)).toBe(2);
+        expect(await store().deleteTerminalPipelines(at(1000), 2)).toBe(1);
+        expect(await store().deleteTerminalPipelines(at(1000), 2)).toBe(0);
+        for (const gone of [completedOld, failedOld, cancelledOld]) {
+          expect(await store().getPipeline(gone.id)).toBeNull();
+          expect(await store().listTasks(gone.id)).toEqual([]);
+        }
+        for (const kept of [atCutoff, recent, running, paused, pending]) {
+          expect(await store().getPipeline(kept.id)).not.toBeNull();
+          expect((await store().listTasks(kept.id)).length).toBeGreaterThan(0);
+        }
+        expect(await store().listPipelines({ limit: 10, offset: 0 })).toHaveLength(5);
+      });
+    });
+  });
+}
