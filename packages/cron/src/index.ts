@@ -1,4 +1,15 @@
+export { MAX_BACKFILL_SLOTS } from './backfill.js';
 export { normalizeCronExpression } from './cron-expression.js';
+export type {
+  CronAbandonedEvent,
+  CronEmit,
+  CronEvents,
+  CronFiredEvent,
+  CronLostEvent,
+  CronRecoveredEvent,
+  CronSkippedEvent,
+} from './events.js';
+export type { HistoryOptions } from './ledger.js';
 export {
   type NextOccurrencesOptions,
   nextOccurrences,
@@ -7,4 +18,11 @@ export {
   type ParsedCron,
   parseCronExpression,
 } from './occurrences.js';
+export type { CronFaults, CronServiceOptions, WorkflowCatalog } from './options.js';
+export type { RecoveryResult } from './recover.js';
+export type { TickResult } from './scheduler.js';
+export type { AddScheduleOptions, ListSchedulesFilter } from './schedules.js';
+export { type CronHealth, CronService } from './service.js';
+export { CRON_DEFAULTS, type CronSettings } from './settings.js';
 export { validateTimezone } from './timezone.js';
+export type { CronExecution, CronExecutionStats, CronSchedule, CronScheduleInput, RecoveryStats } from './types.js';

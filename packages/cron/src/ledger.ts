@@ -1,0 +1,78 @@
+import { ScheduleNotFoundError, UniversalUuid } from '@orrery/core';
+import type { CronServiceOptions } from './options.js';
+import type { ScheduleManager } from './schedules.js';
+import { type CronExecution, type CronExecutionStats, type RecoveryStats, toCronExecution } from './types.js';
+import { validatePage } from './validate.js';
+
+/** Options of {@link cronHistory}. */
+export interface HistoryOptions {
+  /** @default 100 */
+  limit?: number;
+  /** @default 0 */
+  offset?: number;
+}
+
+const DAY_MS = 86_400_000;
+
+type LedgerDeps = Pick<CronServiceOptions, 'store' | 'clock' | 'settings'>;
+
+/**
+ * A schedule's ledger, newest scheduled time first. The id of a deleted schedule still
+ * reads its ledger (deletes keep history).
+ * @throws ScheduleNotFoundError when no schedule or ledger row has that id or name.
+ */
+export async function cronHistory(
+  deps: LedgerDeps,
+  schedules: ScheduleManager,
+  idOrName: string,
+  options: HistoryOptions = {},
+): Promise<CronExecution[]> {
+  const limit = options.limit ?? 100;
+  const offset = options.offset ?? 0;
+  validatePage(limit, offset);
+  let scheduleId: string;
+  try {
+    scheduleId = (await schedules.resolve(idOrName)).id;
+  } catch (error) {
+    if (!(error instanceof ScheduleNotFoundError) || !UniversalUuid.isUuid(idOrName)) throw error;
+    const id = idOrName.toLowerCase();
+    if ((await deps.store.listOccurrences(id, 1, 0)).length === 0) throw error;
+    scheduleId = id;
+  }
+  const rows = await deps.store.listOccurrences(scheduleId, limit, offset);
+  return rows.map(toCronExecution);
+}
+
+/** Ledger counts of occurrences scheduled since `since` (default: 24 hours ago). */
+export async function cronStats(deps: LedgerDeps, options: { since?: Date } = {}): Promise<CronExecutionStats> {
+  const now = deps.clock.now();
+  const since = options.since ?? new Date(now.getTime() - DAY_MS);
+  const lostBefore = new Date(now.getTime() - deps.settings.lostThresholdMs);
+  const stats = await deps.store.occurrenceStats(since, lostBefore);
+  const settled = stats.handedOff + stats.lost + stats.abandoned;
+  return {
+    totalExecutions: stats.total,
+    successfulExecutions: stats.handedOff,
+    lostExecutions: stats.lost,
+    skippedExecutions: stats.skipped,
+    missedExecutions: stats.missed,
+    abandonedExecutions: stats.abandoned,
+    successRate: settled === 0 ? 0 : (100 * stats.handedOff) / settled,
+    meanDelayMs: stats.meanDelayMs,
+    p99DelayMs: stats.p99DelayMs,
+  };
+}
+
+/** What recovery has done over the whole ledger. */
+export async function cronRecoveryStats(deps: LedgerDeps): Promise<RecoveryStats> {
+  const counts = await deps.store.recoveryCounts();
+  const failed = Math.max(0, counts.totalRecoveryAttempts - counts.successfulRecoveries);
+  return {
+    totalRecoveryAttempts: counts.totalRecoveryAttempts,
+    successfulRecoveries: counts.successfulRecoveries,
+    failedRecoveries: failed,
+    abandonedRecoveries: counts.abandonedRecoveries,
+    recoverySuccessRate:
+      counts.totalRecoveryAttempts === 0 ? 0 : (100 * counts.successfulRecoveries) / counts.totalRecoveryAttempts,
+  };
+}

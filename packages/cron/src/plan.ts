@@ -1,0 +1,216 @@
+import {
+  type CronExecutionSource,
+  type DueScheduleState,
+  type Logger,
+  type NewCronExecution,
+  occurrenceId,
+  type SchedulePlan,
+  type ScheduleRow,
+} from '@orrery/core';
+import { parseCronExpression } from './occurrences.js';
+import { occurrenceContext } from './schedule-context.js';
+import type { CronSettings } from './settings.js';
+
+/** What every plan of one tick shares. */
+export interface PlanContext {
+  now: Date;
+  runnerId: string;
+  settings: Pick<CronSettings, 'misfireThresholdMs' | 'maxCatchupAgeMs' | 'maxCatchupExecutions'>;
+  logger: Logger;
+}
+
+/**
+ * What is left of one tick's allowance, shared by the schedules it claims and spent as they
+ * are planned: `rows` ledger rows (maxOccurrencesPerTick) and `slots` cron slots examined,
+ * which bounds the synchronous work inside the claim transaction after a long outage.
+ */
+export interface TickBudget {
+  rows: number;
+  slots: number;
+}
+
+/** Slots one schedule may examine per tick: a day of a per-second schedule, about 0.1 s of work. */
+export const SLOT_SCAN_LIMIT = 100_000;
+
+/** One decision about a schedule's due slots, in slot order. */
+type Step =
+  | { kind: 'missed'; slots: Date[] }
+  | { kind: 'run'; slot: Date; source: Extract<CronExecutionSource, 'schedule' | 'catchup'> };
+
+/**
+ * Decides, inside the claim transaction, what a due schedule does now: which of its due slots
+ * run, which are skipped for overlap, which are summarised as missed, and where it resumes.
+ *
+ * - A slot claimed no later than `misfireThresholdMs` after its time is on time and runs.
+ * - Later slots were missed; the catch-up policy decides: `skip` runs none, `run_once` the
+ *   latest, `run_all` each one oldest first, at most `maxCatchupExecutions` per tick, after
+ *   dropping those older than `maxCatchupAgeMs`. The slots not run get one `missed` row per
+ *   decision, with `missedCount` and the first slot as its scheduled time.
+ * - `overlapPolicy: 'skip'`: the first slot to run is `skipped` when an earlier occurrence is
+ *   still active, and every later one of the same tick is `skipped`: at most one is kept.
+ * - Slots at or after `endAt` never fire; past it `nextRunAt` becomes null.
+ * - When the tick's budget runs out, `nextRunAt` stays at the first slot not decided, so the
+ *   backlog drains over the following ticks; with nothing affordable the result is null and
+ *   the schedule stays due as it was.
+ */
+export function planSchedule(
+  schedule: ScheduleRow,
+  state: DueScheduleState,
+  context: PlanContext,
+  budget: TickBudget,
+): SchedulePlan | null {
+  if (schedule.nextRunAt === null || budget.rows <= 0 || budget.slots <= 0) return null;
+  let scan: SlotScan;
+  try {
+    scan = scanDueSlots(schedule, context.now, Math.min(budget.slots, SLOT_SCAN_LIMIT));
+  } catch (error) {
+    // A stored expression or zone this process cannot read: park the schedule (nextRunAt null) rather than fail
+    // every tick; updating or re-enabling the schedule sets it again.
+    context.logger.error({ err: error, scheduleId: schedule.id }, 'cron schedule cannot be evaluated; parked');
+    return { occurrences: [], nextRunAt: null, lastRunAt: schedule.lastRunAt };
+  }
+  budget.slots -= scan.slots.length;
+  const steps = decideSteps(schedule, scan, context);
+  return applySteps(schedule, state, steps, scan.resumeAt, context, budget);
+}
+
+interface SlotScan {
+  /** Due slots, ascending, from nextRunAt up to now and before endAt. */
+  slots: Date[];
+  /** The first slot not scanned, before endAt; null when the schedule has no more. */
+  resumeAt: Date | null;
+  /** True when the scan stopped at its limit with more due slots left. */
+  truncated: boolean;
+}
+
+function scanDueSlots(schedule: ScheduleRow, now: Date, limit: number): SlotScan {
+  const cron = parseCronExpression(schedule.cronExpression, schedule.timezone);
+  const nowMs = now.getTime();
+  const endMs = schedule.endAt?.getTime() ?? Number.POSITIVE_INFINITY;
+  const slots: Date[] = [];
+  let cursor: Date | null = schedule.nextRunAt;
+  while (cursor !== null && cursor.getTime() <= nowMs && cursor.getTime() < endMs && slots.length < limit) {
+    slots.push(cursor);
+    cursor = cron.next(cursor);
+  }
+  const resumeAt = cursor !== null && cursor.getTime() < endMs ? cursor : null;
+  return { slots, resumeAt, truncated: resumeAt !== null && resumeAt.getTime() <= nowMs };
+}
+
+function decideSteps(schedule: ScheduleRow, scan: SlotScan, context: PlanContext): Step[] {
+  const nowMs = context.now.getTime();
+  const lateBefore = nowMs - context.settings.misfireThresholdMs;
+  const missed = scan.slots.filter((slot) => slot.getTime() < lateBefore);
+  const onTime = scan.slots.slice(missed.length);
+  const steps: Step[] = [];
+  if (missed.length > 0) {
+    switch (schedule.catchupPolicy) {
+      case 'skip':
+        steps.push({ kind: 'missed', slots: missed });
+        break;
+      case 'run_once':
+        // A scan cut short inside the missed slots has not seen the latest one yet: record these, run it later.
+        if (scan.truncated && onTime.length === 0) steps.push({ kind: 'missed', slots: missed });
+        else {
+          if (missed.length > 1) steps.push({ kind: 'missed', slots: missed.slice(0, -1) });
+          steps.push({ kind: 'run', slot: missed.at(-1)!, source: 'catchup' });
+        }
+        break;
+      case 'run_all': {
+        const tooOldBefore = nowMs - context.settings.maxCatchupAgeMs;
+        const tooOld = missed.filter((slot) => slot.getTime() < tooOldBefore);
+        if (tooOld.length > 0) steps.push({ kind: 'missed', slots: tooOld });
+        for (const slot of missed.slice(tooOld.length)) steps.push({ kind: 'run', slot, source: 'catchup' });
+        break;
+      }
+    }
+  }
+  for (const slot of onTime) steps.push({ kind: 'run', slot, source: 'schedule' });
+  return steps;
+}
+
+function applySteps(
+  schedule: ScheduleRow,
+  state: DueScheduleState,
+  steps: readonly Step[],
+  scannedTo: Date | null,
+  context: PlanContext,
+  budget: TickBudget,
+): SchedulePlan | null {
+  const occurrences: NewCronExecution[] = [];
+  let lastRunAt = schedule.lastRunAt;
+  let catchupRuns = 0;
+  let overlapKept = state.hasActiveOccurrence;
+  let resumeAt = scannedTo;
+  for (const step of steps) {
+    const overCatchupCap =
+      step.kind === 'run' && step.source === 'catchup' && catchupRuns >= context.settings.maxCatchupExecutions;
+    if (budget.rows <= 0 || overCatchupCap) {
+      resumeAt = step.kind === 'run' ? step.slot : step.slots[0]!;
+      break;
+    }
+    budget.rows -= 1;
+    if (step.kind === 'missed') {
+      occurrences.push(missedRow(schedule, step.slots, context));
+      continue;
+    }
+    if (step.source === 'catchup') catchupRuns += 1;
+    const skipped = schedule.overlapPolicy === 'skip' && overlapKept;
+    if (schedule.overlapPolicy === 'skip') overlapKept = true;
+    occurrences.push(runRow(schedule, step, skipped, context));
+    if (!skipped && (lastRunAt === null || step.slot > lastRunAt)) lastRunAt = step.slot;
+  }
+  if (occurrences.length === 0 && steps.length > 0) return null;
+  return { occurrences, nextRunAt: resumeAt, lastRunAt };
+}
+
+function runRow(
+  schedule: ScheduleRow,
+  step: Extract<Step, { kind: 'run' }>,
+  skipped: boolean,
+  context: PlanContext,
+): NewCronExecution {
+  const id = occurrenceId(schedule.id, step.slot);
+  const delayMs = step.source === 'schedule' && !skipped ? jitterDelayMs(id, schedule.jitterMs) : 0;
+  return {
+    ...ledgerRow(schedule, id, step.slot, context),
+    fireAt: new Date(step.slot.getTime() + delayMs),
+    status: skipped ? 'skipped' : 'claimed',
+    source: step.source,
+    missedCount: 0,
+  };
+}
+
+function missedRow(schedule: ScheduleRow, slots: readonly Date[], context: PlanContext): NewCronExecution {
+  const first = slots[0]!;
+  // The slots it stands for never run, so the id of its first slot cannot collide with a run of that slot.
+  return {
+    ...ledgerRow(schedule, occurrenceId(schedule.id, first), first, context),
+    fireAt: first,
+    status: 'missed',
+    source: 'catchup',
+    missedCount: slots.length,
+  };
+}
+
+function ledgerRow(schedule: ScheduleRow, id: string, slot: Date, context: PlanContext) {
+  return {
+    id,
+    scheduleId: schedule.id,
+    workflowName: schedule.workflowName,
+    context: occurrenceContext(schedule, slot),
+    scheduledTime: slot,
+    claimedAt: context.now,
+    claimedBy: context.runnerId,
+  };
+}
+
+/**
+ * The jitter of an occurrence: its id (a v5 UUID, so SHA-1 based and the same on every
+ * instance) read as a number, modulo `jitterMs`. Spreads the handoffs of schedules that share
+ * a time without any instance needing to agree on a random draw.
+ */
+export function jitterDelayMs(id: string, jitterMs: number): number {
+  if (jitterMs <= 0) return 0;
+  return Number.parseInt(id.replaceAll('-', '').slice(-12), 16) % jitterMs;
+}

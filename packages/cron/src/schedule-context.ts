@@ -1,0 +1,37 @@
+import type { CronExecutionRow, Json, JsonObject } from '@orrery/core';
+
+/** The parts of a schedule that its occurrences' context keys describe. */
+export interface ScheduleIdentity {
+  id: string;
+  name: string | null;
+  timezone: string;
+  cronExpression: string;
+  context: JsonObject;
+}
+
+/**
+ * The input context of an occurrence: the schedule's context, then the schedule keys, which
+ * win over user keys of the same name. Stored as the ledger row's snapshot at claim, so
+ * that handoff and recovery on any instance start the pipeline with the same input.
+ */
+export function occurrenceContext(schedule: ScheduleIdentity, scheduledTime: Date): JsonObject {
+  return {
+    ...schedule.context,
+    scheduled_time: scheduledTime.toISOString(),
+    schedule_id: schedule.id,
+    schedule_name: schedule.name,
+    schedule_timezone: schedule.timezone,
+    cron_expression: schedule.cronExpression,
+  };
+}
+
+/** The context of a recovery handoff: the row's snapshot plus the recovery keys. */
+export function recoveryContext(row: CronExecutionRow, attempt: number): JsonObject {
+  return { ...row.context, is_recovery: true, recovery_attempt: attempt };
+}
+
+/** The schedule name recorded in a ledger row's context snapshot (for event payloads). */
+export function scheduleNameOf(row: { context: JsonObject }): string | null {
+  const name: Json | undefined = row.context.schedule_name;
+  return typeof name === 'string' ? name : null;
+}

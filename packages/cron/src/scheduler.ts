@@ -1,0 +1,133 @@
+import type { CronExecutionRow, NewCronExecution } from '@orrery/core';
+import { DeferredHandoffs } from './deferred.js';
+import type { Handoff } from './handoff.js';
+import type { CronServiceOptions } from './options.js';
+import { emitEvent } from './options.js';
+import { planSchedule, type TickBudget } from './plan.js';
+import { scheduleNameOf } from './schedule-context.js';
+
+/** Cron slots one tick may examine across all its schedules (about 0.25 s of evaluation). */
+export const TICK_SLOT_BUDGET = 250_000;
+
+/** Counts of one scheduler tick. */
+export interface TickResult {
+  /** Occurrences phase 1 claimed to run in this tick. */
+  claimed: number;
+  /** Occurrences handed off and linked in this tick (including earlier jittered ones now due). */
+  handedOff: number;
+}
+
+type SchedulerDeps = Pick<
+  CronServiceOptions,
+  'store' | 'clock' | 'logger' | 'runnerId' | 'settings' | 'workflows' | 'emit' | 'faults'
+>;
+
+/**
+ * The cron tick: claim + phase 1 in one transaction (planSchedule decides each due
+ * schedule's occurrences under its row lock), then handoff and phase 2 for each claimed
+ * occurrence whose fire time has come. Jittered occurrences wait in memory
+ * ({@link DeferredHandoffs}) and are handed off by the first tick at or after their fire time.
+ * The scheduler never waits for pipelines.
+ */
+export class CronScheduler {
+  readonly #deps: SchedulerDeps;
+  readonly #handoff: Handoff;
+  readonly #deferred = new DeferredHandoffs();
+  #lastTickAt: Date | null = null;
+  #moreDue = false;
+  /** Earliest instant known to have work (a schedule's nextRunAt, a jittered fireAt); null when none is known. */
+  #nextWorkAtMs: number | null = null;
+
+  constructor(deps: SchedulerDeps, handoff: Handoff) {
+    this.#deps = deps;
+    this.#handoff = handoff;
+  }
+
+  /** When the last tick's claim committed. */
+  get lastTickAt(): Date | null {
+    return this.#lastTickAt;
+  }
+
+  /**
+   * Milliseconds until the earliest work this scheduler knows of: 0 when the last tick left
+   * due work behind (batch or budget full), null when it knows of none. Schedules written by
+   * other processes are not known here; the regular poll finds them.
+   */
+  msUntilNextWork(): number | null {
+    if (this.#moreDue) return 0;
+    if (this.#nextWorkAtMs === null) return null;
+    return Math.max(0, this.#nextWorkAtMs - this.#deps.clock.now().getTime());
+  }
+
+  /** Notes that work may be due at `at`: a schedule's new nextRunAt, or a jittered fire time. */
+  expectWorkAt(at: Date | null): void {
+    if (at === null) return;
+    const atMs = at.getTime();
+    if (this.#nextWorkAtMs === null || atMs < this.#nextWorkAtMs) this.#nextWorkAtMs = atMs;
+  }
+
+  /** Occurrences claimed but waiting for their jittered fire time. */
+  get deferredCount(): number {
+    return this.#deferred.size;
+  }
+
+  /** Runs one tick. Handoff failures are logged, not thrown; a database error in the claim is. */
+  async tick(): Promise<TickResult> {
+    const { store, clock, settings, workflows, runnerId, logger, faults } = this.#deps;
+    const now = clock.now();
+    if (this.#nextWorkAtMs !== null && this.#nextWorkAtMs <= now.getTime()) this.#nextWorkAtMs = null;
+    const budget: TickBudget = { rows: settings.maxOccurrencesPerTick, slots: TICK_SLOT_BUDGET };
+    const planContext = { now, runnerId, settings, logger };
+    const skipped = new Map<string, NewCronExecution>();
+    let planned = 0;
+    let moreDue = false;
+    const rows = await store.claimDueSchedules({
+      now,
+      workflowNames: workflows.names(),
+      limit: settings.batchSize,
+      plan: (schedule, state) => {
+        const plan = planSchedule(schedule, state, planContext, budget);
+        if (plan === null) {
+          moreDue = true;
+          return null;
+        }
+        planned += 1;
+        if (plan.nextRunAt !== null && plan.nextRunAt.getTime() <= now.getTime()) moreDue = true;
+        else this.expectWorkAt(plan.nextRunAt);
+        for (const row of plan.occurrences) if (row.status === 'skipped') skipped.set(row.id, row);
+        return plan;
+      },
+    });
+    this.#lastTickAt = now;
+    this.#moreDue = moreDue || planned >= settings.batchSize;
+    for (const row of skipped.values()) this.#reportSkipped(row);
+    await faults?.afterPhase1?.(rows);
+    const due = this.#deferred.takeDue(now);
+    const ready = this.#splitByFireTime(rows, now, due);
+    const handedOff = await this.#handoff.handOffAll(ready);
+    return { claimed: rows.length, handedOff };
+  }
+
+  /** Drops the jittered occurrences still waiting (they stay `claimed`, so recovery fires them). */
+  releaseDeferred(): number {
+    return this.#deferred.clear();
+  }
+
+  #splitByFireTime(rows: readonly CronExecutionRow[], now: Date, ready: CronExecutionRow[]): CronExecutionRow[] {
+    const later: CronExecutionRow[] = [];
+    for (const row of rows) (row.fireAt.getTime() <= now.getTime() ? ready : later).push(row);
+    this.#deferred.add(later);
+    this.expectWorkAt(this.#deferred.earliestFireAt());
+    return ready;
+  }
+
+  #reportSkipped(row: NewCronExecution): void {
+    emitEvent(this.#deps, 'cron:skipped', {
+      scheduleId: row.scheduleId,
+      scheduleName: scheduleNameOf(row),
+      occurrenceId: row.id,
+      scheduledTime: row.scheduledTime,
+      reason: 'overlap',
+    });
+  }
+}

@@ -1,0 +1,259 @@
+import {
+  DatabaseError,
+  newId,
+  ScheduleConflictError,
+  ScheduleNotFoundError,
+  type ScheduleRow,
+  UniversalUuid,
+  ValidationError,
+} from '@orrery/core';
+import type { CronServiceOptions } from './options.js';
+import { type CronSchedule, type CronScheduleInput, toCronSchedule } from './types.js';
+import { type ScheduleDefinition, validatePage, validateScheduleInput } from './validate.js';
+import { firstRunAt, sameTiming } from './window.js';
+
+/** Filter of {@link ScheduleManager.list}. */
+export interface ListSchedulesFilter {
+  enabledOnly?: boolean;
+  workflowName?: string;
+  /** @default unlimited */
+  limit?: number;
+  /** @default 0 */
+  offset?: number;
+}
+
+/** What {@link ScheduleManager.add} does when the name is taken by another definition. */
+export interface AddScheduleOptions {
+  /**
+   * `'error'` raises ScheduleConflictError; `'update'` rewrites the definition (never `enabled`).
+   * @default 'error'
+   */
+  onConflict?: 'error' | 'update';
+}
+
+type ScheduleDeps = Pick<CronServiceOptions, 'store' | 'clock' | 'settings' | 'workflows'>;
+type SchedulePatch = Partial<Omit<ScheduleRow, 'id' | 'version' | 'createdAt'>>;
+
+// A compare-and-set loses only to a concurrent write (a tick advancing the schedule); give up after this many.
+const MAX_CAS_ATTEMPTS = 50;
+
+/**
+ * Schedule management: add (idempotent by name), read, update, enable/disable, delete. Works
+ * without the scheduler loop. Every update is a compare-and-set on `version`, retried on a
+ * lost race, so an edit never overwrites a tick's advance of `nextRunAt` or another edit.
+ */
+export class ScheduleManager {
+  readonly #deps: ScheduleDeps;
+  readonly #onRetimed: (nextRunAt: Date | null) => void;
+
+  /** `onRetimed` hears each nextRunAt this manager writes, so the scheduler can wake for it. */
+  constructor(deps: ScheduleDeps, onRetimed: (nextRunAt: Date | null) => void = () => {}) {
+    this.#deps = deps;
+    this.#onRetimed = onRetimed;
+  }
+
+  /**
+   * Adds a schedule, or returns the one with the same name and definition.
+   * @throws ScheduleConflictError when the name holds another definition (unless onConflict 'update').
+   */
+  async add(input: CronScheduleInput, options: AddScheduleOptions = {}): Promise<CronSchedule> {
+    const onConflict = options.onConflict ?? 'error';
+    const { definition, enabled } = validateScheduleInput(input, this.#limits());
+    const now = this.#deps.clock.now();
+    const row: ScheduleRow = {
+      id: newId(),
+      ...definition,
+      enabled,
+      nextRunAt: enabled ? firstRunAt(definition, now) : null,
+      lastRunAt: null,
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
+    };
+    const { schedule, created } = await this.#deps.store.insertSchedule(row);
+    if (created) this.#onRetimed(schedule.nextRunAt);
+    if (created || sameDefinition(schedule, definition)) return toCronSchedule(schedule);
+    if (onConflict !== 'update') {
+      throw new ScheduleConflictError(
+        `A schedule named "${definition.name}" already exists with another definition (${describeDefinition(schedule)}); pass { onConflict: 'update' } to replace it, or choose another name.`,
+      );
+    }
+    return toCronSchedule(await this.#update(schedule, (current) => this.#retime(current, definition)));
+  }
+
+  /** @throws ScheduleNotFoundError for an unknown id or name. */
+  async get(idOrName: string): Promise<CronSchedule> {
+    return toCronSchedule(await this.resolve(idOrName));
+  }
+
+  /** Schedules oldest first. */
+  async list(filter: ListSchedulesFilter = {}): Promise<CronSchedule[]> {
+    const limit = filter.limit ?? Number.MAX_SAFE_INTEGER;
+    const offset = filter.offset ?? 0;
+    validatePage(limit, offset);
+    const rows = await this.#deps.store.listSchedules({
+      ...(filter.enabledOnly === undefined ? {} : { enabledOnly: filter.enabledOnly }),
+      ...(filter.workflowName === undefined ? {} : { workflowName: filter.workflowName }),
+      limit,
+      offset,
+    });
+    return rows.map(toCronSchedule);
+  }
+
+  /**
+   * Changes some fields; the result is validated whole. A new expression, zone or window
+   * (or enabling) moves `nextRunAt` to the first occurrence after now.
+   * @throws ScheduleNotFoundError, ScheduleConflictError (name taken), ValidationError, WorkflowNotFoundError.
+   */
+  async update(idOrName: string, patch: Partial<CronScheduleInput>): Promise<CronSchedule> {
+    const current = await this.resolve(idOrName);
+    const changed = await this.#update(current, (row) => {
+      const merged = { ...inputOf(row), ...definedFields(patch) };
+      const workflowChanged = patch.workflowName !== undefined && patch.workflowName !== row.workflowName;
+      const { definition, enabled } = validateScheduleInput(merged, this.#limits(), workflowChanged);
+      return { ...this.#retime(row, definition), ...this.#enabledPatch(row, enabled, definition) };
+    });
+    return toCronSchedule(changed);
+  }
+
+  /**
+   * Enables or disables a schedule. Enabling sets `nextRunAt` to the first occurrence after
+   * now, so a schedule enabled after a long pause fires nothing stale.
+   * @throws ScheduleNotFoundError for an unknown id or name.
+   */
+  async setEnabled(idOrName: string, enabled: boolean): Promise<CronSchedule> {
+    if (typeof enabled !== 'boolean') {
+      throw new ValidationError(`enabled must be true or false, got ${String(enabled)}.`);
+    }
+    const current = await this.resolve(idOrName);
+    return toCronSchedule(await this.#update(current, (row) => this.#enabledPatch(row, enabled, row)));
+  }
+
+  /**
+   * Deletes a schedule; its ledger stays.
+   * @throws ScheduleNotFoundError for an unknown id or name.
+   */
+  async delete(idOrName: string): Promise<void> {
+    const schedule = await this.resolve(idOrName);
+    if (!(await this.#deps.store.deleteSchedule(schedule.id))) throw notFound(idOrName);
+  }
+
+  /**
+   * The stored schedule: a UUID-shaped string (any case) is an id, anything else a name.
+   * @throws ScheduleNotFoundError when there is none.
+   */
+  async resolve(idOrName: string): Promise<ScheduleRow> {
+    const id = scheduleIdOf(idOrName);
+    const row =
+      id !== undefined
+        ? await this.#deps.store.getSchedule(id)
+        : typeof idOrName === 'string' && !UniversalUuid.isUuid(idOrName)
+          ? await this.#deps.store.getScheduleByName(idOrName)
+          : null;
+    if (row === null) throw notFound(idOrName);
+    return row;
+  }
+
+  #limits() {
+    return { workflows: this.#deps.workflows, maxContextBytes: this.#deps.settings.maxContextBytes };
+  }
+
+  /** The patch writing `definition` over `row`, re-timed when the timing changed. */
+  #retime(row: ScheduleRow, definition: ScheduleDefinition): SchedulePatch {
+    const patch: SchedulePatch = { ...definition, updatedAt: this.#deps.clock.now() };
+    if (row.enabled && !sameTiming(row, definition)) patch.nextRunAt = firstRunAt(definition, this.#deps.clock.now());
+    return patch;
+  }
+
+  #enabledPatch(row: ScheduleRow, enabled: boolean, timing: ScheduleDefinition | ScheduleRow): SchedulePatch {
+    if (row.enabled === enabled) return {};
+    const now = this.#deps.clock.now();
+    return { enabled, nextRunAt: enabled ? firstRunAt(timing, now) : null, updatedAt: now };
+  }
+
+  /** Compare-and-set loop: recomputes the patch from the latest row until it lands. */
+  async #update(row: ScheduleRow, patchOf: (current: ScheduleRow) => SchedulePatch): Promise<ScheduleRow> {
+    let current = row;
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt += 1) {
+      const patch = patchOf(current);
+      if (Object.keys(patch).length === 0) return current;
+      const updated = await this.#deps.store.updateSchedule(current.id, current.version, patch);
+      if (updated !== null) {
+        if (patch.nextRunAt !== undefined) this.#onRetimed(updated.nextRunAt);
+        return updated;
+      }
+      const latest = await this.#deps.store.getSchedule(current.id);
+      if (latest === null) throw notFound(current.id);
+      current = latest;
+    }
+    throw new DatabaseError(
+      `Schedule ${row.id} kept changing under ${MAX_CAS_ATTEMPTS} update attempts; retry the update.`,
+    );
+  }
+}
+
+/** The canonical id when `idOrName` is a valid UUID; undefined for names. */
+function scheduleIdOf(idOrName: string): string | undefined {
+  if (typeof idOrName !== 'string' || !UniversalUuid.isUuid(idOrName)) return undefined;
+  try {
+    return UniversalUuid.parse(idOrName).toString();
+  } catch {
+    return undefined;
+  }
+}
+
+function notFound(idOrName: string): ScheduleNotFoundError {
+  const kind = typeof idOrName === 'string' && UniversalUuid.isUuid(idOrName) ? 'id' : 'name';
+  return new ScheduleNotFoundError(
+    `No cron schedule has ${kind} ${JSON.stringify(idOrName)}; list them with listCronSchedules() (names are case-sensitive).`,
+  );
+}
+
+/** True when a stored schedule has exactly this (normalised) definition. */
+function sameDefinition(row: ScheduleRow, definition: ScheduleDefinition): boolean {
+  return (
+    row.name === definition.name &&
+    row.workflowName === definition.workflowName &&
+    row.catchupPolicy === definition.catchupPolicy &&
+    row.overlapPolicy === definition.overlapPolicy &&
+    row.jitterMs === definition.jitterMs &&
+    sameTiming(row, definition) &&
+    canonicalJson(row.context) === canonicalJson(definition.context)
+  );
+}
+
+function describeDefinition(row: ScheduleRow): string {
+  return `workflow "${row.workflowName}", "${row.cronExpression}" in ${row.timezone}`;
+}
+
+/** JSON with object keys sorted, so that key order does not make two contexts differ. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, item: unknown) =>
+    item !== null && typeof item === 'object' && !Array.isArray(item)
+      ? Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : item,
+  );
+}
+
+/** A stored schedule as input, so that a patch can be merged onto it and validated whole. */
+function inputOf(row: ScheduleRow): CronScheduleInput {
+  return {
+    ...(row.name === null ? {} : { name: row.name }),
+    workflowName: row.workflowName,
+    cronExpression: row.cronExpression,
+    timezone: row.timezone,
+    enabled: row.enabled,
+    context: row.context,
+    catchupPolicy: row.catchupPolicy,
+    overlapPolicy: row.overlapPolicy,
+    jitterMs: row.jitterMs,
+    ...(row.startAt === null ? {} : { startAt: row.startAt }),
+    ...(row.endAt === null ? {} : { endAt: row.endAt }),
+  };
+}
+
+/** The fields a patch sets: undefined leaves a field as it is; null clears startAt or endAt. */
+function definedFields(patch: Partial<CronScheduleInput>): Partial<CronScheduleInput> {
+  if (typeof patch !== 'object' || patch === null) return {};
+  return Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));
+}

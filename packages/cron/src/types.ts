@@ -1,0 +1,168 @@
+import type {
+  CatchupPolicy,
+  CronExecutionRow,
+  CronExecutionSource,
+  CronExecutionStatus,
+  Json,
+  OverlapPolicy,
+  ScheduleRow,
+} from '@orrery/core';
+
+/** What `addCronSchedule` takes: a workflow, when to run it, and how to treat missed and overlapping runs. */
+export interface CronScheduleInput {
+  /**
+   * Unique, not shaped like a UUID. Re-adding the same name with the same definition returns
+   * the existing schedule (safe at every start-up); a different definition raises
+   * `ScheduleConflictError`, or updates the schedule with `onConflict: 'update'`.
+   * "Definition" is every field but `enabled`, compared after normalisation.
+   */
+  name?: string;
+  /** A workflow registered with the runner, else `WorkflowNotFoundError`. */
+  workflowName: string;
+  /**
+   * 5 fields, or 6 with seconds first; names (MON-FRI, JAN); `@yearly` `@monthly` `@weekly`
+   * `@daily` `@hourly`. Stored in its canonical 6-field form (`@daily` → `0 0 0 * * *`).
+   */
+  cronExpression: string;
+  /**
+   * IANA zone whose wall clock the expression is read in.
+   * @default 'UTC'
+   */
+  timezone?: string;
+  /**
+   * Whether the scheduler fires it. Never overwritten by re-adding the schedule.
+   * @default true
+   */
+  enabled?: boolean;
+  /**
+   * Input context of every pipeline it starts; the schedule keys override keys of the same name.
+   * @default {}
+   */
+  context?: Record<string, Json>;
+  /**
+   * Missed occurrences (claimed later than the misfire threshold): `skip` runs none,
+   * `run_once` the latest one, `run_all` every one, oldest first.
+   * @default 'run_once'
+   */
+  catchupPolicy?: CatchupPolicy;
+  /**
+   * `skip`: an occurrence starts nothing while an earlier one is still claimed or running.
+   * @default 'allow'
+   */
+  overlapPolicy?: OverlapPolicy;
+  /**
+   * On-time occurrences are handed off `hash(occurrence id) mod jitterMs` after their time;
+   * the scheduled time stays nominal. Catch-up, manual and backfill occurrences are not delayed.
+   * @default 0
+   */
+  jitterMs?: number;
+  /** Start of the active window, included. */
+  startAt?: Date;
+  /** End of the active window, excluded. */
+  endAt?: Date;
+}
+
+/** A stored cron schedule. */
+export interface CronSchedule extends Required<Omit<CronScheduleInput, 'startAt' | 'endAt' | 'name'>> {
+  id: string;
+  name: string | null;
+  startAt: Date | null;
+  endAt: Date | null;
+  /** Nominal time of the next occurrence not yet claimed; null when disabled or past `endAt`. */
+  nextRunAt: Date | null;
+  /** Scheduled time of the latest occurrence the scheduler claimed to run. */
+  lastRunAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** One ledger entry: an occurrence, or for `missed` a run of `missedCount` slots that did not run. */
+export interface CronExecution {
+  id: string;
+  scheduleId: string;
+  scheduledTime: Date;
+  /** When the handoff was due: `scheduledTime` plus jitter. */
+  fireAt: Date;
+  claimedAt: Date;
+  status: CronExecutionStatus;
+  source: CronExecutionSource;
+  /** For a `missed` row: how many slots it stands for (1 or more); 0 otherwise. */
+  missedCount: number;
+  pipelineExecutionId: string | null;
+  handedOffAt: Date | null;
+  recoveryAttempts: number;
+  recovered: boolean;
+  /** Why recovery gave up on an `abandoned` row. */
+  abandonReason: string | null;
+}
+
+/** Ledger counts of occurrences scheduled since a given time. */
+export interface CronExecutionStats {
+  totalExecutions: number;
+  successfulExecutions: number;
+  /** `claimed` for longer than the lost threshold since their fire time. */
+  lostExecutions: number;
+  skippedExecutions: number;
+  missedExecutions: number;
+  abandonedExecutions: number;
+  /** 100·handed_off / (handed_off + lost + abandoned); 0 when there are none. */
+  successRate: number;
+  /** Mean of handedOffAt − scheduledTime over handed-off occurrences. */
+  meanDelayMs: number | null;
+  p99DelayMs: number | null;
+}
+
+/** What recovery has done, over the whole ledger. */
+export interface RecoveryStats {
+  /** Recovery attempts made (attempts refunded after a database error are not counted). */
+  totalRecoveryAttempts: number;
+  /** Occurrences a recovery attempt handed off. */
+  successfulRecoveries: number;
+  /** Attempts that did not hand off: totalRecoveryAttempts − successfulRecoveries. */
+  failedRecoveries: number;
+  /** Occurrences abandoned after at least one recovery attempt. */
+  abandonedRecoveries: number;
+  /** 100·successfulRecoveries / totalRecoveryAttempts; 0 when there are none. */
+  recoverySuccessRate: number;
+}
+
+/** The public view of a stored schedule. */
+export function toCronSchedule(row: ScheduleRow): CronSchedule {
+  return {
+    id: row.id,
+    name: row.name,
+    workflowName: row.workflowName,
+    cronExpression: row.cronExpression,
+    timezone: row.timezone,
+    enabled: row.enabled,
+    context: row.context,
+    catchupPolicy: row.catchupPolicy,
+    overlapPolicy: row.overlapPolicy,
+    jitterMs: row.jitterMs,
+    startAt: row.startAt,
+    endAt: row.endAt,
+    nextRunAt: row.nextRunAt,
+    lastRunAt: row.lastRunAt,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+/** The public view of a ledger row. */
+export function toCronExecution(row: CronExecutionRow): CronExecution {
+  return {
+    id: row.id,
+    scheduleId: row.scheduleId,
+    scheduledTime: row.scheduledTime,
+    fireAt: row.fireAt,
+    claimedAt: row.claimedAt,
+    status: row.status,
+    source: row.source,
+    missedCount: row.missedCount,
+    pipelineExecutionId: row.pipelineExecutionId,
+    handedOffAt: row.handedOffAt,
+    recoveryAttempts: row.recoveryAttempts,
+    recovered: row.recovered,
+    abandonReason: row.abandonReason,
+  };
+}

@@ -1,0 +1,44 @@
+import { parseCronExpression } from './occurrences.js';
+
+/** The timing fields of a schedule: what decides when it fires. */
+export interface ScheduleTiming {
+  cronExpression: string;
+  timezone: string;
+  startAt: Date | null;
+  endAt: Date | null;
+}
+
+/**
+ * The first occurrence a schedule (re)starting now may fire: strictly after `now`, and not
+ * before `startAt` (the window [startAt, endAt) includes its start); null when none falls
+ * before `endAt`. Slots at or before `now` are dropped, so enabling a schedule after a long
+ * pause fires nothing stale.
+ */
+export function firstRunAt(timing: ScheduleTiming, now: Date): Date | null {
+  const cron = parseCronExpression(timing.cronExpression, timing.timezone);
+  const startMs = timing.startAt?.getTime() ?? Number.NEGATIVE_INFINITY;
+  // `next` is strictly after its argument: begin 1 ms before startAt so that startAt itself counts.
+  const after = startMs > now.getTime() ? new Date(startMs - 1) : now;
+  return beforeEnd(cron.next(after), timing.endAt);
+}
+
+/** `slot` when it lies before `endAt` (or there is no end), else null. */
+export function beforeEnd(slot: Date | null, endAt: Date | null): Date | null {
+  if (slot === null) return null;
+  return endAt === null || slot.getTime() < endAt.getTime() ? slot : null;
+}
+
+/** True when two timings fire at the same instants (expressions and zones are stored canonical). */
+export function sameTiming(a: ScheduleTiming, b: ScheduleTiming): boolean {
+  return (
+    a.cronExpression === b.cronExpression &&
+    a.timezone === b.timezone &&
+    sameInstant(a.startAt, b.startAt) &&
+    sameInstant(a.endAt, b.endAt)
+  );
+}
+
+/** True when both are null or denote the same millisecond. */
+export function sameInstant(a: Date | null, b: Date | null): boolean {
+  return a === null || b === null ? a === b : a.getTime() === b.getTime();
+}
