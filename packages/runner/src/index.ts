@@ -1,1 +1,67 @@
-export {};
+/**
+ * @orrery/runner — the DefaultRunner: durable task scheduling and execution for Orrery
+ * workflows, on SQLite or PostgreSQL.
+ */
+
+// Core names a runner user needs, so that one import is enough.
+export {
+  type Clock,
+  ConfigurationError,
+  Context,
+  ContextError,
+  DatabaseError,
+  defineWorkflow,
+  type ExecuteOptions,
+  ExecutionNotFoundError,
+  IdempotencyConflictError,
+  InvalidCronExpressionError,
+  InvalidTimezoneError,
+  isOrreryError,
+  type Json,
+  type ListExecutionsFilter,
+  type Logger,
+  ManualClock,
+  NonRetryableError,
+  OrreryError,
+  type PipelineExecution,
+  type PipelineExecutor,
+  type PipelineResult,
+  type PipelineStatus,
+  type PipelineSummary,
+  PipelineTimeoutError,
+  type RetryPolicy,
+  ScheduleConflictError,
+  ScheduleNotFoundError,
+  type TaskDefinition,
+  type TaskResult,
+  type TaskRunInfo,
+  type TaskStatus,
+  type TriggerRule,
+  ValidationError,
+  type Workflow,
+  type WorkflowDefinition,
+  WorkflowNotFoundError,
+  WorkflowValidationError,
+} from '@orrery/core';
+// Cron event payloads, so that listeners of the runner's cron events can name them.
+export type {
+  CronAbandonedEvent,
+  CronEvents,
+  CronFiredEvent,
+  CronLostEvent,
+  CronRecoveredEvent,
+  CronSkippedEvent,
+} from '@orrery/cron';
+export { type DefaultRunnerConfig, type RetentionConfig, RUNNER_DEFAULTS } from './config.js';
+export type {
+  PipelineCancelledEvent,
+  PipelineCreatedEvent,
+  PipelineEvents,
+  PipelineFinishedEvent,
+  RunnerEvents,
+  TaskAttemptEvent,
+  TaskCompletedEvent,
+  TaskFailedEvent,
+  TaskSkippedEvent,
+} from './events.js';
+export { DefaultRunner, SHUTDOWN_TIMEOUT_MS, type ShutdownOptions } from './runner.js';

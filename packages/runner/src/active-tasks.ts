@@ -1,0 +1,108 @@
+import type { LeaseRef } from '@orrery/core';
+
+/** Why a running attempt's signal was aborted. Only a timeout counts as a failed attempt. */
+export type AbortCause = 'timeout' | 'cancelled' | 'paused' | 'shutdown' | 'lease_lost';
+
+const ABORT_MESSAGES: Record<AbortCause, string> = {
+  timeout: 'the task timed out',
+  cancelled: 'the pipeline was cancelled',
+  paused: 'the pipeline was paused',
+  shutdown: 'the runner is shutting down',
+  lease_lost: "the runner lost the task's lease (another runner may take it over)",
+};
+
+/** One attempt this process is running: its lease, its abort switch and when it settles. */
+export interface ActiveTask extends LeaseRef {
+  pipelineExecutionId: string;
+  /** Epoch ms (runner clock) when the lease runs out unless renewed. */
+  leaseExpiresAtMs: number;
+  readonly controller: AbortController;
+  /** Set by the first abort: later aborts do not change what happened. */
+  abortCause: AbortCause | null;
+  /** Settles when the attempt is over (committed, released or abandoned). */
+  done: Promise<void>;
+}
+
+/**
+ * The attempts running in this process, by task execution id: what the lease loop renews,
+ * what cancel, pause and shutdown abort, and what counts against `maxConcurrentTasks`.
+ */
+export class ActiveTasks {
+  readonly #byId = new Map<string, ActiveTask>();
+  readonly #idleWaiters = new Set<() => void>();
+
+  /** Attempts running now. */
+  get size(): number {
+    return this.#byId.size;
+  }
+
+  /** Tracks an attempt until {@link remove}. */
+  add(task: ActiveTask): void {
+    this.#byId.set(task.taskExecutionId, task);
+  }
+
+  /** Stops tracking an attempt; wakes {@link whenIdle} waiters when none is left. */
+  remove(task: ActiveTask): void {
+    if (this.#byId.get(task.taskExecutionId) === task) this.#byId.delete(task.taskExecutionId);
+    if (this.#byId.size === 0) {
+      for (const wake of this.#idleWaiters) wake();
+      this.#idleWaiters.clear();
+    }
+  }
+
+  /** True while `task` is tracked. */
+  has(task: ActiveTask): boolean {
+    return this.#byId.get(task.taskExecutionId) === task;
+  }
+
+  /** Every attempt running now. */
+  list(): ActiveTask[] {
+    return [...this.#byId.values()];
+  }
+
+  /** Leases of every attempt running now (fenced by attempt). */
+  leases(): LeaseRef[] {
+    return this.list().map(({ taskExecutionId, attempt }) => ({ taskExecutionId, attempt }));
+  }
+
+  /** Aborts one attempt's signal; the first cause wins. */
+  abort(task: ActiveTask, cause: AbortCause): void {
+    if (task.abortCause !== null) return;
+    task.abortCause = cause;
+    const name = cause === 'timeout' ? 'TimeoutError' : 'AbortError';
+    task.controller.abort(new DOMException(`Task attempt aborted: ${ABORT_MESSAGES[cause]}.`, name));
+  }
+
+  /** Aborts the running attempts of one pipeline (cancel, pause); returns how many. */
+  abortPipeline(pipelineExecutionId: string, cause: AbortCause): number {
+    const matching = this.list().filter((t) => t.pipelineExecutionId === pipelineExecutionId);
+    for (const task of matching) this.abort(task, cause);
+    return matching.length;
+  }
+
+  /** Aborts every running attempt. */
+  abortAll(cause: AbortCause): void {
+    for (const task of this.list()) this.abort(task, cause);
+  }
+
+  /** Resolves when no attempt is running, or after `timeoutMs`; true when idle. */
+  whenIdle(timeoutMs: number): Promise<boolean> {
+    if (this.#byId.size === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.#idleWaiters.delete(wake);
+        resolve(false);
+      }, timeoutMs);
+      this.#idleWaiters.add(wake);
+    });
+  }
+
+  /** Resolves when every attempt tracked now has settled. */
+  async settled(): Promise<void> {
+    await Promise.allSettled(this.list().map((t) => t.done));
+  }
+}

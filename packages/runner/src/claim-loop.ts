@@ -1,0 +1,101 @@
+import { BackgroundLoop, type Clock, type ExecutionStore, type Logger } from '@orrery/core';
+import type { ActiveTasks } from './active-tasks.js';
+import type { WorkflowRegistry } from './registry.js';
+import { type AttemptEnvironment, startAttempt } from './task-attempt.js';
+
+/** Settings of {@link ClaimLoop}. */
+export interface ClaimLoopOptions {
+  store: ExecutionStore;
+  registry: WorkflowRegistry;
+  active: ActiveTasks;
+  environment: AttemptEnvironment;
+  runnerId: string;
+  maxConcurrentTasks: number;
+  taskLeaseMs: number;
+  pollIntervalMs: number;
+  clock: Clock;
+  logger: Logger;
+}
+
+/**
+ * Claims ready tasks of registered workflows in batches, up to the free slots of
+ * `maxConcurrentTasks`, and starts them. Local events (a pipeline created, a task finished,
+ * a retry due) wake it at once through `nudge()`; otherwise it polls every `pollIntervalMs`
+ * for work other runners made ready.
+ */
+export class ClaimLoop extends BackgroundLoop {
+  readonly #options: ClaimLoopOptions;
+  readonly #timers = new Set<NodeJS.Timeout>();
+  #nudgeQueued = false;
+  /** The last claim filled every free slot, so more work may be waiting for the next free one. */
+  #saturated = false;
+
+  constructor(options: ClaimLoopOptions) {
+    super({ name: 'task-claim', intervalMs: options.pollIntervalMs, logger: options.logger });
+    this.#options = options;
+  }
+
+  /**
+   * Wakes the loop on the next turn of the event loop. Nudges within one turn (a burst of
+   * executeAsync calls, a batch of tasks finishing together) coalesce into one claim, so
+   * claims come in batches instead of one transaction per task.
+   */
+  override nudge(): void {
+    if (this.#nudgeQueued) return;
+    this.#nudgeQueued = true;
+    setImmediate(() => {
+      this.#nudgeQueued = false;
+      super.nudge();
+    });
+  }
+
+  /**
+   * A running attempt ended. Claims again at once only if the last claim filled every slot
+   * (work may be waiting for one); otherwise new work arrives with its own nudge or the poll.
+   */
+  slotFreed(): void {
+    if (this.#saturated) this.nudge();
+  }
+
+  /** Wakes the loop at `atMs` on the runner's clock (when a retry's back-off ends). */
+  nudgeAt(atMs: number): void {
+    const delayMs = atMs - this.#options.clock.now().getTime();
+    if (delayMs <= 0) {
+      this.nudge();
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      this.nudge();
+    }, delayMs);
+    timer.unref();
+    this.#timers.add(timer);
+  }
+
+  override async stop(): Promise<void> {
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+    await super.stop();
+  }
+
+  protected async tick(signal: AbortSignal): Promise<void> {
+    const { active, registry, store, maxConcurrentTasks } = this.#options;
+    const free = maxConcurrentTasks - active.size;
+    if (free <= 0 || signal.aborted) {
+      this.#saturated = free <= 0;
+      return;
+    }
+    const registered = registry.registeredTasks();
+    if (registered.length === 0) return;
+    const claimed = await store.claimTasks({
+      runnerId: this.#options.runnerId,
+      registered,
+      limit: free,
+      leaseMs: this.#options.taskLeaseMs,
+      now: this.#options.clock.now(),
+    });
+    this.#saturated = claimed.length === free;
+    // Claimed even if the loop is stopping: shutdown drains or releases them like any other running task.
+    for (const task of claimed) startAttempt(task, this.#options.environment);
+  }
+}

@@ -1,0 +1,297 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import {
+  type Clock,
+  ConfigurationError,
+  type DatabaseLocation,
+  type Logger,
+  parseDatabaseUrl,
+  silentLogger,
+  systemClock,
+  validateSchemaName,
+  type Workflow,
+} from '@orrery/core';
+
+/** How long terminal rows are kept before the hourly retention sweep deletes them. */
+export interface RetentionConfig {
+  /**
+   * Age (since completion) after which completed, failed and cancelled pipelines and their tasks are deleted.
+   * `Infinity` keeps them forever.
+   * @default 2_592_000_000 (30 days)
+   */
+  executionsMs?: number;
+  /**
+   * Age (since the scheduled time) after which cron ledger rows that are no longer `claimed` are deleted.
+   * `Infinity` keeps them forever.
+   * @default 7_776_000_000 (90 days)
+   */
+  cronLedgerMs?: number;
+}
+
+/** Settings of {@link DefaultRunner.create}; every field is optional. */
+export interface DefaultRunnerConfig {
+  /**
+   * Where state lives: `'sqlite:./orrery.db'`, `'sqlite::memory:'` or `'postgres://user@host:5432/db'`.
+   * @default 'sqlite:./orrery.db'
+   */
+  database?: string;
+  /**
+   * PostgreSQL schema holding the tables, one per tenant (ignored for SQLite).
+   * @default 'public'
+   */
+  schema?: string;
+  /** Workflows to register at creation; more can be added with `register()`. @default [] */
+  workflows?: Workflow[];
+  /** This runner's name in the `runners` table and in task leases. @default `${hostname}-${pid}-${random}` */
+  runnerId?: string;
+  /** Most tasks this process runs at once. @default 16 */
+  maxConcurrentTasks?: number;
+  /** Time limit of one task attempt unless the task sets `timeoutMs`. @default 300_000 */
+  taskTimeoutMs?: number;
+  /** How long `execute()` and `wait()` wait for a pipeline unless told otherwise. @default 3_600_000 */
+  pipelineTimeoutMs?: number;
+  /**
+   * How long a claimed task is held; renewed every third of it while the task runs, so only a
+   * dead or stalled runner loses it.
+   * @default 30_000
+   */
+  taskLeaseMs?: number;
+  /** Fallback poll for ready tasks; local events wake the claim loop at once. @default 250 */
+  pollIntervalMs?: number;
+  /** Run the cron tick loop in this process. @default true */
+  enableCronScheduling?: boolean;
+  /** Pause between cron ticks. @default 1_000 */
+  cronPollIntervalMs?: number;
+  /** Due schedules claimed per tick. @default 100 */
+  cronBatchSize?: number;
+  /** Occurrences of one schedule run per tick under `run_all`; a larger backlog drains over ticks. @default 100 */
+  cronMaxCatchupExecutions?: number;
+  /** Occurrences inserted in one claim transaction, all schedules together. @default 500 */
+  cronMaxOccurrencesPerTick?: number;
+  /** An occurrence claimed this late is still on time. @default 60_000 */
+  cronMisfireThresholdMs?: number;
+  /** `run_all` drops missed occurrences older than this. @default 86_400_000 */
+  cronMaxCatchupAgeMs?: number;
+  /** Run the cron recovery loop in this process. @default true */
+  cronEnableRecovery?: boolean;
+  /** Pause between recovery passes. @default 30_000 */
+  cronRecoveryIntervalMs?: number;
+  /** An occurrence still `claimed` this long after its time is lost and recovered. @default 60_000 */
+  cronLostThresholdMs?: number;
+  /** A lost occurrence older than this (since claim) is abandoned. @default 86_400_000 */
+  cronMaxRecoveryAgeMs?: number;
+  /** Recovery attempts before a lost occurrence is abandoned. @default 3 */
+  cronMaxRecoveryAttempts?: number;
+  /** Ages of terminal rows the hourly sweep deletes. @default { executionsMs: 30 days, cronLedgerMs: 90 days } */
+  retention?: RetentionConfig;
+  /** Cap on a serialised context (input, schedule context, task writes), in bytes. @default 1_048_576 */
+  maxContextBytes?: number;
+  /**
+   * Apply pending migrations when opening the database; when false, a schema older than the
+   * code is a ConfigurationError.
+   * @default true
+   */
+  migrate?: boolean;
+  /** The source of "now"; inject a ManualClock in tests. @default the system clock */
+  clock?: Clock;
+  /** pino-compatible logger. @default silent */
+  logger?: Logger;
+}
+
+/** The defaults of {@link DefaultRunnerConfig}, field by field. */
+export const RUNNER_DEFAULTS = Object.freeze({
+  database: 'sqlite:./orrery.db',
+  schema: 'public',
+  maxConcurrentTasks: 16,
+  taskTimeoutMs: 300_000,
+  pipelineTimeoutMs: 3_600_000,
+  taskLeaseMs: 30_000,
+  pollIntervalMs: 250,
+  enableCronScheduling: true,
+  cronPollIntervalMs: 1_000,
+  cronBatchSize: 100,
+  cronMaxCatchupExecutions: 100,
+  cronMaxOccurrencesPerTick: 500,
+  cronMisfireThresholdMs: 60_000,
+  cronMaxCatchupAgeMs: 86_400_000,
+  cronEnableRecovery: true,
+  cronRecoveryIntervalMs: 30_000,
+  cronLostThresholdMs: 60_000,
+  cronMaxRecoveryAgeMs: 86_400_000,
+  cronMaxRecoveryAttempts: 3,
+  retention: Object.freeze({ executionsMs: 30 * 86_400_000, cronLedgerMs: 90 * 86_400_000 }),
+  maxContextBytes: 1_048_576,
+  migrate: true,
+});
+
+/** {@link DefaultRunnerConfig} with every field set and checked: all that internals ever see. */
+export interface ResolvedRunnerConfig
+  extends Required<Omit<DefaultRunnerConfig, 'workflows' | 'retention' | 'schema'>> {
+  location: DatabaseLocation;
+  schema: string;
+  workflows: Workflow[];
+  retention: Required<RetentionConfig>;
+}
+
+type NumberRule = { min: number; integer: boolean; infinite?: boolean };
+
+const POSITIVE_MS: NumberRule = { min: 1, integer: true };
+const NUMBER_FIELDS = {
+  maxConcurrentTasks: { min: 1, integer: true },
+  taskTimeoutMs: POSITIVE_MS,
+  pipelineTimeoutMs: POSITIVE_MS,
+  taskLeaseMs: { min: 30, integer: true },
+  pollIntervalMs: POSITIVE_MS,
+  cronPollIntervalMs: POSITIVE_MS,
+  cronBatchSize: { min: 1, integer: true },
+  cronMaxCatchupExecutions: { min: 1, integer: true },
+  cronMaxOccurrencesPerTick: { min: 1, integer: true },
+  cronMisfireThresholdMs: { min: 0, integer: true },
+  cronMaxCatchupAgeMs: POSITIVE_MS,
+  cronRecoveryIntervalMs: POSITIVE_MS,
+  cronLostThresholdMs: POSITIVE_MS,
+  cronMaxRecoveryAgeMs: POSITIVE_MS,
+  cronMaxRecoveryAttempts: { min: 1, integer: true },
+  maxContextBytes: { min: 2, integer: true },
+} satisfies Record<string, NumberRule>;
+
+const BOOLEAN_FIELDS = ['enableCronScheduling', 'cronEnableRecovery', 'migrate'] as const;
+const OTHER_FIELDS = ['database', 'schema', 'workflows', 'runnerId', 'retention', 'clock', 'logger'] as const;
+const KNOWN_FIELDS = new Set<string>([...Object.keys(NUMBER_FIELDS), ...BOOLEAN_FIELDS, ...OTHER_FIELDS]);
+const LOGGER_METHODS = ['debug', 'info', 'warn', 'error'] as const;
+
+function checkNumber(field: string, value: unknown, rule: NumberRule): number {
+  const finite = typeof value === 'number' && Number.isFinite(value);
+  const ok =
+    (value === Number.POSITIVE_INFINITY && rule.infinite === true) ||
+    (finite && value >= rule.min && (!rule.integer || Number.isInteger(value)));
+  if (!ok) {
+    const kind = rule.integer ? 'an integer' : 'a number';
+    const extra = rule.infinite ? ' (or Infinity)' : '';
+    throw new ConfigurationError(`${field} must be ${kind} ≥ ${rule.min}${extra}, got ${JSON.stringify(value)}.`);
+  }
+  return value as number;
+}
+
+function checkWorkflows(value: unknown): Workflow[] {
+  if (!Array.isArray(value)) {
+    throw new ConfigurationError(`workflows must be an array of defineWorkflow() results, got ${typeof value}.`);
+  }
+  value.forEach((workflow, i) => {
+    const candidate = workflow as Partial<Workflow> | null;
+    if (typeof candidate?.name !== 'string' || !(candidate.taskById instanceof Map)) {
+      throw new ConfigurationError(`workflows[${i}] is not a workflow; build each one with defineWorkflow().`);
+    }
+  });
+  return [...value];
+}
+
+function checkRetention(value: unknown): Required<RetentionConfig> {
+  if (value === undefined) return { ...RUNNER_DEFAULTS.retention };
+  if (typeof value !== 'object' || value === null) {
+    throw new ConfigurationError('retention must be an object like { executionsMs, cronLedgerMs }.');
+  }
+  const { executionsMs, cronLedgerMs, ...rest } = value as RetentionConfig;
+  const unknown = Object.keys(rest)[0];
+  if (unknown !== undefined) {
+    throw new ConfigurationError(`retention.${unknown} is not an option; use executionsMs or cronLedgerMs.`);
+  }
+  const rule = { min: 1, integer: true, infinite: true };
+  return {
+    executionsMs: checkNumber('retention.executionsMs', executionsMs ?? RUNNER_DEFAULTS.retention.executionsMs, rule),
+    cronLedgerMs: checkNumber('retention.cronLedgerMs', cronLedgerMs ?? RUNNER_DEFAULTS.retention.cronLedgerMs, rule),
+  };
+}
+
+function checkRunnerId(value: unknown): string {
+  if (value === undefined) return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  if (typeof value !== 'string' || value.trim() === '' || value.length > 200) {
+    throw new ConfigurationError(
+      `runnerId must be a non-empty string of at most 200 characters, got ${JSON.stringify(value)}.`,
+    );
+  }
+  return value;
+}
+
+function checkClock(value: unknown): Clock {
+  if (value === undefined) return systemClock;
+  if (typeof (value as Clock | null)?.now !== 'function') {
+    throw new ConfigurationError('clock must be an object with a now(): Date method, such as ManualClock.');
+  }
+  return value as Clock;
+}
+
+function checkLogger(value: unknown): Logger {
+  if (value === undefined) return silentLogger;
+  const missing = LOGGER_METHODS.find((m) => typeof (value as Record<string, unknown> | null)?.[m] !== 'function');
+  if (missing !== undefined) {
+    throw new ConfigurationError(`logger must be pino-compatible (debug, info, warn, error); it has no ${missing}().`);
+  }
+  return value as Logger;
+}
+
+/**
+ * Checks a user's configuration and fills in every default.
+ * @throws ConfigurationError naming the first invalid or unknown field and what it accepts.
+ */
+export function resolveConfig(config: DefaultRunnerConfig = {}): ResolvedRunnerConfig {
+  if (typeof config !== 'object' || config === null) {
+    throw new ConfigurationError('DefaultRunner.create() takes a configuration object (or nothing).');
+  }
+  const unknown = Object.keys(config).find((key) => !KNOWN_FIELDS.has(key));
+  if (unknown !== undefined) {
+    throw new ConfigurationError(
+      `"${unknown}" is not a DefaultRunner option; check its spelling against DefaultRunnerConfig.`,
+    );
+  }
+  const numbers = Object.fromEntries(
+    Object.entries(NUMBER_FIELDS).map(([field, rule]) => {
+      const value = config[field as keyof typeof NUMBER_FIELDS] ?? RUNNER_DEFAULTS[field as keyof typeof NUMBER_FIELDS];
+      return [field, checkNumber(field, value, rule)];
+    }),
+  ) as Record<keyof typeof NUMBER_FIELDS, number>;
+  const booleans = Object.fromEntries(
+    BOOLEAN_FIELDS.map((field) => {
+      const value = config[field] ?? RUNNER_DEFAULTS[field];
+      if (typeof value !== 'boolean') {
+        throw new ConfigurationError(`${field} must be true or false, got ${JSON.stringify(value)}.`);
+      }
+      return [field, value];
+    }),
+  ) as Record<(typeof BOOLEAN_FIELDS)[number], boolean>;
+  const database = config.database ?? RUNNER_DEFAULTS.database;
+  return {
+    ...numbers,
+    ...booleans,
+    database,
+    location: parseDatabaseUrl(database),
+    schema: validateSchemaName(config.schema ?? RUNNER_DEFAULTS.schema),
+    workflows: checkWorkflows(config.workflows ?? []),
+    runnerId: checkRunnerId(config.runnerId),
+    retention: checkRetention(config.retention),
+    clock: checkClock(config.clock),
+    logger: checkLogger(config.logger),
+  };
+}
+
+/**
+ * The cron settings of a resolved config, named as `@orrery/cron`'s `CronSettings` (without
+ * the `cron` prefix), for the CronService the runner composes.
+ */
+export function cronSettingsOf(config: ResolvedRunnerConfig) {
+  return {
+    pollIntervalMs: config.cronPollIntervalMs,
+    batchSize: config.cronBatchSize,
+    maxCatchupExecutions: config.cronMaxCatchupExecutions,
+    maxOccurrencesPerTick: config.cronMaxOccurrencesPerTick,
+    misfireThresholdMs: config.cronMisfireThresholdMs,
+    maxCatchupAgeMs: config.cronMaxCatchupAgeMs,
+    enableScheduling: config.enableCronScheduling,
+    enableRecovery: config.cronEnableRecovery,
+    recoveryIntervalMs: config.cronRecoveryIntervalMs,
+    lostThresholdMs: config.cronLostThresholdMs,
+    maxRecoveryAgeMs: config.cronMaxRecoveryAgeMs,
+    maxRecoveryAttempts: config.cronMaxRecoveryAttempts,
+    maxContextBytes: config.maxContextBytes,
+  };
+}

@@ -1,0 +1,85 @@
+import type { PipelineStatus } from '@orrery/core';
+import type { CronEvents } from '@orrery/cron';
+
+/** A pipeline execution was committed (not emitted when an idempotency key returned an existing one). */
+export interface PipelineCreatedEvent {
+  executionId: string;
+  workflowName: string;
+  idempotencyKey: string | null;
+  scheduledTime: Date | null;
+}
+
+/** A pipeline reached a terminal state in this process. */
+export interface PipelineFinishedEvent {
+  executionId: string;
+  workflowName: string;
+  status: PipelineStatus;
+  /** From start (or creation, if it never started) to completion. */
+  durationMs: number;
+  /** The first task failure, for a failed pipeline. */
+  error: string | null;
+}
+
+/** A pipeline was cancelled through this runner. */
+export interface PipelineCancelledEvent {
+  executionId: string;
+  workflowName: string;
+}
+
+/** Identifies one attempt of one task. */
+export interface TaskAttemptEvent {
+  executionId: string;
+  workflowName: string;
+  taskId: string;
+  /** 1-based. */
+  attempt: number;
+}
+
+/** A task attempt succeeded and its output was committed. */
+export interface TaskCompletedEvent extends TaskAttemptEvent {
+  durationMs: number;
+}
+
+/** A task attempt failed; `willRetry` says whether another attempt is scheduled. */
+export interface TaskFailedEvent extends TaskAttemptEvent {
+  error: string;
+  willRetry: boolean;
+  /** When the next attempt may start, if one will. */
+  retryAt: Date | null;
+}
+
+/** A task was skipped: its trigger rule was not met or its `when` returned false. */
+export interface TaskSkippedEvent extends TaskAttemptEvent {
+  reason: string;
+}
+
+/**
+ * Pipeline and task events of {@link DefaultRunner}, each with one object payload so fields
+ * can be added safely. Events only report what happened in this process; listeners that
+ * throw are logged and ignored.
+ */
+export interface PipelineEvents {
+  /** A pipeline and its task rows were committed by `executeAsync` or `execute`. */
+  'pipeline:created': [PipelineCreatedEvent];
+  /** A pipeline ended `completed` (emitted by the runner that finished its last task). */
+  'pipeline:completed': [PipelineFinishedEvent];
+  /** A pipeline ended `failed` (emitted by the runner that finished its last task). */
+  'pipeline:failed': [PipelineFinishedEvent];
+  /** A pipeline was cancelled by `cancelExecution` on this runner. */
+  'pipeline:cancelled': [PipelineCancelledEvent];
+  /** A task attempt started running on this runner. */
+  'task:started': [TaskAttemptEvent];
+  /** A task attempt succeeded. */
+  'task:completed': [TaskCompletedEvent];
+  /** A task attempt failed (timeout, error, lost lease taken over); `willRetry` tells what follows. */
+  'task:failed': [TaskFailedEvent];
+  /** A task was skipped by its trigger rule or its `when`. */
+  'task:skipped': [TaskSkippedEvent];
+}
+
+/**
+ * Every event of {@link DefaultRunner}: the pipeline and task events above, plus the cron
+ * events (`cron:fired`, `cron:skipped`, `cron:lost`, `cron:recovered`, `cron:abandoned`)
+ * declared by `@orrery/cron`, which its CronService emits through the runner.
+ */
+export type RunnerEvents = PipelineEvents & CronEvents;

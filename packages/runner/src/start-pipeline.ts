@@ -1,0 +1,104 @@
+import {
+  assertContextSize,
+  Context,
+  ContextError,
+  type ExecuteOptions,
+  type ExecutionStore,
+  IdempotencyConflictError,
+  type JsonObject,
+  newId,
+  type PipelineRow,
+  truncateToMillis,
+  ValidationError,
+  type Workflow,
+} from '@orrery/core';
+
+/** What {@link startPipeline} needs from the runner. */
+export interface StartPipelineDeps {
+  store: ExecutionStore;
+  maxContextBytes: number;
+  now(): Date;
+}
+
+/** The checked input of a pipeline: what is written when it starts. */
+export interface PipelineRequest {
+  workflow: Workflow;
+  input: JsonObject;
+  idempotencyKey: string | null;
+  scheduledTime: Date | null;
+}
+
+/**
+ * Checks the context and options of a new pipeline. Runs before any write, so bad input is
+ * refused whole.
+ * @throws ContextError when the context is not plain JSON or is larger than `maxContextBytes`.
+ * @throws ValidationError for an empty idempotency key or an invalid scheduled time.
+ */
+export function checkPipelineRequest(
+  workflow: Workflow,
+  context: Context | Record<string, unknown> | undefined,
+  options: ExecuteOptions,
+  maxContextBytes: number,
+): PipelineRequest {
+  const input = readInput(context);
+  assertContextSize(input, maxContextBytes, `The input context of workflow "${workflow.name}"`);
+  const { idempotencyKey, scheduledTime } = options;
+  if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || idempotencyKey === '')) {
+    throw new ValidationError(`idempotencyKey must be a non-empty string, got ${JSON.stringify(idempotencyKey)}.`);
+  }
+  if (scheduledTime !== undefined && !(scheduledTime instanceof Date && Number.isFinite(scheduledTime.getTime()))) {
+    throw new ValidationError('scheduledTime must be a valid Date.');
+  }
+  return {
+    workflow,
+    input,
+    idempotencyKey: idempotencyKey ?? null,
+    scheduledTime: scheduledTime === undefined ? null : truncateToMillis(scheduledTime),
+  };
+}
+
+/** A Context's data, or a record checked as plain JSON (a copy either way). */
+function readInput(context: Context | Record<string, unknown> | undefined): JsonObject {
+  if (context === undefined || context === null) return {};
+  if (context instanceof Context) return context.toJSON();
+  if (typeof context !== 'object' || Array.isArray(context)) {
+    const kind = Array.isArray(context) ? 'an array' : `a ${typeof context}`;
+    throw new ContextError(`A pipeline context must be a Context or a plain object of JSON values, got ${kind}.`);
+  }
+  return new Context(context as JsonObject).toJSON();
+}
+
+/**
+ * Commits a pipeline and all its task rows in one transaction; tasks without dependencies
+ * start `ready`. With an idempotency key already used, returns that execution and writes
+ * nothing.
+ * @throws IdempotencyConflictError when the key belongs to an execution of another workflow.
+ */
+export async function startPipeline(
+  deps: StartPipelineDeps,
+  request: PipelineRequest,
+): Promise<{ pipeline: PipelineRow; created: boolean }> {
+  const { workflow } = request;
+  const result = await deps.store.createPipeline({
+    id: newId(),
+    workflowName: workflow.name,
+    workflowVersion: workflow.version,
+    input: request.input,
+    idempotencyKey: request.idempotencyKey,
+    scheduledTime: request.scheduledTime,
+    now: truncateToMillis(deps.now()),
+    tasks: workflow.tasks.map((task, position) => ({
+      id: newId(),
+      taskId: task.id,
+      position,
+      // Distinct dependencies: finishing a dependency counts down its dependents once, however often it is listed.
+      pendingDeps: new Set(task.dependsOn).size,
+    })),
+  });
+  if (!result.created && result.pipeline.workflowName !== workflow.name) {
+    throw new IdempotencyConflictError(
+      `Idempotency key "${request.idempotencyKey}" already belongs to execution ${result.pipeline.id} of workflow "${result.pipeline.workflowName}", not "${workflow.name}"; use a key unique to this request.`,
+    );
+  }
+  return result;
+}

@@ -1,0 +1,236 @@
+import {
+  type ClaimedTask,
+  type Clock,
+  Context,
+  type ExecutionStore,
+  type FinishTaskResult,
+  type Logger,
+  type PipelineRow,
+  sleep,
+  type TaskDefinition,
+  type TaskOutcome,
+  type TaskRow,
+  type TaskRunInfo,
+} from '@orrery/core';
+import type { ActiveTask, ActiveTasks } from './active-tasks.js';
+import type { RunnerEvents } from './events.js';
+import type { WorkflowRegistry } from './registry.js';
+import { finishedTaskRows } from './result.js';
+import { taskInput, unmetTrigger } from './task-input.js';
+import { completedOutcome, errorMessage, failedOutcome, maxAttempts } from './task-outcome.js';
+
+/** Emits one runner event (through emitSafely). */
+export type EmitEvent = <K extends keyof RunnerEvents>(event: K, payload: RunnerEvents[K][0]) => void;
+
+/** What a task attempt needs from its runner. */
+export interface AttemptEnvironment {
+  store: ExecutionStore;
+  registry: WorkflowRegistry;
+  active: ActiveTasks;
+  runnerId: string;
+  taskTimeoutMs: number;
+  maxContextBytes: number;
+  clock: Clock;
+  logger: Logger;
+  emit: EmitEvent;
+  /** This attempt's outcome made its pipeline terminal; `tasks` are all its task rows when known without a read. */
+  pipelineFinished(row: PipelineRow, tasks: readonly TaskRow[] | null): void;
+  /** Work is claimable now (dependents were readied), or at `atMs` (a retry's backoff ends). */
+  wake(atMs?: number): void;
+  /** An attempt ended, so a slot of `maxConcurrentTasks` is free again. */
+  slotFreed(): void;
+}
+
+/** Pauses between tries of a commit the database refused; past them the lease expires and the task runs again. */
+const COMMIT_RETRY_DELAYS_MS = [50, 250, 1000];
+
+/** Identifies the attempt in events and logs. */
+interface AttemptRef {
+  executionId: string;
+  workflowName: string;
+  taskId: string;
+  attempt: number;
+}
+
+/**
+ * Starts running a claimed task and tracks it in `env.active` at once (so it counts against
+ * the concurrency limit and its lease is renewed). The returned entry's `done` settles when
+ * the attempt is over; it never rejects.
+ */
+export function startAttempt(claimed: ClaimedTask, env: AttemptEnvironment): ActiveTask {
+  const { task } = claimed;
+  const entry: ActiveTask = {
+    taskExecutionId: task.id,
+    attempt: task.attempt,
+    pipelineExecutionId: task.pipelineExecutionId,
+    leaseExpiresAtMs: task.leaseExpiresAt?.getTime() ?? 0,
+    controller: new AbortController(),
+    abortCause: null,
+    done: Promise.resolve(),
+  };
+  env.active.add(entry);
+  entry.done = runAttempt(claimed, entry, env)
+    .catch((error: unknown) => {
+      env.logger.error({ err: error, taskExecutionId: task.id }, 'task attempt failed unexpectedly');
+    })
+    .finally(() => {
+      env.active.remove(entry);
+      env.slotFreed();
+    });
+  return entry;
+}
+
+async function runAttempt(claimed: ClaimedTask, entry: ActiveTask, env: AttemptEnvironment): Promise<void> {
+  const { task: row, pipeline } = claimed;
+  const workflow = env.registry.find(row.workflowName);
+  const definition = workflow?.taskById.get(row.taskId);
+  if (workflow === undefined || definition === undefined) {
+    // Claims are filtered on registered tasks, so this means the registry and the claim disagree: give it back.
+    await env.store.releaseLeases(env.runnerId, [entry], env.clock.now());
+    return;
+  }
+  const ref = { executionId: pipeline.id, workflowName: row.workflowName, taskId: row.taskId, attempt: row.attempt };
+  if (claimed.leaseExpired && row.failedAttempts >= maxAttempts(definition.retry)) {
+    // The crashed attempts used up the policy; the retryOn predicate judges task errors, not crashes.
+    const error = row.error ?? 'lease expired';
+    return commit(env, claimed, entry, ref, { status: 'failed', error }, 0);
+  }
+  const skipReason = unmetTrigger(definition, claimed.terminalTasks);
+  if (skipReason !== null) return commit(env, claimed, entry, ref, { status: 'skipped', reason: skipReason }, 0);
+
+  const startedMs = env.clock.now().getTime();
+  let outcome: TaskOutcome;
+  try {
+    const context = new Context(taskInput(workflow, row.taskId, pipeline.input, claimed.terminalTasks));
+    if (definition.when !== undefined && !definition.when(context)) {
+      return commit(env, claimed, entry, ref, { status: 'skipped', reason: 'when returned false' }, 0);
+    }
+    env.emit('task:started', ref);
+    await runWithSignal(definition, context, attemptInfo(ref, entry, pipeline), entry, env);
+    outcome = completedOutcome(context, row.taskId, env.maxContextBytes);
+  } catch (error) {
+    if (entry.abortCause !== null && entry.abortCause !== 'timeout') {
+      // Cancel and pause already rewrote the task row, shutdown releases the lease and a lost lease is
+      // fenced out: none of them is a failed attempt, so there is nothing to commit.
+      env.logger.debug({ ...ref, cause: entry.abortCause }, 'task attempt aborted');
+      return;
+    }
+    const message =
+      entry.abortCause === 'timeout'
+        ? `Task "${row.taskId}" timed out after ${definition.timeoutMs ?? env.taskTimeoutMs} ms`
+        : errorMessage(error);
+    outcome = failedOutcome(definition.retry, row.failedAttempts + 1, error, message, env.clock.now());
+  }
+  return commit(env, claimed, entry, ref, outcome, env.clock.now().getTime() - startedMs);
+}
+
+function attemptInfo(ref: AttemptRef, entry: ActiveTask, pipeline: PipelineRow): TaskRunInfo {
+  return {
+    ...ref,
+    signal: entry.controller.signal,
+    ...(pipeline.scheduledTime === null ? {} : { scheduledTime: pipeline.scheduledTime }),
+  };
+}
+
+/**
+ * Runs the task until it settles or its signal aborts (timeout, cancel, pause, shutdown,
+ * lost lease), whichever comes first: a task that ignores its signal cannot hold its slot.
+ */
+function runWithSignal(
+  definition: TaskDefinition,
+  context: Context,
+  info: TaskRunInfo,
+  entry: ActiveTask,
+  env: AttemptEnvironment,
+): Promise<void> {
+  const { signal } = entry.controller;
+  const timer = setTimeout(() => env.active.abort(entry, 'timeout'), definition.timeoutMs ?? env.taskTimeoutMs);
+  const running = Promise.resolve().then(() => definition.run(context, info));
+  const aborted = new Promise<never>((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+  // Whichever loses the race settles unobserved; these keep its rejection from being reported as unhandled.
+  running.catch(() => undefined);
+  aborted.catch(() => undefined);
+  return Promise.race([running, aborted]).finally(() => clearTimeout(timer));
+}
+
+/** Commits an outcome, fenced on this attempt, retrying a refused write a few times; then reports it. */
+async function commit(
+  env: AttemptEnvironment,
+  claimed: ClaimedTask,
+  entry: ActiveTask,
+  ref: AttemptRef,
+  outcome: TaskOutcome,
+  durationMs: number,
+): Promise<void> {
+  const workflow = env.registry.get(ref.workflowName);
+  const now = env.clock.now();
+  const result = await finishWithRetries(env, {
+    runnerId: env.runnerId,
+    taskExecutionId: entry.taskExecutionId,
+    pipelineExecutionId: ref.executionId,
+    attempt: ref.attempt,
+    outcome,
+    dependents: workflow.dependents.get(ref.taskId) ?? [],
+    now,
+  });
+  if (result === null) return;
+  if (!result.accepted) {
+    env.logger.warn(ref, 'task outcome not committed: this runner no longer holds the lease');
+    return;
+  }
+  reportOutcome(env, ref, outcome, durationMs, claimed);
+  if (result.readied > 0) env.wake();
+  if (outcome.status === 'retry') env.wake(outcome.availableAt.getTime());
+  if (result.finishedPipeline !== null) {
+    env.pipelineFinished(result.finishedPipeline, finishedTaskRows(claimed, outcome, now, workflow.tasks.length));
+  }
+}
+
+async function finishWithRetries(
+  env: AttemptEnvironment,
+  request: Parameters<ExecutionStore['finishTask']>[0],
+): Promise<FinishTaskResult | null> {
+  for (let tries = 0; ; tries += 1) {
+    try {
+      return await env.store.finishTask(request);
+    } catch (error) {
+      const delayMs = COMMIT_RETRY_DELAYS_MS[tries];
+      if (delayMs === undefined) {
+        env.logger.error(
+          { err: error, taskExecutionId: request.taskExecutionId },
+          'could not commit task outcome; the task will run again when its lease expires',
+        );
+        return null;
+      }
+      env.logger.warn({ err: error, taskExecutionId: request.taskExecutionId }, 'task outcome commit failed; retrying');
+      await sleep(delayMs);
+    }
+  }
+}
+
+function reportOutcome(
+  env: AttemptEnvironment,
+  ref: AttemptRef,
+  outcome: TaskOutcome,
+  durationMs: number,
+  claimed: ClaimedTask,
+): void {
+  switch (outcome.status) {
+    case 'completed':
+      env.emit('task:completed', { ...ref, durationMs });
+      return;
+    case 'skipped':
+      env.emit('task:skipped', { ...ref, reason: outcome.reason });
+      return;
+    case 'failed':
+      env.emit('task:failed', { ...ref, error: outcome.error, willRetry: false, retryAt: null });
+      return;
+    case 'retry':
+      env.logger.debug({ ...ref, failedAttempts: claimed.task.failedAttempts + 1 }, 'task will retry');
+      env.emit('task:failed', { ...ref, error: outcome.error, willRetry: true, retryAt: outcome.availableAt });
+      return;
+  }
+}

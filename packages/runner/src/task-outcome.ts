@@ -1,0 +1,56 @@
+import {
+  assertContextSize,
+  type Context,
+  contextDelta,
+  NonRetryableError,
+  RETRY_DEFAULTS,
+  type RetryPolicy,
+  retryDelayMs,
+  shouldRetry,
+  type TaskOutcome,
+} from '@orrery/core';
+
+/** Total attempts a retry policy allows. */
+export function maxAttempts(policy: RetryPolicy | undefined): number {
+  return policy?.maxAttempts ?? RETRY_DEFAULTS.maxAttempts;
+}
+
+/** A thrown value as the text stored in `error`. */
+export function errorMessage(error: unknown): string {
+  if (error instanceof Error) {
+    return error.name === 'Error' || error.message.startsWith(error.name)
+      ? error.message
+      : `${error.name}: ${error.message}`;
+  }
+  return String(error);
+}
+
+/**
+ * The outcome of a successful attempt: the keys it set and deleted. A context grown past
+ * `maxContextBytes` fails the attempt without a retry, since another run would write the same.
+ * @throws NonRetryableError (with the ContextError as `cause`) for an oversized context.
+ */
+export function completedOutcome(context: Context, taskId: string, maxContextBytes: number): TaskOutcome {
+  try {
+    assertContextSize(context.toJSON(), maxContextBytes, `The context written by task "${taskId}"`);
+  } catch (error) {
+    throw new NonRetryableError(errorMessage(error), { cause: error });
+  }
+  return { status: 'completed', output: contextDelta(context) };
+}
+
+/**
+ * The outcome of a failed attempt: another attempt after the policy's delay when the policy
+ * allows it (`failedAttempts` counts this one), else failed.
+ */
+export function failedOutcome(
+  policy: RetryPolicy | undefined,
+  failedAttempts: number,
+  error: unknown,
+  message: string,
+  now: Date,
+): TaskOutcome {
+  if (!shouldRetry(policy, failedAttempts, error)) return { status: 'failed', error: message };
+  const availableAt = new Date(now.getTime() + retryDelayMs(policy, failedAttempts));
+  return { status: 'retry', error: message, availableAt };
+}

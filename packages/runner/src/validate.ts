@@ -1,0 +1,47 @@
+import { type ListExecutionsFilter, type PipelineFilter, type PipelineStatus, ValidationError } from '@orrery/core';
+
+const PIPELINE_STATUSES = new Set<PipelineStatus>(['pending', 'running', 'completed', 'failed', 'cancelled', 'paused']);
+
+/** Page size of `listExecutions` when none is given, and the largest accepted. */
+export const LIST_DEFAULT_LIMIT = 100;
+export const LIST_MAX_LIMIT = 1000;
+
+/**
+ * A wait's time limit: `value` when given, else `fallback`.
+ * @throws ValidationError unless it is a positive integer of milliseconds.
+ */
+export function checkTimeoutMs(value: unknown, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
+    throw new ValidationError(`${name} must be a positive integer of milliseconds, got ${JSON.stringify(value)}.`);
+  }
+  return value;
+}
+
+/**
+ * The store's filter for `listExecutions`, defaults filled in.
+ * @throws ValidationError for an unknown status, or a limit or offset out of range.
+ */
+export function checkListFilter(filter: ListExecutionsFilter): PipelineFilter {
+  const { workflowName, status, limit = LIST_DEFAULT_LIMIT, offset = 0 } = filter;
+  if (workflowName !== undefined && typeof workflowName !== 'string') {
+    throw new ValidationError('workflowName must be a string.');
+  }
+  if (status !== undefined && !PIPELINE_STATUSES.has(status)) {
+    throw new ValidationError(
+      `status ${JSON.stringify(status)} is unknown; use one of ${[...PIPELINE_STATUSES].join(', ')}.`,
+    );
+  }
+  if (!Number.isInteger(limit) || limit < 1 || limit > LIST_MAX_LIMIT) {
+    throw new ValidationError(`limit must be an integer from 1 to ${LIST_MAX_LIMIT}, got ${JSON.stringify(limit)}.`);
+  }
+  if (!Number.isInteger(offset) || offset < 0) {
+    throw new ValidationError(`offset must be a non-negative integer, got ${JSON.stringify(offset)}.`);
+  }
+  return {
+    limit,
+    offset,
+    ...(workflowName === undefined ? {} : { workflowName }),
+    ...(status === undefined ? {} : { status }),
+  };
+}

@@ -1,0 +1,173 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  ConfigurationError,
+  DefaultRunner,
+  type DefaultRunnerConfig,
+  defineWorkflow,
+  ManualClock,
+  RUNNER_DEFAULTS,
+  type TaskRunInfo,
+} from '../src/index.js';
+import { ADAPTERS, type TestDatabase, waitFor } from './support.js';
+
+const signals = new Map<string, AbortSignal[]>();
+const untilAborted = (signal: AbortSignal) =>
+  new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+
+const blocking = defineWorkflow({
+  name: 'blocking',
+  tasks: [
+    {
+      id: 'hold',
+      run: async (ctx, info: TaskRunInfo) => {
+        signals.set(info.executionId, [...(signals.get(info.executionId) ?? []), info.signal]);
+        if (info.attempt === 1) await untilAborted(info.signal);
+        ctx.set('finishedOnAttempt', info.attempt);
+      },
+    },
+  ],
+});
+const quick = defineWorkflow({ name: 'quick', tasks: [{ id: 'only', run: (ctx) => void ctx.set('done', true) }] });
+
+describe('configuration', () => {
+  const twin = defineWorkflow({ name: 'quick', tasks: [{ id: 'other', run: () => {} }] });
+  it.each<[string, DefaultRunnerConfig, RegExp]>([
+    ['maxConcurrentTasks: 0', { maxConcurrentTasks: 0 }, /maxConcurrentTasks/],
+    ['a fractional taskLeaseMs', { taskLeaseMs: 1.5 }, /taskLeaseMs/],
+    ['a misspelt option', { pollInterval: 10 } as DefaultRunnerConfig, /"pollInterval" is not a DefaultRunner option/],
+    ['an unknown database scheme', { database: 'mysql://x' }, /unknown scheme/],
+    ['a non-boolean flag', { enableCronScheduling: 'yes' as never }, /enableCronScheduling/],
+    ['a negative retention', { retention: { executionsMs: -1 } }, /retention\.executionsMs/],
+    ['a bad schema name', { schema: 'Bad-Name' }, /Schema name/],
+    ['two workflows of one name', { workflows: [quick, twin] }, /already registered/],
+    ['a workflow not built by defineWorkflow', { workflows: [{ name: 'fake' } as never] }, /workflows\[0\]/],
+  ])('refuses %s with a ConfigurationError naming it', async (_label, config, message) => {
+    const created = DefaultRunner.create({ database: 'sqlite::memory:', ...config });
+    await expect(created).rejects.toBeInstanceOf(ConfigurationError);
+    await expect(created).rejects.toThrow(message);
+  });
+
+  it('documents its defaults', () => {
+    expect(RUNNER_DEFAULTS).toMatchObject({ maxConcurrentTasks: 16, taskLeaseMs: 30_000, pollIntervalMs: 250 });
+  });
+});
+
+describe.each(ADAPTERS)('runner lifecycle on $name', (adapter) => {
+  let db: TestDatabase;
+  const runners: DefaultRunner[] = [];
+  const open = async (config: DefaultRunnerConfig = {}) => {
+    const runner = await DefaultRunner.create({
+      ...db.config,
+      workflows: [blocking, quick],
+      pollIntervalMs: 20,
+      ...config,
+    });
+    runners.push(runner);
+    return runner;
+  };
+
+  beforeEach(() => {
+    db = adapter.open();
+  });
+
+  afterEach(async () => {
+    await Promise.all(runners.splice(0).map((r) => r.shutdown({ timeoutMs: 100 })));
+    await db.remove();
+  });
+
+  it('emits pipeline and task events in order', async () => {
+    const runner = await open();
+    const events: string[] = [];
+    for (const name of ['pipeline:created', 'task:started', 'task:completed', 'pipeline:completed'] as const) {
+      runner.on(name, () => events.push(name));
+    }
+    await runner.start();
+    await runner.execute('quick');
+    expect(events).toEqual(['pipeline:created', 'task:started', 'task:completed', 'pipeline:completed']);
+  });
+
+  it('accepts executions before start() and runs them once started', async () => {
+    const runner = await open();
+    const execution = await runner.executeAsync('quick', { early: true });
+    expect(await execution.status()).toBe('pending');
+    await runner.start();
+    expect((await execution.wait()).finalContext).toEqual({ early: true, done: true });
+  });
+
+  it('lets a runner that never started wait for a pipeline another runner finishes', async () => {
+    const client = await open();
+    const worker = await open();
+    await worker.start();
+    const result = await client.execute('quick');
+    expect(result.status).toBe('completed');
+  });
+
+  it('gives unfinished tasks back at shutdown without counting a failure', async () => {
+    const first = await open();
+    const failed: unknown[] = [];
+    first.on('task:failed', (event) => failed.push(event));
+    await first.start();
+    const execution = await first.executeAsync('blocking');
+    await waitFor(() => signals.has(execution.id));
+    await first.shutdown({ timeoutMs: 50 });
+    expect(signals.get(execution.id)?.[0]?.aborted).toBe(true);
+    expect(failed).toEqual([]);
+    const second = await open();
+    await second.start();
+    await waitFor(async () => (await second.getExecutionStatus(execution.id)) === 'completed');
+    const done = await second.getExecutionResult(execution.id);
+    expect(done.tasks[0]).toMatchObject({ status: 'completed', attempts: 2 });
+    expect(done.tasks[0]!.error).toBeUndefined();
+    expect(done.finalContext).toEqual({ finishedOnAttempt: 2 });
+  });
+
+  it('aborts a task whose lease another runner took over, and keeps the successor outcome', async () => {
+    const first = await open({ taskLeaseMs: 600 });
+    await first.start();
+    const execution = await first.executeAsync('blocking');
+    await waitFor(() => signals.has(execution.id));
+    // A runner whose clock is an hour ahead sees the lease as expired and takes the task over.
+    const successor = await open({ clock: new ManualClock(new Date(Date.now() + 3_600_000)) });
+    await successor.start();
+    await waitFor(async () => (await successor.getExecutionStatus(execution.id)) === 'completed');
+    await waitFor(() => signals.get(execution.id)?.[0]?.aborted === true);
+    const result = await first.getExecutionResult(execution.id);
+    expect(result.tasks[0]).toMatchObject({ status: 'completed', attempts: 2 });
+    expect(result.finalContext).toEqual({ finishedOnAttempt: 2 });
+  });
+
+  it('heartbeats in the runners table while running and records a graceful stop', async () => {
+    const runner = await open({ runnerId: 'heartbeat-test' });
+    await runner.start();
+    const storage = await db.storage();
+    try {
+      const [row] = await storage.runners.listRunners();
+      expect(row).toMatchObject({
+        id: 'heartbeat-test',
+        pid: process.pid,
+        workflows: ['blocking', 'quick'],
+        stoppedAt: null,
+      });
+      await runner.shutdown();
+      const [stopped] = await storage.runners.listRunners();
+      expect(stopped?.stoppedAt).toBeInstanceOf(Date);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it('starts and shuts down idempotently, and refuses work after shutdown', async () => {
+    const runner = await open();
+    await Promise.all([runner.start(), runner.start()]);
+    await Promise.all([runner.shutdown(), runner.shutdown()]);
+    expect(() => runner.register(quick)).toThrow(ConfigurationError);
+    await expect(runner.executeAsync('quick')).rejects.toBeInstanceOf(ConfigurationError);
+    await expect(runner.start()).rejects.toBeInstanceOf(ConfigurationError);
+  });
+
+  it('shuts down a runner that was never started', async () => {
+    const runner = await open();
+    await runner.shutdown();
+    await expect(runner.executeAsync('quick')).rejects.toBeInstanceOf(ConfigurationError);
+  });
+});

@@ -1,0 +1,58 @@
+import type { Storage } from '@orrery/core';
+import { openPostgresStorage } from '@orrery/postgres-adapter';
+import { openSqliteStorage } from '@orrery/sqlite-adapter';
+import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
+import { tempSqliteFile } from '../../../test/support/sqlite.js';
+import type { DefaultRunnerConfig } from '../src/index.js';
+
+/** A fresh database for one test file: the runner options that point at it, and how to remove it. */
+export interface TestDatabase {
+  config: Pick<DefaultRunnerConfig, 'database' | 'schema'>;
+  /** Opens the same database directly, to look at rows the runner wrote. */
+  storage(): Promise<Storage>;
+  remove(): Promise<void>;
+}
+
+/** The adapters every runner behaviour is checked against. */
+export const ADAPTERS: ReadonlyArray<{ name: string; open(): TestDatabase }> = [
+  {
+    name: 'sqlite',
+    open: () => {
+      const file = tempSqliteFile();
+      return {
+        config: { database: `sqlite:${file.filename}` },
+        storage: () => openSqliteStorage({ filename: file.filename }),
+        remove: async () => file.remove(),
+      };
+    },
+  },
+  {
+    name: 'postgres',
+    open: () => {
+      const schema = freshSchemaName();
+      return {
+        config: { database: postgresUrl(), schema },
+        storage: () => openPostgresStorage({ connectionString: postgresUrl(), schema }),
+        remove: () => dropSchema(schema),
+      };
+    },
+  },
+];
+
+/** Resolves when `condition` holds, checking every 10 ms; rejects after `timeoutMs`. */
+export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await condition())) {
+    if (performance.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** A promise with its resolve function, for tasks that block until a test lets them go. */
+export function gate(): { promise: Promise<void>; open(): void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
