@@ -1,0 +1,313 @@
+/**
+ * Cron scheduler throughput and cost, through a real database.
+ *
+ *   npm run bench:cron                      # SQLite and PostgreSQL
+ *   BENCH_ADAPTERS=sqlite npm run bench:cron
+ *   BENCH_SCALE=0.2 npm run bench:cron      # fewer schedules, for a quick look
+ *
+ * Scenarios: occurrences handed off per second when many schedules are due at once (tick
+ * after tick, default batch settings); the cost of an idle tick with 100,000 enabled
+ * schedules none of which is due; the fire lag (handedOffAt − scheduledTime) at a steady
+ * rate on the wall clock. The executor is the cron tests' StorageExecutor, which writes each
+ * pipeline and its task row through the adapter like the runner does.
+ * PostgreSQL comes from TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test; each
+ * run uses a fresh schema and drops it. Results are printed as a table and written to
+ * bench/results/cron-<date>.json.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type Clock,
+  ManualClock,
+  newId,
+  type ScheduleRow,
+  type Storage,
+  silentLogger,
+  systemClock,
+} from '@orrery/core';
+import { CRON_DEFAULTS, type CronEvents, CronService, type CronSettings } from '@orrery/cron';
+import { openPostgresStorage } from '@orrery/postgres-adapter';
+import { openSqliteStorage } from '@orrery/sqlite-adapter';
+import pg from 'pg';
+import { StorageExecutor } from '../packages/cron/test/support/storage-executor.js';
+
+const SCALE = Number(process.env.BENCH_SCALE ?? 1);
+const ADAPTERS = (process.env.BENCH_ADAPTERS ?? 'sqlite,postgres').split(',');
+const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const T0 = new Date('2026-01-01T00:00:00.000Z');
+const WORKFLOW = 'bench';
+
+const DUE_SCHEDULES = Math.ceil(20_000 * SCALE);
+const IDLE_SCHEDULES = Math.ceil(100_000 * SCALE);
+const IDLE_TICKS = Math.ceil(2_000 * SCALE);
+const LAG_SCHEDULES = 100;
+const LAG_SECONDS = Math.max(3, Math.ceil(10 * SCALE));
+
+interface Database {
+  storage: Storage;
+  remove(): Promise<void>;
+}
+
+async function openDatabase(adapter: string): Promise<Database> {
+  if (adapter === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'orrery-bench-cron-'));
+    const storage = await openSqliteStorage({ filename: join(dir, 'bench.db') });
+    return {
+      storage,
+      remove: async () => {
+        await storage.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
+  const schema = `orrery_bench_${randomBytes(4).toString('hex')}`;
+  const storage = await openPostgresStorage({ connectionString: POSTGRES_URL, schema });
+  return {
+    storage,
+    remove: async () => {
+      await storage.close();
+      const client = new pg.Client({ connectionString: POSTGRES_URL });
+      await client.connect();
+      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await client.end();
+    },
+  };
+}
+
+function cronOn(
+  storage: Storage,
+  clock: Clock,
+  settings: Partial<CronSettings> = {},
+  onFired?: (lagMs: number) => void,
+) {
+  const executor = new StorageExecutor(storage, clock);
+  const cron = new CronService({
+    store: storage.cron,
+    executor,
+    clock,
+    logger: silentLogger,
+    runnerId: 'bench',
+    settings: { ...CRON_DEFAULTS, ...settings },
+    workflows: { has: (name) => name === WORKFLOW, names: () => [WORKFLOW] },
+    emit: (event: keyof CronEvents, ...args) => {
+      if (event === 'cron:fired') onFired?.((args[0] as CronEvents['cron:fired'][0]).lagMs);
+    },
+  });
+  return cron;
+}
+
+/** Runs `work` over 0..count-1 with `concurrency` callers (Postgres round trips overlap; SQLite is synchronous). */
+async function inParallel(count: number, concurrency: number, work: (i: number) => Promise<unknown>) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        const i = next;
+        next += 1;
+        await work(i);
+      }
+    }),
+  );
+}
+
+function progress(label: string, done: number, total: number) {
+  if (done === total || done % Math.max(1, Math.floor(total / 10)) === 0) {
+    process.stdout.write(`\r    ${label}: ${done}/${total}`);
+    if (done === total) process.stdout.write('\n');
+  }
+}
+
+const percentile = (sorted: readonly number[], q: number) =>
+  sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+
+interface Measurement {
+  adapter: string;
+  scenario: string;
+  count: number;
+  seconds: number;
+  perSecond?: number;
+  meanMs?: number;
+  p50Ms?: number;
+  p99Ms?: number;
+  settings?: Partial<CronSettings>;
+}
+
+/** Many schedules due at the same instant: ticks back to back until every occurrence is handed off. */
+async function dueThroughput(adapter: string, storage: Storage): Promise<Measurement> {
+  const clock = new ManualClock(T0);
+  const cron = cronOn(storage, clock);
+  await inParallel(DUE_SCHEDULES, 16, async (i) => {
+    await cron.addSchedule({ name: `due-${i}`, workflowName: WORKFLOW, cronExpression: '* * * * *' });
+    progress('adding due schedules', i + 1, DUE_SCHEDULES);
+  });
+  clock.set(new Date(T0.getTime() + 60_000));
+  const startMs = performance.now();
+  let handedOff = 0;
+  let ticks = 0;
+  while (handedOff < DUE_SCHEDULES) {
+    const result = await cron.tick();
+    if (result.claimed === 0) throw new Error(`tick ${ticks} claimed nothing with ${DUE_SCHEDULES - handedOff} left`);
+    handedOff += result.handedOff;
+    ticks += 1;
+    progress('handing off', handedOff, DUE_SCHEDULES);
+  }
+  const seconds = (performance.now() - startMs) / 1000;
+  const pipelines = await storage.executions.listPipelines({ limit: DUE_SCHEDULES + 1, offset: 0 });
+  if (pipelines.length !== DUE_SCHEDULES)
+    throw new Error(`expected ${DUE_SCHEDULES} pipelines, got ${pipelines.length}`);
+  return {
+    adapter,
+    scenario: `handoff, ${DUE_SCHEDULES} due at once`,
+    count: DUE_SCHEDULES,
+    seconds,
+    perSecond: DUE_SCHEDULES / seconds,
+    settings: { batchSize: CRON_DEFAULTS.batchSize, maxOccurrencesPerTick: CRON_DEFAULTS.maxOccurrencesPerTick },
+  };
+}
+
+/** An idle tick's cost with many enabled schedules, none due. */
+async function idleTick(adapter: string, storage: Storage): Promise<Measurement> {
+  const clock = new ManualClock(T0);
+  const cron = cronOn(storage, clock);
+  const nextYear = new Date('2027-01-01T00:00:00.000Z');
+  await inParallel(IDLE_SCHEDULES, 32, async (i) => {
+    // Written straight through the port: the bench measures ticks, not 100,000 validations.
+    const row: ScheduleRow = {
+      id: newId(),
+      name: `idle-${i}`,
+      workflowName: WORKFLOW,
+      cronExpression: '0 0 0 1 1 *',
+      timezone: 'UTC',
+      enabled: true,
+      context: {},
+      catchupPolicy: 'run_once',
+      overlapPolicy: i % 2 === 0 ? 'allow' : 'skip',
+      jitterMs: 0,
+      startAt: null,
+      endAt: null,
+      nextRunAt: nextYear,
+      lastRunAt: null,
+      version: 1,
+      createdAt: T0,
+      updatedAt: T0,
+    };
+    await storage.cron.insertSchedule(row);
+    progress('inserting idle schedules', i + 1, IDLE_SCHEDULES);
+  });
+  for (let i = 0; i < 50; i += 1) await cron.tick();
+  const samples: number[] = [];
+  for (let i = 0; i < IDLE_TICKS; i += 1) {
+    clock.advance(1000);
+    const startMs = performance.now();
+    const result = await cron.tick();
+    samples.push(performance.now() - startMs);
+    if (result.claimed !== 0) throw new Error('an idle tick claimed something');
+  }
+  const total = samples.reduce((a, b) => a + b, 0);
+  samples.sort((a, b) => a - b);
+  return {
+    adapter,
+    scenario: `idle tick, ${IDLE_SCHEDULES} schedules`,
+    count: IDLE_TICKS,
+    seconds: total / 1000,
+    meanMs: total / IDLE_TICKS,
+    p50Ms: percentile(samples, 0.5),
+    p99Ms: percentile(samples, 0.99),
+  };
+}
+
+/** Lag between scheduled time and handoff at a steady rate, on the wall clock with the real loop. */
+async function fireLag(adapter: string, storage: Storage, pollIntervalMs: number): Promise<Measurement> {
+  const lags: number[] = [];
+  const cron = cronOn(storage, systemClock, { pollIntervalMs }, (lagMs) => lags.push(lagMs));
+  for (let i = 0; i < LAG_SCHEDULES; i += 1) {
+    await cron.addSchedule({
+      name: `lag-${pollIntervalMs}-${i}`,
+      workflowName: WORKFLOW,
+      cronExpression: '* * * * * *',
+    });
+  }
+  cron.start();
+  for (let s = 1; s <= LAG_SECONDS; s += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    progress(`steady ${LAG_SCHEDULES} occ/s, poll ${pollIntervalMs} ms`, s, LAG_SECONDS);
+  }
+  await cron.stop();
+  for (const schedule of await cron.listSchedules()) {
+    if (schedule.name?.startsWith('lag-')) await cron.deleteSchedule(schedule.id);
+  }
+  lags.sort((a, b) => a - b);
+  return {
+    adapter,
+    scenario: `fire lag, poll ${pollIntervalMs} ms`,
+    count: lags.length,
+    seconds: LAG_SECONDS,
+    perSecond: lags.length / LAG_SECONDS,
+    meanMs: lags.reduce((a, b) => a + b, 0) / Math.max(1, lags.length),
+    p50Ms: percentile(lags, 0.5),
+    p99Ms: percentile(lags, 0.99),
+    settings: { pollIntervalMs },
+  };
+}
+
+function print(m: Measurement) {
+  const rate = m.perSecond === undefined ? '' : `${m.perSecond.toFixed(0)} /s`;
+  const timing =
+    m.meanMs === undefined
+      ? ''
+      : `mean ${m.meanMs.toFixed(3)} ms, p50 ${m.p50Ms?.toFixed(3)} ms, p99 ${m.p99Ms?.toFixed(3)} ms`;
+  console.log(`  ${m.adapter.padEnd(8)} ${m.scenario.padEnd(32)} ${rate.padStart(10)} ${timing}`);
+}
+
+async function benchAdapter(adapter: string): Promise<Measurement[]> {
+  const out: Measurement[] = [];
+  const scenarios: ((storage: Storage) => Promise<Measurement>)[] = [
+    (storage) => dueThroughput(adapter, storage),
+    (storage) => idleTick(adapter, storage),
+    (storage) => fireLag(adapter, storage, CRON_DEFAULTS.pollIntervalMs),
+    (storage) => fireLag(adapter, storage, 100),
+  ];
+  console.log(`${adapter}:`);
+  for (const scenario of scenarios) {
+    const database = await openDatabase(adapter);
+    try {
+      const measurement = await scenario(database.storage);
+      print(measurement);
+      out.push(measurement);
+    } finally {
+      await database.remove();
+    }
+  }
+  return out;
+}
+
+const results: Measurement[] = [];
+for (const adapter of ADAPTERS) results.push(...(await benchAdapter(adapter)));
+
+console.log('\nadapter   scenario                           count   seconds       /s    mean ms     p50 ms     p99 ms');
+for (const r of results) {
+  console.log(
+    [
+      r.adapter.padEnd(9),
+      r.scenario.padEnd(32),
+      String(r.count).padStart(7),
+      r.seconds.toFixed(2).padStart(9),
+      (r.perSecond?.toFixed(0) ?? '').padStart(8),
+      (r.meanMs?.toFixed(3) ?? '').padStart(10),
+      (r.p50Ms?.toFixed(3) ?? '').padStart(10),
+      (r.p99Ms?.toFixed(3) ?? '').padStart(10),
+    ].join(' '),
+  );
+}
+
+const resultsDir = new URL('./results/', import.meta.url);
+mkdirSync(resultsDir, { recursive: true });
+const file = new URL(`cron-${new Date().toISOString().slice(0, 10)}.json`, resultsDir);
+const machine = { node: process.version, cpus: availableParallelism(), cpuModel: cpus()[0]?.model ?? 'unknown' };
+writeFileSync(
+  file,
+  `${JSON.stringify({ date: new Date().toISOString(), machine, scale: SCALE, defaults: CRON_DEFAULTS, results }, null, 2)}\n`,
+);
+console.log(`\nwrote ${file.pathname}`);
