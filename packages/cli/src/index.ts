@@ -1,1 +1,3 @@
-export {};
+export { EXIT } from './failure.js';
+export { type CliIo, processIo } from './output.js';
+export { buildProgram, runCli } from './program.js';

@@ -20,11 +20,22 @@ import {
   ValidationError,
   type Workflow,
 } from '@orrery/core';
+import {
+  type CronExecution,
+  type CronExecutionStats,
+  type CronHealth,
+  type CronSchedule,
+  type CronScheduleInput,
+  CronService,
+  type HistoryOptions,
+  type ListSchedulesFilter,
+  type RecoveryStats,
+} from '@orrery/cron';
 import { EventEmitter } from 'eventemitter3';
 import { ActiveTasks } from './active-tasks.js';
 import { ClaimLoop } from './claim-loop.js';
 import { CompletionWaiters, FIRST_POLL_DELAY_MS } from './completion.js';
-import { type DefaultRunnerConfig, type ResolvedRunnerConfig, resolveConfig } from './config.js';
+import { cronSettingsOf, type DefaultRunnerConfig, type ResolvedRunnerConfig, resolveConfig } from './config.js';
 import type { RunnerEvents } from './events.js';
 import { HeartbeatLoop, OffsetClock } from './heartbeat.js';
 import { LeaseLoop } from './lease.js';
@@ -65,6 +76,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
   readonly #leaseLoop: LeaseLoop;
   readonly #heartbeat: HeartbeatLoop;
   readonly #retention: RetentionLoop;
+  readonly #cron: CronService;
   readonly #emit: EmitEvent;
   #started: Promise<void> | undefined;
   #stopped: Promise<void> | undefined;
@@ -114,7 +126,16 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
       logger,
     });
     this.#retention = new RetentionLoop({ storage, ...config.retention, clock: this.#clock, logger });
-    // CronService joins here (see notes/cron-service.md): built with this runner as its executor.
+    this.#cron = new CronService({
+      store: storage.cron,
+      executor: this,
+      clock: this.#clock,
+      logger,
+      runnerId,
+      settings: cronSettingsOf(config),
+      workflows: registry,
+      emit: (event, ...args) => this.#emit(event, args[0]),
+    });
   }
 
   /**
@@ -165,7 +186,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
     this.#leaseLoop.start();
     this.#claimLoop.start();
     this.#retention.start();
-    // cron.start() joins here, after the task loop.
+    this.#cron.start();
   }
 
   /**
@@ -191,7 +212,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
       }
     };
     await this.#started?.catch(() => undefined);
-    // cron.stop() joins here, first.
+    await step('stop cron', () => this.#cron.stop());
     await step('stop claiming', () => this.#claimLoop.stop());
     await step('drain running tasks', async () => {
       if (await this.#active.whenIdle(timeoutMs)) return;
@@ -338,6 +359,109 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
   async listExecutions(filter: ListExecutionsFilter = {}): Promise<PipelineSummary[]> {
     const rows = await this.#storage.executions.listPipelines(checkListFilter(filter));
     return rows.map(toPipelineSummary);
+  }
+
+  /**
+   * Adds a cron schedule. Re-adding the same name with the same definition returns the
+   * existing schedule, so calling it at every start-up is safe; `enabled` is never overwritten.
+   * @throws InvalidCronExpressionError, InvalidTimezoneError, ContextError, ValidationError naming the bad field.
+   * @throws WorkflowNotFoundError when the workflow is not registered with this runner.
+   * @throws ScheduleConflictError when the name holds another definition and `onConflict` is not `'update'`.
+   */
+  addCronSchedule(input: CronScheduleInput, options?: { onConflict?: 'error' | 'update' }): Promise<CronSchedule> {
+    this.#assertOpen();
+    return this.#cron.addSchedule(input, options);
+  }
+
+  /**
+   * Cron schedules, oldest first.
+   * @throws ValidationError for a bad limit or offset.
+   */
+  listCronSchedules(filter?: ListSchedulesFilter): Promise<CronSchedule[]> {
+    this.#assertOpen();
+    return this.#cron.listSchedules(filter);
+  }
+
+  /**
+   * One schedule, by id (a UUID-shaped string, any case) or name.
+   * @throws ScheduleNotFoundError for an unknown id or name.
+   */
+  getCronSchedule(idOrName: string): Promise<CronSchedule> {
+    this.#assertOpen();
+    return this.#cron.getSchedule(idOrName);
+  }
+
+  /**
+   * Changes some fields of a schedule, validated whole before anything is written. A new
+   * expression, timezone or window re-times it from now: slots due but unclaimed are dropped.
+   * @throws ScheduleNotFoundError, ScheduleConflictError (name taken), ValidationError, WorkflowNotFoundError.
+   */
+  updateCronSchedule(idOrName: string, patch: Partial<CronScheduleInput>): Promise<CronSchedule> {
+    this.#assertOpen();
+    return this.#cron.updateSchedule(idOrName, patch);
+  }
+
+  /**
+   * Enables or disables a schedule. Enabling fires nothing stale: the next run is the first
+   * slot strictly after now (and after `startAt`).
+   * @throws ScheduleNotFoundError for an unknown id or name.
+   */
+  setCronScheduleEnabled(idOrName: string, enabled: boolean): Promise<CronSchedule> {
+    this.#assertOpen();
+    return this.#cron.setEnabled(idOrName, enabled);
+  }
+
+  /**
+   * Deletes a schedule; its ledger (`getCronExecutionHistory`) is kept.
+   * @throws ScheduleNotFoundError for an unknown id or name.
+   */
+  deleteCronSchedule(idOrName: string): Promise<void> {
+    this.#assertOpen();
+    return this.#cron.deleteSchedule(idOrName);
+  }
+
+  /**
+   * Fires a schedule now, enabled or not, audited as a `manual` ledger row.
+   * @throws ScheduleNotFoundError, WorkflowNotFoundError.
+   */
+  triggerCronSchedule(idOrName: string): Promise<PipelineExecution> {
+    this.#assertOpen();
+    return this.#cron.trigger(idOrName);
+  }
+
+  /**
+   * Runs the slots of [start, end) that have no ledger row yet; a second call over the same
+   * range creates nothing.
+   * @throws ValidationError for an empty or future range or more than 10,000 slots.
+   * @throws ScheduleNotFoundError, WorkflowNotFoundError.
+   */
+  backfillCronSchedule(
+    idOrName: string,
+    range: { start: Date; end: Date },
+  ): Promise<{ created: number; existing: number }> {
+    this.#assertOpen();
+    return this.#cron.backfill(idOrName, range);
+  }
+
+  /**
+   * A schedule's ledger rows, newest first (deleted schedules included, by id).
+   * @throws ScheduleNotFoundError for an unknown id or name.
+   */
+  getCronExecutionHistory(idOrName: string, options?: HistoryOptions): Promise<CronExecution[]> {
+    this.#assertOpen();
+    return this.#cron.history(idOrName, options);
+  }
+
+  /** Ledger counts by status and the fire delay (mean, p99) since `since` (default: the last 24 hours). */
+  getCronExecutionStats(options?: { since?: Date }): Promise<CronExecutionStats> {
+    this.#assertOpen();
+    return this.#cron.stats(options);
+  }
+
+  /** What recovery has done: recovered, abandoned and still-lost occurrences. */
+  getRecoveryStats(): Promise<RecoveryStats> {
+    this.#assertOpen();
+    return this.#cron.recoveryStats();
   }
 
   #handle(pipeline: PipelineRow, defaultTimeoutMs: number): PipelineExecution {

@@ -1,0 +1,70 @@
+import type { Json } from '@orrery/core';
+import { InvalidArgumentError } from 'commander';
+
+// Parsers for option and argument values. Each throws commander's InvalidArgumentError, so a
+// bad value is reported as a usage error (one line, exit code 2) before any database is opened.
+
+/** A whole number ≥ `min`. */
+export function integerAtLeast(min: number): (value: string) => number {
+  return (value) => {
+    const parsed = Number(value);
+    if (value.trim() === '' || !Number.isSafeInteger(parsed) || parsed < min) {
+      throw new InvalidArgumentError(`expected a whole number of at least ${min}.`);
+    }
+    return parsed;
+  };
+}
+
+/** An instant written in ISO-8601 (`2024-05-01`, `2024-05-01T02:00:00Z`); a date alone is UTC midnight. */
+export function parseInstant(value: string): Date {
+  const ISO = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i;
+  const parsed = new Date(value);
+  if (!ISO.test(value.trim()) || Number.isNaN(parsed.getTime())) {
+    throw new InvalidArgumentError('expected an ISO-8601 instant such as 2024-05-01T02:00:00Z.');
+  }
+  return parsed;
+}
+
+const DURATION_UNITS_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration such as `90s`, `15m`, `24h` or `7d`, in milliseconds. */
+export function parseDurationMs(value: string): number {
+  const match = /^(\d+)(s|m|h|d)$/.exec(value.trim());
+  if (match === null) throw new InvalidArgumentError('expected a duration such as 90s, 15m, 24h or 7d.');
+  return Number(match[1]) * DURATION_UNITS_MS[match[2]!]!;
+}
+
+/** A JSON object, as a schedule's input context. */
+export function parseJsonObject(value: string): Record<string, Json> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new InvalidArgumentError(`expected a JSON object such as '{"region":"eu"}'.`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new InvalidArgumentError(`expected a JSON object such as '{"region":"eu"}', not ${describe(parsed)}.`);
+  }
+  return parsed as Record<string, Json>;
+}
+
+/** One of `choices`. */
+export function oneOf<T extends string>(choices: readonly T[]): (value: string) => T {
+  return (value) => {
+    if (!(choices as readonly string[]).includes(value)) {
+      throw new InvalidArgumentError(`expected one of ${choices.join(', ')}.`);
+    }
+    return value as T;
+  };
+}
+
+/** Appends each occurrence of a repeatable option to a list. */
+export function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}

@@ -1,0 +1,113 @@
+import type { PipelineStatus, PipelineSummary } from '@orrery/core';
+import type { Command } from 'commander';
+import { integerAtLeast, oneOf } from '../arguments.js';
+import { oneLine } from '../failure.js';
+import {
+  type CliIo,
+  type Column,
+  formatDuration,
+  formatInstant,
+  type OutputOptions,
+  orDash,
+  writeJson,
+  writeLine,
+  writeRecord,
+  writeTable,
+} from '../output.js';
+import {
+  addModuleOption,
+  type DatabaseOptions,
+  databaseCommand,
+  type ModuleOptions,
+  withRunner,
+} from '../runner-session.js';
+import { attachDependencies, drawTaskTree } from '../task-tree.js';
+import { loadWorkflows } from '../workflow-module.js';
+
+type CommonOptions = DatabaseOptions & OutputOptions;
+
+const STATUSES: readonly PipelineStatus[] = ['pending', 'running', 'completed', 'failed', 'cancelled', 'paused'];
+
+const EXECUTION_COLUMNS: readonly Column<PipelineSummary>[] = [
+  { header: 'ID', cell: (e) => e.executionId },
+  { header: 'Workflow', cell: (e) => e.workflowName },
+  { header: 'Status', cell: (e) => e.status },
+  { header: 'Created (UTC)', cell: (e) => formatInstant(e.createdAt) },
+  { header: 'Started (UTC)', cell: (e) => formatInstant(e.startedAt) },
+  { header: 'Duration', cell: (e) => formatDuration(e.durationMs) },
+  { header: 'Error', cell: (e) => orDash(e.error === undefined ? undefined : oneLine(e.error)) },
+];
+
+/** `orrery executions …`: list pipeline executions and show one with its task DAG. */
+export function registerExecutionCommands(program: Command, io: CliIo): void {
+  const executions = program.command('executions').description('List pipeline executions and inspect one');
+
+  databaseCommand(executions, 'list', 'List executions, newest first')
+    .option('--workflow <name>', 'only executions of this workflow')
+    .option('--status <status>', `only executions in this state: ${STATUSES.join(', ')}`, oneOf(STATUSES))
+    .option('--limit <n>', 'at most this many', integerAtLeast(1), 50)
+    .option('--offset <n>', 'skip this many', integerAtLeast(0), 0)
+    .action(
+      async (
+        options: CommonOptions & { workflow?: string; status?: PipelineStatus; limit: number; offset: number },
+      ) => {
+        const found = await withRunner(options, {}, (runner) =>
+          runner.listExecutions({
+            limit: options.limit,
+            offset: options.offset,
+            ...(options.workflow === undefined ? {} : { workflowName: options.workflow }),
+            ...(options.status === undefined ? {} : { status: options.status }),
+          }),
+        );
+        if (options.json) writeJson(io, found);
+        else writeTable(io, EXECUTION_COLUMNS, found, 'No executions.');
+      },
+    );
+
+  addModuleOption(
+    databaseCommand(
+      executions,
+      'show',
+      'Show one execution and its task DAG: state, attempts and duration of each task',
+    ),
+  )
+    .argument('<id>', 'execution id')
+    .action(async (id: string, options: CommonOptions & ModuleOptions) => {
+      // The database keeps task states, not the DAG's edges: those come from the definition.
+      const workflows = await loadWorkflows(options.module ?? []);
+      const result = await withRunner(options, {}, (runner) => runner.getExecutionResult(id));
+      const workflow = workflows.find((w) => w.name === result.workflowName);
+      const tasks = attachDependencies(result.tasks, workflow);
+      if (options.json) {
+        writeJson(io, { ...result, tasks });
+        return;
+      }
+      writeRecord(io, [
+        ['ID', result.executionId],
+        ['Workflow', result.workflowName],
+        ['Version', result.workflowVersion],
+        ['Status', result.status],
+        ['Created (UTC)', formatInstant(result.createdAt)],
+        ['Started (UTC)', formatInstant(result.startedAt)],
+        ['Completed (UTC)', formatInstant(result.completedAt)],
+        ['Duration', formatDuration(result.durationMs)],
+        ['Error', orDash(result.error === undefined ? undefined : oneLine(result.error))],
+      ]);
+      writeLine(io, '');
+      for (const line of drawTaskTree(tasks)) writeLine(io, line);
+      const drawnFlat = tasks.some((task) => task.dependsOn === undefined);
+      if (drawnFlat) {
+        writeLine(io, '');
+        writeLine(
+          io,
+          `(tasks in canonical order; pass --module with the definition of "${result.workflowName}" to draw its dependencies)`,
+        );
+      } else if (workflow !== undefined && workflow.version !== result.workflowVersion) {
+        writeLine(io, '');
+        writeLine(
+          io,
+          `(dependencies drawn from the current definition, version ${workflow.version}; this execution ran version ${result.workflowVersion})`,
+        );
+      }
+    });
+}

@@ -1,0 +1,42 @@
+import { isOrreryError } from '@orrery/core';
+import type { Command } from 'commander';
+import { type CliIo, type OutputOptions, writeJson, writeRecord } from '../output.js';
+import { type DatabaseOptions, databaseCommand, redactDatabaseUrl, withRunner } from '../runner-session.js';
+
+/** What `orrery migrate` found. */
+type MigrationState = 'up-to-date' | 'migrated';
+
+/** `orrery migrate`: brings the database schema up to date with this version of Orrery. */
+export function registerMigrateCommand(program: Command, io: CliIo): void {
+  databaseCommand(
+    program,
+    'migrate',
+    'Create the tables, or apply the migrations this version needs; safe to repeat',
+  ).action(async (options: DatabaseOptions & OutputOptions) => {
+    const state = await migrate(options);
+    const report = { database: redactDatabaseUrl(options.database), schema: options.schema ?? null, state };
+    if (options.json) {
+      writeJson(io, report);
+      return;
+    }
+    writeRecord(io, [
+      ['Database', report.database],
+      ['Schema', report.schema ?? '-'],
+      ['State', state === 'migrated' ? 'migrated: pending migrations applied' : 'up to date: nothing to apply'],
+    ]);
+  });
+}
+
+// The runner does not report which migrations it applied, so ask first whether the schema
+// is current (migrate: false refuses a stale one), and migrate only when it is not. A
+// database that cannot be opened at all fails the second attempt with its own error.
+async function migrate(database: DatabaseOptions): Promise<MigrationState> {
+  try {
+    await withRunner(database, { migrate: false }, async () => {});
+    return 'up-to-date';
+  } catch (error) {
+    if (!isOrreryError(error, 'CONFIGURATION')) throw error;
+  }
+  await withRunner(database, { migrate: true }, async () => {});
+  return 'migrated';
+}

@@ -1,0 +1,260 @@
+import type { Json } from '@orrery/core';
+import type { Command } from 'commander';
+import { integerAtLeast, oneOf, parseInstant, parseJsonObject } from '../arguments.js';
+import { EXIT } from '../failure.js';
+import { type CliIo, formatInstant, type OutputOptions, writeJson, writeLine } from '../output.js';
+import {
+  addModuleOption,
+  type CronScheduleInput,
+  type DatabaseOptions,
+  databaseCommand,
+  type ModuleOptions,
+  withRunner,
+} from '../runner-session.js';
+import { scheduleLabel, writeHistory, writeSchedule, writeSchedules } from '../schedule-view.js';
+import { loadWorkflows, requireWorkflow } from '../workflow-module.js';
+
+interface CommonOptions extends DatabaseOptions, OutputOptions {}
+
+/** Options shared by `add` and `update`: every field of a schedule's definition. */
+interface DefinitionOptions {
+  name?: string;
+  tz?: string;
+  context?: Record<string, Json>;
+  catchup?: CronScheduleInput['catchupPolicy'];
+  overlap?: CronScheduleInput['overlapPolicy'];
+  jitterMs?: number;
+  startAt?: Date;
+  endAt?: Date;
+}
+
+interface ListOptions extends CommonOptions {
+  workflow?: string;
+  enabledOnly?: boolean;
+  limit: number;
+  offset: number;
+}
+
+interface AddOptions extends CommonOptions, ModuleOptions, DefinitionOptions {
+  disabled?: boolean;
+  onConflict: 'error' | 'update';
+}
+
+interface UpdateOptions extends CommonOptions, ModuleOptions, DefinitionOptions {
+  workflow?: string;
+  cron?: string;
+}
+
+interface BackfillOptions extends CommonOptions, ModuleOptions {
+  start: Date;
+  end: Date;
+}
+
+interface PageOptions extends CommonOptions {
+  limit: number;
+  offset: number;
+}
+
+/** `orrery schedules …`: list, inspect and manage cron schedules. */
+export function registerScheduleCommands(program: Command, io: CliIo): void {
+  const schedules = program.command('schedules').description('List, inspect and manage cron schedules');
+
+  databaseCommand(schedules, 'list', 'List schedules with their next and last run')
+    .option('--workflow <name>', 'only schedules of this workflow')
+    .option('--enabled-only', 'only enabled schedules')
+    .option('--limit <n>', 'at most this many', integerAtLeast(1), 100)
+    .option('--offset <n>', 'skip this many', integerAtLeast(0), 0)
+    .action(async (options: ListOptions) => {
+      const found = await withRunner(options, {}, (runner) =>
+        runner.listCronSchedules({
+          limit: options.limit,
+          offset: options.offset,
+          ...(options.workflow === undefined ? {} : { workflowName: options.workflow }),
+          ...(options.enabledOnly ? { enabledOnly: true } : {}),
+        }),
+      );
+      writeSchedules(io, found, options.json);
+    });
+
+  databaseCommand(schedules, 'show', 'Show every field of one schedule')
+    .argument('<schedule>', 'schedule id or name')
+    .action(async (idOrName: string, options: CommonOptions) => {
+      writeSchedule(io, await withRunner(options, {}, (runner) => runner.getCronSchedule(idOrName)), options.json);
+    });
+
+  addDefinitionOptions(
+    addModuleOption(databaseCommand(schedules, 'add', 'Create a schedule (re-adding an identical one is a no-op)')),
+  )
+    .argument('<workflow>', 'name of the workflow to run; --module must export it')
+    .argument('<cron>', 'cron expression: 5 fields, 6 with seconds first, or @daily, @hourly, ...')
+    .option('--disabled', 'create the schedule paused')
+    .option(
+      '--on-conflict <policy>',
+      'when the name is taken by another definition: error or update',
+      oneOf(['error', 'update'] as const),
+      'error',
+    )
+    .action(async (workflowName: string, cronExpression: string, options: AddOptions) => {
+      const workflows = await loadWorkflows(options.module ?? []);
+      requireWorkflow(workflows, workflowName, 'schedules add');
+      const input: CronScheduleInput = { workflowName, cronExpression, ...definitionFields(options) };
+      if (options.disabled) input.enabled = false;
+      const added = await withRunner(options, { workflows }, (runner) =>
+        runner.addCronSchedule(input, { onConflict: options.onConflict }),
+      );
+      writeSchedule(io, added, options.json);
+    });
+
+  const update = addDefinitionOptions(
+    addModuleOption(databaseCommand(schedules, 'update', 'Change fields of a schedule (use pause/resume for enabled)')),
+  );
+  update
+    .argument('<schedule>', 'schedule id or name')
+    .option('--workflow <name>', 'run another workflow; --module must export it')
+    .option('--cron <expression>', 'new cron expression')
+    .action(async (idOrName: string, options: UpdateOptions) => {
+      const patch: Partial<CronScheduleInput> = definitionFields(options);
+      if (options.workflow !== undefined) patch.workflowName = options.workflow;
+      if (options.cron !== undefined) patch.cronExpression = options.cron;
+      if (Object.keys(patch).length === 0) {
+        update.error(
+          'error: nothing to update; pass at least one of --cron, --tz, --workflow, --name, --context, --catchup, --overlap, --jitter-ms, --start-at, --end-at.',
+          { exitCode: EXIT.usage },
+        );
+      }
+      const workflows = await loadWorkflows(options.module ?? []);
+      if (options.workflow !== undefined) requireWorkflow(workflows, options.workflow, 'schedules update --workflow');
+      const updated = await withRunner(options, { workflows }, (runner) => runner.updateCronSchedule(idOrName, patch));
+      writeSchedule(io, updated, options.json);
+    });
+
+  for (const [verb, enabled] of [
+    ['pause', false],
+    ['resume', true],
+  ] as const) {
+    databaseCommand(
+      schedules,
+      verb,
+      enabled
+        ? 'Enable a schedule; it next fires at its first slot after now'
+        : 'Disable a schedule; nothing fires until resumed',
+    )
+      .argument('<schedule>', 'schedule id or name')
+      .action(async (idOrName: string, options: CommonOptions) => {
+        const schedule = await withRunner(options, {}, (runner) => runner.setCronScheduleEnabled(idOrName, enabled));
+        writeSchedule(io, schedule, options.json);
+      });
+  }
+
+  databaseCommand(schedules, 'delete', 'Delete a schedule (its history is kept)')
+    .argument('<schedule>', 'schedule id or name')
+    .action(async (idOrName: string, options: CommonOptions) => {
+      const deleted = await withRunner(options, {}, async (runner) => {
+        const schedule = await runner.getCronSchedule(idOrName);
+        await runner.deleteCronSchedule(schedule.id);
+        return schedule;
+      });
+      if (options.json) writeJson(io, { deleted: true, id: deleted.id, name: deleted.name });
+      else writeLine(io, `Deleted schedule ${scheduleLabel(deleted)}; its history is kept.`);
+    });
+
+  addModuleOption(
+    databaseCommand(schedules, 'trigger', 'Start a pipeline of the schedule now (audited as a manual occurrence)'),
+  )
+    .argument('<schedule>', 'schedule id or name')
+    .action(async (idOrName: string, options: CommonOptions & ModuleOptions) => {
+      const workflows = await loadWorkflows(options.module ?? []);
+      const { schedule, executionId } = await withRunner(options, { workflows }, async (runner) => {
+        const schedule = await runner.getCronSchedule(idOrName);
+        requireWorkflow(workflows, schedule.workflowName, 'schedules trigger');
+        const execution = await runner.triggerCronSchedule(schedule.id);
+        return { schedule, executionId: execution.id };
+      });
+      const result = {
+        scheduleId: schedule.id,
+        scheduleName: schedule.name,
+        workflowName: schedule.workflowName,
+        executionId,
+      };
+      if (options.json) writeJson(io, result);
+      else
+        writeLine(
+          io,
+          `Triggered schedule ${scheduleLabel(schedule)}: execution ${executionId} of workflow "${schedule.workflowName}" is queued for a worker.`,
+        );
+    });
+
+  addModuleOption(
+    databaseCommand(schedules, 'backfill', 'Start a pipeline for every slot in [start, end) that has none'),
+  )
+    .argument('<schedule>', 'schedule id or name')
+    .requiredOption('--start <instant>', 'first instant of the range, included (ISO-8601)', parseInstant)
+    .requiredOption('--end <instant>', 'end of the range, excluded, not after now (ISO-8601)', parseInstant)
+    .action(async (idOrName: string, options: BackfillOptions) => {
+      const workflows = await loadWorkflows(options.module ?? []);
+      const { schedule, counts } = await withRunner(options, { workflows }, async (runner) => {
+        const schedule = await runner.getCronSchedule(idOrName);
+        requireWorkflow(workflows, schedule.workflowName, 'schedules backfill');
+        const counts = await runner.backfillCronSchedule(schedule.id, { start: options.start, end: options.end });
+        return { schedule, counts };
+      });
+      if (options.json) {
+        writeJson(io, { scheduleId: schedule.id, start: options.start, end: options.end, ...counts });
+        return;
+      }
+      const range = `[${formatInstant(options.start)}, ${formatInstant(options.end)})`;
+      writeLine(
+        io,
+        `Backfilled schedule ${scheduleLabel(schedule)} over ${range}: ${counts.created} created, ${counts.existing} already present.`,
+      );
+    });
+
+  databaseCommand(
+    schedules,
+    'history',
+    "Show a schedule's occurrences, newest first: fired, skipped, missed, manual, backfilled",
+  )
+    .argument('<schedule>', 'schedule id or name')
+    .option('--limit <n>', 'at most this many', integerAtLeast(1), 50)
+    .option('--offset <n>', 'skip this many', integerAtLeast(0), 0)
+    .action(async (idOrName: string, options: PageOptions) => {
+      const rows = await withRunner(options, {}, (runner) =>
+        runner.getCronExecutionHistory(idOrName, { limit: options.limit, offset: options.offset }),
+      );
+      writeHistory(io, rows, options.json);
+    });
+}
+
+function addDefinitionOptions(command: Command): Command {
+  return command
+    .option('--name <name>', 'unique name to address the schedule by (not UUID-shaped)')
+    .option('--tz <zone>', 'IANA timezone the expression is read in (default UTC)')
+    .option('--context <json>', 'input context of every pipeline it starts, a JSON object', parseJsonObject)
+    .option(
+      '--catchup <policy>',
+      'after downtime: skip, run_once or run_all (default run_once)',
+      oneOf(['skip', 'run_once', 'run_all'] as const),
+    )
+    .option(
+      '--overlap <policy>',
+      'while a previous run is active: allow or skip (default allow)',
+      oneOf(['allow', 'skip'] as const),
+    )
+    .option('--jitter-ms <ms>', 'random delay of up to this many ms per occurrence (default 0)', integerAtLeast(0))
+    .option('--start-at <instant>', 'fire no earlier than this ISO-8601 instant', parseInstant)
+    .option('--end-at <instant>', 'fire only before this ISO-8601 instant', parseInstant);
+}
+
+/** The definition fields the user set, and only those, so that a patch leaves the rest alone. */
+function definitionFields(options: DefinitionOptions): Partial<CronScheduleInput> {
+  const fields: Partial<CronScheduleInput> = {};
+  if (options.name !== undefined) fields.name = options.name;
+  if (options.tz !== undefined) fields.timezone = options.tz;
+  if (options.context !== undefined) fields.context = options.context;
+  if (options.catchup !== undefined) fields.catchupPolicy = options.catchup;
+  if (options.overlap !== undefined) fields.overlapPolicy = options.overlap;
+  if (options.jitterMs !== undefined) fields.jitterMs = options.jitterMs;
+  if (options.startAt !== undefined) fields.startAt = options.startAt;
+  if (options.endAt !== undefined) fields.endAt = options.endAt;
+  return fields;
+}

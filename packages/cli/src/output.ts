@@ -1,0 +1,96 @@
+import Table from 'cli-table3';
+import type { Command } from 'commander';
+
+/** Where the CLI writes; injected so that a caller embedding {@link buildProgram} can capture it. */
+export interface CliIo {
+  /** Results: tables, JSON documents, status lines. */
+  stdout(text: string): void;
+  /** Errors and warnings, one line each. */
+  stderr(text: string): void;
+}
+
+/** The process's own streams. */
+export const processIo: CliIo = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+};
+
+/** One column of a table: its heading and how a row renders in it. */
+export interface Column<T> {
+  header: string;
+  cell(row: T): string | number | boolean;
+}
+
+/** The flag every command takes to switch from tables to JSON. */
+export interface OutputOptions {
+  json?: boolean;
+}
+
+/** Adds `--json`, which every command that prints a result takes. */
+export function addJsonOption(command: Command): Command {
+  return command.option('--json', 'print JSON instead of a table');
+}
+
+/**
+ * Writes `value` as one indented JSON document. Dates become ISO-8601 UTC strings through
+ * their own `toJSON`, and `undefined` fields are dropped, as `JSON.stringify` does.
+ */
+export function writeJson(io: CliIo, value: unknown): void {
+  io.stdout(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** Writes rows as a table with a heading row, or `empty` when there are none. */
+export function writeTable<T>(io: CliIo, columns: readonly Column<T>[], rows: readonly T[], empty: string): void {
+  if (rows.length === 0) {
+    io.stdout(`${empty}\n`);
+    return;
+  }
+  const table = newTable(columns.map((column) => column.header));
+  for (const row of rows) table.push(columns.map((column) => String(column.cell(row))));
+  io.stdout(`${table.toString()}\n`);
+}
+
+/** Writes labelled values as a two-column table (label, value), for one object. */
+export function writeRecord(io: CliIo, entries: ReadonlyArray<readonly [string, string | number | boolean]>): void {
+  const table = newTable([]);
+  for (const [label, value] of entries) table.push([label, String(value)]);
+  io.stdout(`${table.toString()}\n`);
+}
+
+/** Writes `text` as one line on stdout. */
+export function writeLine(io: CliIo, text: string): void {
+  io.stdout(`${text}\n`);
+}
+
+// Colours off: output is read by scripts and tests as often as by people, and cli-table3
+// would otherwise colour headings even when stdout is a file.
+function newTable(head: string[]): Table.Table {
+  return new Table({ head, style: { head: [], border: [], compact: true } });
+}
+
+/** An instant as ISO-8601 UTC, or `-` when absent. */
+export function formatInstant(at: Date | null | undefined): string {
+  return at == null ? '-' : at.toISOString();
+}
+
+/** A duration in the largest readable unit: `850ms`, `12.3s`, `4m 05s`, `2h 03m`, `3d 04h`; `-` when absent. */
+export function formatDuration(ms: number | null | undefined): string {
+  if (ms == null) return '-';
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
+  const totalSeconds = Math.round(ms / 1000);
+  if (totalSeconds < 3600) return `${Math.floor(totalSeconds / 60)}m ${pad2(totalSeconds % 60)}s`;
+  const totalMinutes = Math.floor(totalSeconds / 60);
+  if (totalMinutes < 48 * 60) return `${Math.floor(totalMinutes / 60)}h ${pad2(totalMinutes % 60)}m`;
+  const totalHours = Math.floor(totalMinutes / 60);
+  return `${Math.floor(totalHours / 24)}d ${pad2(totalHours % 24)}h`;
+}
+
+/** A value that may be absent, as text or `-`. */
+export function orDash(value: string | number | null | undefined): string {
+  return value == null || value === '' ? '-' : String(value);
+}
+
+function pad2(value: number): string {
+  return String(value).padStart(2, '0');
+}

@@ -1,0 +1,64 @@
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { registerExecutionCommands } from './commands/executions.js';
+import { registerMigrateCommand } from './commands/migrate.js';
+import { registerNextCommand } from './commands/next.js';
+import { registerScheduleCommands } from './commands/schedules.js';
+import { registerStatsCommand } from './commands/stats.js';
+import { registerWorkerCommand } from './commands/worker.js';
+import { oneLine, reportFailure } from './failure.js';
+import { type CliIo, processIo } from './output.js';
+
+// ../package.json from both src/ and dist/.
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+
+const ENVIRONMENT_HELP = `
+Environment:
+  ORRERY_DATABASE_URL  default of --database (else sqlite:./orrery.db)
+  ORRERY_SCHEMA        default of --schema (Postgres only)
+  ORRERY_MODULE        default of --module (workflow definitions)
+  ORRERY_DEBUG=1       print stack traces of unexpected errors
+
+Exit codes: 0 success, 1 the command failed, 2 the command line is wrong.`;
+
+/**
+ * Assembles the `orrery` command. Errors are not printed here: parsing throws (commander's
+ * `exitOverride`), and {@link runCli} turns what was thrown into one line and an exit code.
+ * @param io where results and errors go; the process's streams by default.
+ */
+export function buildProgram(io: CliIo = processIo): Command {
+  const program = new Command('orrery')
+    .description('Manage Orrery cron schedules and pipeline executions, preview cron expressions, run workers')
+    .version(version, '-V, --version')
+    .addHelpText('after', ENVIRONMENT_HELP)
+    .showSuggestionAfterError(true)
+    .exitOverride()
+    .configureOutput({
+      writeOut: io.stdout,
+      writeErr: io.stderr,
+      outputError: (message, write) => write(`${oneLine(message)}\n`),
+    });
+  // Subcommands copy the settings above when created, so they must come after them.
+  registerMigrateCommand(program, io);
+  registerScheduleCommands(program, io);
+  registerExecutionCommands(program, io);
+  registerStatsCommand(program, io);
+  registerNextCommand(program, io);
+  registerWorkerCommand(program, io);
+  return program;
+}
+
+/**
+ * Runs `orrery` with the arguments after the program name and resolves with the exit code
+ * (see {@link EXIT}); never rejects. Errors are written to `io.stderr` as one line.
+ */
+export async function runCli(args: readonly string[], io: CliIo = processIo): Promise<number> {
+  try {
+    await buildProgram(io).parseAsync([...args], { from: 'user' });
+    return 0;
+  } catch (error) {
+    return reportFailure(error, io);
+  }
+}

@@ -1,0 +1,67 @@
+import type { TaskResult, Workflow } from '@orrery/core';
+import { oneLine } from './failure.js';
+import { formatDuration } from './output.js';
+
+/** A task of an execution with the dependencies its workflow declares, when known. */
+export interface TaskNode extends TaskResult {
+  dependsOn?: string[];
+}
+
+/**
+ * Pairs an execution's tasks with their dependencies from `workflow`, when the definition
+ * has exactly the execution's task ids; otherwise (no definition, or one whose tasks changed
+ * since) the tasks stay without `dependsOn` and draw flat.
+ */
+export function attachDependencies(tasks: readonly TaskResult[], workflow: Workflow | undefined): TaskNode[] {
+  const sameTasks =
+    workflow !== undefined &&
+    workflow.tasks.length === tasks.length &&
+    tasks.every((task) => workflow.taskById.has(task.taskId));
+  if (!sameTasks) return tasks.map((task) => ({ ...task }));
+  return tasks.map((task) => ({ ...task, dependsOn: [...(workflow.taskById.get(task.taskId)?.dependsOn ?? [])] }));
+}
+
+/**
+ * Draws tasks as an indented tree with box-drawing characters, one line per task:
+ * id, state, attempts and duration in aligned columns. `tasks` must be in canonical order
+ * (topological, as the runner returns them). A task hangs under its last dependency in
+ * that order, so it appears after all its dependencies; its other dependencies are named
+ * after `also after:`. Tasks without known dependencies are roots, so a flat list results.
+ */
+export function drawTaskTree(tasks: readonly TaskNode[]): string[] {
+  const position = new Map(tasks.map((task, index) => [task.taskId, index]));
+  const children = new Map<string, TaskNode[]>();
+  const roots: TaskNode[] = [];
+  const extraParents = new Map<string, string[]>();
+  for (const task of tasks) {
+    const deps = [...(task.dependsOn ?? [])]
+      .filter((dep) => position.has(dep))
+      .sort((a, b) => position.get(a)! - position.get(b)!);
+    const parent = deps.pop();
+    if (parent === undefined) roots.push(task);
+    else children.set(parent, [...(children.get(parent) ?? []), task]);
+    extraParents.set(task.taskId, deps);
+  }
+
+  const rows: Array<{ label: string; task: TaskNode }> = [];
+  const walk = (nodes: readonly TaskNode[], indent: string, nested: boolean) => {
+    nodes.forEach((task, index) => {
+      const last = index === nodes.length - 1;
+      const branch = nested ? (last ? '└── ' : '├── ') : '';
+      const also = extraParents.get(task.taskId) ?? [];
+      const suffix = also.length > 0 ? ` (also after: ${also.join(', ')})` : '';
+      rows.push({ label: `${indent}${branch}${task.taskId}${suffix}`, task });
+      walk(children.get(task.taskId) ?? [], nested ? `${indent}${last ? '    ' : '│   '}` : indent, true);
+    });
+  };
+  walk(roots, '', false);
+
+  const labelWidth = Math.max(...rows.map((row) => row.label.length), 'TASK'.length);
+  const statusWidth = Math.max(...rows.map((row) => row.task.status.length), 'STATE'.length);
+  const header = `${'TASK'.padEnd(labelWidth)}  ${'STATE'.padEnd(statusWidth)}  ATTEMPTS  DURATION`;
+  const lines = rows.map(({ label, task }) => {
+    const line = `${label.padEnd(labelWidth)}  ${task.status.padEnd(statusWidth)}  ${String(task.attempts).padEnd(8)}  ${formatDuration(task.durationMs)}`;
+    return task.error === undefined ? line : `${line}  ${oneLine(task.error)}`;
+  });
+  return [header, ...lines];
+}

@@ -1,0 +1,74 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ConfigurationError, type Workflow, WorkflowNotFoundError } from '@orrery/core';
+
+/**
+ * Imports workflow modules and returns every `Workflow` they export: named exports, the
+ * default export, and arrays of workflows in either. Paths are relative to the working
+ * directory. Two different workflows of one name are refused, because the runner could
+ * not tell which one a stored execution belongs to.
+ * @throws ConfigurationError when a module is missing, fails to load, or exports no workflow.
+ */
+export async function loadWorkflows(paths: readonly string[]): Promise<Workflow[]> {
+  const byName = new Map<string, Workflow>();
+  for (const path of paths) {
+    for (const workflow of await workflowsOf(path)) {
+      const known = byName.get(workflow.name);
+      if (known !== undefined && known !== workflow && known.version !== workflow.version) {
+        throw new ConfigurationError(
+          `Two different workflows are named "${workflow.name}" (one in "${path}"); give each workflow a unique name.`,
+        );
+      }
+      byName.set(workflow.name, known ?? workflow);
+    }
+  }
+  return [...byName.values()];
+}
+
+/**
+ * The loaded workflow named `name`.
+ * @throws WorkflowNotFoundError naming the workflows that were loaded and how to load the missing one.
+ */
+export function requireWorkflow(workflows: readonly Workflow[], name: string, purpose: string): Workflow {
+  const found = workflows.find((workflow) => workflow.name === name);
+  if (found !== undefined) return found;
+  const loaded =
+    workflows.length === 0 ? 'no --module was given' : `loaded: ${workflows.map((w) => w.name).join(', ')}`;
+  throw new WorkflowNotFoundError(
+    `${purpose} needs the definition of workflow "${name}" (${loaded}); pass the module that exports it with --module <path> or ORRERY_MODULE.`,
+  );
+}
+
+async function workflowsOf(path: string): Promise<Workflow[]> {
+  const absolute = resolve(path);
+  if (!existsSync(absolute)) {
+    throw new ConfigurationError(`Workflow module "${path}" does not exist (looked for ${absolute}).`);
+  }
+  let exports: Record<string, unknown>;
+  try {
+    exports = (await import(pathToFileURL(absolute).href)) as Record<string, unknown>;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new ConfigurationError(`Workflow module "${path}" failed to load: ${message}`, { cause: error });
+  }
+  const found = Object.values(exports).flatMap((value) => (Array.isArray(value) ? value : [value]).filter(isWorkflow));
+  if (found.length === 0) {
+    throw new ConfigurationError(
+      `Workflow module "${path}" exports no workflow; export the values returned by defineWorkflow() from @orrery/core.`,
+    );
+  }
+  return [...new Set(found)];
+}
+
+/** Duck-typed, so that a module bundling its own copy of @orrery/core still counts. */
+function isWorkflow(value: unknown): value is Workflow {
+  if (typeof value !== 'object' || value === null) return false;
+  const candidate = value as Partial<Record<keyof Workflow, unknown>>;
+  return (
+    typeof candidate.name === 'string' &&
+    typeof candidate.version === 'string' &&
+    Array.isArray(candidate.tasks) &&
+    candidate.taskById instanceof Map
+  );
+}

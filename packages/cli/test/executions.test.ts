@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import type { PipelineResult, PipelineSummary } from '@orrery/core';
+import { DefaultRunner } from '@orrery/runner';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TaskNode } from '../src/task-tree.js';
+import { flaky, report } from './fixtures/workflows.js';
+import { expectOneLineError, FIXTURE_WORKFLOWS, orrery, orreryJson } from './support/cli.js';
+import { migratedSqliteDatabase } from './support/database.js';
+
+const database = migratedSqliteDatabase();
+const env = { ORRERY_DATABASE_URL: database.url };
+const run = (args: string[]) => orrery(args, { env });
+const json = <T>(args: string[]) => orreryJson<T>(args, { env });
+
+let reportRun: PipelineResult;
+let flakyRun: PipelineResult;
+
+// Executions are produced by a real runner on the same file, then inspected through the CLI.
+beforeAll(async () => {
+  const runner = await DefaultRunner.create({
+    database: database.url,
+    workflows: [report, flaky],
+    enableCronScheduling: false,
+  });
+  try {
+    await runner.start();
+    reportRun = await runner.execute('report', { batch: 7 });
+    flakyRun = await runner.execute('flaky');
+  } finally {
+    await runner.shutdown();
+  }
+});
+afterAll(() => database.remove());
+
+describe('orrery executions list', () => {
+  it('prints executions newest first in a table', () => {
+    const table = run(['executions', 'list']);
+    expect(table.status).toBe(0);
+    const lines = table.stdout.split('\n');
+    const flakyLine = lines.findIndex((line) => line.includes(flakyRun.executionId));
+    const reportLine = lines.findIndex((line) => line.includes(reportRun.executionId));
+    expect(flakyLine).toBeGreaterThan(0);
+    expect(reportLine).toBeGreaterThan(flakyLine);
+    expect(lines[reportLine]).toContain('completed');
+    expect(lines[flakyLine]).toContain('failed');
+  });
+
+  it('filters by status and workflow, with --json', () => {
+    expect(json<PipelineSummary[]>(['executions', 'list']).map((e) => e.executionId)).toEqual([
+      flakyRun.executionId,
+      reportRun.executionId,
+    ]);
+    const failed = json<PipelineSummary[]>(['executions', 'list', '--status', 'failed']);
+    expect(failed.map((e) => [e.executionId, e.workflowName, e.status])).toEqual([
+      [flakyRun.executionId, 'flaky', 'failed'],
+    ]);
+    expect(json<PipelineSummary[]>(['executions', 'list', '--workflow', 'report']).map((e) => e.executionId)).toEqual([
+      reportRun.executionId,
+    ]);
+    expect(run(['executions', 'list', '--workflow', 'ping']).stdout).toBe('No executions.\n');
+  });
+
+  it('refuses an unknown status as a usage error', () => {
+    expectOneLineError(run(['executions', 'list', '--status', 'done']), 2, 'pending, running, completed');
+  });
+});
+
+describe('orrery executions show', () => {
+  it('draws the task DAG with state, attempts and duration of each task', () => {
+    const shown = run(['executions', 'show', reportRun.executionId, '--module', FIXTURE_WORKFLOWS]);
+    expect(shown.status).toBe(0);
+    expect(shown.stdout).toMatch(/Status\s+│ completed/);
+    const tree = shown.stdout.slice(shown.stdout.indexOf('TASK'));
+    const rows = tree.split('\n').filter((line) => line !== '');
+    expect(rows.map((line) => line.split(/(?<=\S)\s{2,}/).slice(0, 3))).toEqual([
+      ['TASK', 'STATE', 'ATTEMPTS'],
+      ['extract', 'completed', '1'],
+      ['└── transform', 'completed', '1'],
+      ['    └── load', 'completed', '1'],
+      ['        └── notify (also after: extract)', 'completed', '1'],
+    ]);
+    expect(rows.slice(1).every((line) => /\d+(ms|\.\ds)$/.test(line))).toBe(true);
+  });
+
+  it('shows retries and failures', () => {
+    const shown = run(['executions', 'show', flakyRun.executionId, '--module', FIXTURE_WORKFLOWS]);
+    expect(shown.status).toBe(0);
+    expect(shown.stdout).toMatch(/wobble\s+completed\s+2 /);
+    expect(shown.stdout).toMatch(/└── give-up\s+failed\s+1 .*no retry for this one/);
+  });
+
+  it("prints the result with each task's dependencies as JSON", () => {
+    const shown = json<Omit<PipelineResult, 'tasks'> & { tasks: TaskNode[] }>([
+      'executions',
+      'show',
+      reportRun.executionId,
+      '--module',
+      FIXTURE_WORKFLOWS,
+    ]);
+    expect(shown).toMatchObject({ executionId: reportRun.executionId, workflowName: 'report', status: 'completed' });
+    expect(shown.finalContext).toMatchObject({ batch: 7, rows: 3, transformed: 6 });
+    expect(shown.tasks.map((t) => [t.taskId, t.status, t.attempts, t.dependsOn])).toEqual([
+      ['extract', 'completed', 1, []],
+      ['transform', 'completed', 1, ['extract']],
+      ['load', 'completed', 1, ['transform']],
+      ['notify', 'completed', 1, ['extract', 'load']],
+    ]);
+  });
+
+  it('lists tasks flat, with a hint, without the workflow definition', () => {
+    const shown = run(['executions', 'show', reportRun.executionId]);
+    expect(shown.status).toBe(0);
+    expect(shown.stdout).not.toMatch(/└── \w/);
+    expect(shown.stdout).toMatch(/\nnotify\s+completed\s+1 /);
+    expect(shown.stdout).toContain('pass --module with the definition of "report"');
+  });
+
+  it('refuses an unknown execution id and a missing module in one line', () => {
+    expectOneLineError(run(['executions', 'show', randomUUID()]), 1, /not found|no pipeline execution|no execution/i);
+    expectOneLineError(run(['executions', 'show', reportRun.executionId, '--module', 'nowhere.js']), 1, 'nowhere.js');
+  });
+});

@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { expectOneLineError, orrery } from './support/cli.js';
+
+const COMMANDS = [
+  [],
+  ['migrate'],
+  ['schedules'],
+  ...['list', 'show', 'add', 'pause', 'resume', 'update', 'delete', 'trigger', 'backfill', 'history'].map((c) => [
+    'schedules',
+    c,
+  ]),
+  ['executions'],
+  ['executions', 'list'],
+  ['executions', 'show'],
+  ['stats'],
+  ['next'],
+  ['worker'],
+];
+
+describe('orrery --help', () => {
+  it.each(COMMANDS.map((c) => [c.join(' ') || '(root)', c]))('documents %s and exits 0', (_name, command) => {
+    const run = orrery([...command, '--help']);
+    expect(run.status).toBe(0);
+    expect(run.stdout).toMatch(new RegExp(`^Usage: orrery${command.map((c) => ` ${c}`).join('')} `));
+    expect(run.stderr).toBe('');
+  });
+
+  it('lists every command group in the root help', () => {
+    const run = orrery(['--help']);
+    for (const name of ['migrate', 'schedules', 'executions', 'stats', 'next', 'worker'])
+      expect(run.stdout).toContain(name);
+    expect(run.stdout).toContain('ORRERY_DATABASE_URL');
+  });
+
+  it('offers --json on every command that prints a result', () => {
+    for (const command of COMMANDS.filter(
+      (c) => c.length > 0 && !(c.length === 1 && ['schedules', 'executions'].includes(c[0]!)),
+    )) {
+      expect(orrery([...command, '--help']).stdout, command.join(' ')).toContain('--json');
+    }
+  });
+
+  it('refuses an unknown command in one line with a suggestion, exit code 2', () => {
+    expectOneLineError(orrery(['schedule', 'list']), 2, 'Did you mean schedules?');
+  });
+
+  it('refuses an unknown option in one line, exit code 2', () => {
+    expectOneLineError(orrery(['stats', '--frobnicate']), 2, "unknown option '--frobnicate'");
+  });
+});

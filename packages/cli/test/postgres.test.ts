@@ -1,0 +1,43 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
+import type { CronSchedule } from '../src/runner-session.js';
+import { expectOneLineError, FIXTURE_WORKFLOWS, orrery, orreryJson } from './support/cli.js';
+
+const schema = freshSchemaName();
+afterAll(() => dropSchema(schema));
+const env = () => ({ ORRERY_DATABASE_URL: postgresUrl(), ORRERY_SCHEMA: schema });
+
+describe('orrery against PostgreSQL', () => {
+  it('migrates a fresh schema, then finds it up to date', () => {
+    const first = orrery(['migrate'], { env: env() });
+    expect(first.status).toBe(0);
+    expect(first.stdout).toContain(schema);
+    expect(first.stdout).toContain('migrated');
+    expect(orreryJson(['migrate'], { env: env() })).toMatchObject({ schema, state: 'up-to-date' });
+  });
+
+  it('adds, lists, triggers and deletes a schedule', () => {
+    const module = ['--module', FIXTURE_WORKFLOWS];
+    const added = orreryJson<CronSchedule>(
+      ['schedules', 'add', 'report', '*/15 * * * *', '--name', 'quarter', ...module],
+      {
+        env: env(),
+      },
+    );
+    expect(added).toMatchObject({ name: 'quarter', enabled: true });
+    expect(added.cronExpression).toMatch(/^(0 )?\*\/15 \* \* \* \*$/);
+    expect(orrery(['schedules', 'list'], { env: env() }).stdout).toContain('quarter');
+    const { executionId } = orreryJson<{ executionId: string }>(['schedules', 'trigger', 'quarter', ...module], {
+      env: env(),
+    });
+    expect(orreryJson<Array<{ executionId: string; status: string }>>(['executions', 'list'], { env: env() })).toEqual([
+      expect.objectContaining({ executionId, status: 'pending' }),
+    ]);
+    expect(orrery(['schedules', 'delete', 'quarter'], { env: env() }).status).toBe(0);
+    expect(orreryJson(['schedules', 'list'], { env: env() })).toEqual([]);
+  });
+
+  it('refuses an invalid schema name in one line', () => {
+    expectOneLineError(orrery(['schedules', 'list', '--schema', 'Bad-Name'], { env: env() }), 1, 'Bad-Name');
+  });
+});

@@ -1,0 +1,232 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { CronExecution, CronSchedule } from '../src/runner-session.js';
+import { expectOneLineError, FIXTURE_WORKFLOWS, orrery, orreryJson } from './support/cli.js';
+import { migratedSqliteDatabase } from './support/database.js';
+
+const database = migratedSqliteDatabase();
+afterAll(() => database.remove());
+const env = { ORRERY_DATABASE_URL: database.url };
+const run = (args: string[]) => orrery(args, { env });
+const json = <T>(args: string[]) => orreryJson<T>(args, { env });
+const withModule = ['--module', FIXTURE_WORKFLOWS];
+
+// The tests below build on one another, in order: add, read, change, fire, delete.
+describe('orrery schedules', () => {
+  let nightly: CronSchedule;
+
+  it('add creates a schedule and prints every field in a table', () => {
+    const added = run([
+      'schedules',
+      'add',
+      'report',
+      '0 2 * * *',
+      '--name',
+      'nightly',
+      '--tz',
+      'Europe/Paris',
+      '--context',
+      '{"region":"eu"}',
+      '--catchup',
+      'run_all',
+      ...withModule,
+    ]);
+    expect(added.stderr).toBe('');
+    expect(added.status).toBe(0);
+    for (const text of ['nightly', 'report', '0 2 * * *', 'Europe/Paris', 'run_all', '{"region":"eu"}']) {
+      expect(added.stdout).toContain(text);
+    }
+  });
+
+  it('add with --json returns the stored schedule, and re-adding it unchanged returns the same one', () => {
+    const nightlyArgs = [
+      'schedules',
+      'add',
+      'report',
+      '0 2 * * *',
+      '--name',
+      'nightly',
+      '--tz',
+      'Europe/Paris',
+      '--context',
+      '{"region":"eu"}',
+      '--catchup',
+      'run_all',
+      ...withModule,
+    ];
+    nightly = json<CronSchedule>(nightlyArgs);
+    expect(nightly).toMatchObject({
+      name: 'nightly',
+      workflowName: 'report',
+      timezone: 'Europe/Paris',
+      enabled: true,
+      context: { region: 'eu' },
+      catchupPolicy: 'run_all',
+      overlapPolicy: 'allow',
+      jitterMs: 0,
+    });
+    expect(nightly.id).toMatch(/^[0-9a-f-]{36}$/);
+    // Stored as given or normalised to 6 fields; both mean 02:00 daily.
+    expect(nightly.cronExpression).toMatch(/^(0 )?0 2 \* \* \*$/);
+    const again = json<CronSchedule>(nightlyArgs);
+    expect(again.id).toBe(nightly.id);
+    expect(again.createdAt).toBe(nightly.createdAt);
+    const second = json<CronSchedule>([
+      'schedules',
+      'add',
+      'ping',
+      '*/5 * * * *',
+      '--name',
+      'often',
+      '--disabled',
+      ...withModule,
+    ]);
+    expect(second.enabled).toBe(false);
+  });
+
+  it('add refuses bad input in one line: cron expression, missing module, bad option value, taken name', () => {
+    expectOneLineError(run(['schedules', 'add', 'report', '0 25 * * *', ...withModule]), 1, 'hour');
+    expectOneLineError(run(['schedules', 'add', 'report', '0 2 * * *']), 1, '--module');
+    expectOneLineError(run(['schedules', 'add', 'missing', '0 2 * * *', ...withModule]), 1, '"missing"');
+    expectOneLineError(
+      run(['schedules', 'add', 'report', '0 2 * * *', '--catchup', 'sometimes', ...withModule]),
+      2,
+      'skip, run_once, run_all',
+    );
+    expectOneLineError(
+      run(['schedules', 'add', 'report', '0 3 * * *', '--name', 'nightly', ...withModule]),
+      1,
+      'nightly',
+    );
+    expectOneLineError(
+      run(['schedules', 'add', 'report', '0 2 * * *', '--context', '[1]', ...withModule]),
+      2,
+      'JSON object',
+    );
+  });
+
+  it('list prints a table of schedules, filters, and --json', () => {
+    const table = run(['schedules', 'list']);
+    expect(table.status).toBe(0);
+    expect(table.stdout).toContain('Next run (UTC)');
+    expect(table.stdout).toContain('nightly');
+    expect(table.stdout).toContain('often');
+    expect(
+      json<CronSchedule[]>(['schedules', 'list'])
+        .map((s) => s.name)
+        .sort(),
+    ).toEqual(['nightly', 'often']);
+    expect(json<CronSchedule[]>(['schedules', 'list', '--enabled-only']).map((s) => s.name)).toEqual(['nightly']);
+    expect(json<CronSchedule[]>(['schedules', 'list', '--workflow', 'ping']).map((s) => s.name)).toEqual(['often']);
+    expect(run(['schedules', 'list', '--workflow', 'nothing']).stdout).toBe('No schedules.\n');
+    expectOneLineError(run(['schedules', 'list', '--limit', '0']), 2, '--limit');
+  });
+
+  it('show finds a schedule by name or id, and refuses an unknown one', () => {
+    const byName = run(['schedules', 'show', 'nightly']);
+    expect(byName.status).toBe(0);
+    expect(byName.stdout).toContain(nightly.id);
+    expect(byName.stdout).toMatch(/Next run \(UTC\)\s+│ \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.000Z/);
+    expect(json<CronSchedule>(['schedules', 'show', nightly.id.toUpperCase()]).name).toBe('nightly');
+    expectOneLineError(run(['schedules', 'show', 'no-such-schedule']), 1, 'no-such-schedule');
+  });
+
+  it('pause and resume flip enabled', () => {
+    expect(run(['schedules', 'pause', 'nightly']).stdout).toMatch(/Enabled\s+│ no/);
+    expect(json<CronSchedule>(['schedules', 'show', 'nightly']).enabled).toBe(false);
+    const resumed = json<CronSchedule>(['schedules', 'resume', 'nightly']);
+    expect(resumed.enabled).toBe(true);
+    expect(resumed.nextRunAt).not.toBeNull();
+    expectOneLineError(run(['schedules', 'pause', 'no-such-schedule']), 1, 'no-such-schedule');
+    expectOneLineError(run(['schedules', 'resume']), 2, "missing required argument 'schedule'");
+  });
+
+  it('update changes only the given fields', () => {
+    const table = run(['schedules', 'update', 'nightly', '--cron', '30 3 * * *']);
+    expect(table.status).toBe(0);
+    expect(table.stdout).toContain('30 3 * * *');
+    const updated = json<CronSchedule>(['schedules', 'update', 'nightly', '--tz', 'UTC', '--jitter-ms', '500']);
+    expect(updated).toMatchObject({
+      timezone: 'UTC',
+      jitterMs: 500,
+      context: { region: 'eu' },
+    });
+    expect(updated.cronExpression).toMatch(/^(0 )?30 3 \* \* \*$/);
+  });
+
+  it('update refuses an empty patch, an invalid timezone and an unknown schedule', () => {
+    expectOneLineError(run(['schedules', 'update', 'nightly']), 2, 'nothing to update');
+    expectOneLineError(run(['schedules', 'update', 'nightly', '--tz', 'Mars/Olympus']), 1, 'Mars/Olympus');
+    expectOneLineError(run(['schedules', 'update', 'no-such-schedule', '--cron', '@daily']), 1, 'no-such-schedule');
+  });
+
+  it('trigger starts a pipeline now and prints its id', () => {
+    const text = run(['schedules', 'trigger', 'nightly', ...withModule]);
+    expect(text.status).toBe(0);
+    expect(text.stdout).toMatch(
+      /^Triggered schedule "nightly" \([0-9a-f-]{36}\): execution [0-9a-f-]{36} of workflow "report"/,
+    );
+    const triggered = json<{ executionId: string; scheduleId: string; workflowName: string }>([
+      'schedules',
+      'trigger',
+      'nightly',
+      ...withModule,
+    ]);
+    expect(triggered).toMatchObject({ scheduleId: nightly.id, workflowName: 'report' });
+    const executions = json<Array<{ executionId: string }>>(['executions', 'list']);
+    expect(executions.map((e) => e.executionId)).toContain(triggered.executionId);
+  });
+
+  it('trigger refuses without the workflow definition, and for an unknown schedule', () => {
+    expectOneLineError(run(['schedules', 'trigger', 'nightly']), 1, 'report');
+    expectOneLineError(run(['schedules', 'trigger', 'no-such-schedule', ...withModule]), 1, 'no-such-schedule');
+  });
+
+  it('backfill fills the empty slots of a range once', () => {
+    const args = ['schedules', 'backfill', 'nightly', '--start', '2024-01-01', '--end', '2024-01-04', ...withModule];
+    const first = run(args);
+    expect(first.status).toBe(0);
+    expect(first.stdout).toContain('3 created, 0 already present');
+    expect(json<{ created: number; existing: number }>(args)).toMatchObject({ created: 0, existing: 3 });
+  });
+
+  it('backfill refuses a missing or malformed range', () => {
+    expectOneLineError(run(['schedules', 'backfill', 'nightly', '--end', '2024-01-04', ...withModule]), 2, '--start');
+    expectOneLineError(
+      run(['schedules', 'backfill', 'nightly', '--start', 'yesterday', '--end', '2024-01-04', ...withModule]),
+      2,
+      'ISO-8601',
+    );
+  });
+
+  it('history lists manual and backfilled occurrences, newest first', () => {
+    const table = run(['schedules', 'history', 'nightly']);
+    expect(table.status).toBe(0);
+    expect(table.stdout).toContain('2024-01-03T03:30:00.000Z');
+    expect(table.stdout).toContain('backfill');
+    expect(table.stdout).toContain('manual');
+    const rows = json<CronExecution[]>(['schedules', 'history', 'nightly']);
+    expect(
+      rows
+        .filter((r) => r.source === 'backfill')
+        .map((r) => r.scheduledTime)
+        .sort(),
+    ).toEqual(['2024-01-01T03:30:00.000Z', '2024-01-02T03:30:00.000Z', '2024-01-03T03:30:00.000Z']);
+    expect(rows.filter((r) => r.source === 'manual')).toHaveLength(2);
+    expect(rows.every((r) => r.status === 'handed_off' && r.pipelineExecutionId !== null)).toBe(true);
+    expect(json<CronExecution[]>(['schedules', 'history', 'nightly', '--limit', '2'])).toHaveLength(2);
+    expectOneLineError(run(['schedules', 'history', 'no-such-schedule']), 1, 'no-such-schedule');
+  });
+
+  it('delete removes a schedule, and refuses an unknown one', () => {
+    const text = run(['schedules', 'delete', 'often']);
+    expect(text.status).toBe(0);
+    expect(text.stdout).toMatch(/^Deleted schedule "often" \([0-9a-f-]{36}\); its history is kept\.\n$/);
+    expect(json<{ deleted: boolean; id: string; name: string }>(['schedules', 'delete', 'nightly'])).toEqual({
+      deleted: true,
+      id: nightly.id,
+      name: 'nightly',
+    });
+    expect(json<CronSchedule[]>(['schedules', 'list'])).toEqual([]);
+    expectOneLineError(run(['schedules', 'delete', 'nightly']), 1, 'nightly');
+  });
+});

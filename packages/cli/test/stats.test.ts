@@ -1,0 +1,66 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { expectOneLineError, FIXTURE_WORKFLOWS, orrery, orreryJson } from './support/cli.js';
+import { migratedSqliteDatabase } from './support/database.js';
+
+const database = migratedSqliteDatabase();
+afterAll(() => database.remove());
+const env = { ORRERY_DATABASE_URL: database.url };
+
+interface Stats {
+  since: string | null;
+  cron: { totalExecutions: number; successfulExecutions: number; successRate: number; lostExecutions: number };
+  recovery: { totalRecoveryAttempts: number; recoverySuccessRate: number };
+}
+
+describe('orrery stats', () => {
+  it('reports zeros on an empty database', () => {
+    const stats = orreryJson<Stats>(['stats'], { env });
+    expect(stats.since).toBeNull();
+    expect(stats.cron).toMatchObject({ totalExecutions: 0, successfulExecutions: 0, successRate: 0 });
+    expect(stats.recovery).toMatchObject({ totalRecoveryAttempts: 0 });
+  });
+
+  it('counts handed-off occurrences in a table and as JSON', () => {
+    const module = ['--module', FIXTURE_WORKFLOWS];
+    orreryJson(['schedules', 'add', 'ping', '0 * * * *', '--name', 'hourly', ...module], { env });
+    orreryJson(
+      [
+        'schedules',
+        'backfill',
+        'hourly',
+        '--start',
+        '2024-01-01T00:00:00Z',
+        '--end',
+        '2024-01-01T03:00:00Z',
+        ...module,
+      ],
+      { env },
+    );
+    orreryJson(['schedules', 'trigger', 'hourly', ...module], { env });
+
+    const stats = orreryJson<Stats>(['stats', '--since', '2000-01-01T00:00:00Z'], { env });
+    expect(stats.since).toBe('2000-01-01T00:00:00.000Z');
+    expect(stats.cron).toMatchObject({
+      totalExecutions: 4,
+      successfulExecutions: 4,
+      lostExecutions: 0,
+      successRate: 100,
+    });
+
+    const table = orrery(['stats', '--since', '2000-01-01T00:00:00Z'], { env });
+    expect(table.status).toBe(0);
+    expect(table.stdout).toContain('Cron occurrences since 2000-01-01T00:00:00.000Z:');
+    expect(table.stdout).toMatch(/Handed off\s+│ 4/);
+    expect(table.stdout).toMatch(/Success rate\s+│ 100\.0%/);
+    expect(table.stdout).toContain('Recovery:');
+  });
+
+  it('accepts a duration for --since', () => {
+    const stats = orreryJson<Stats>(['stats', '--since', '7d'], { env });
+    expect(Date.parse(stats.since!)).toBeLessThan(Date.now());
+  });
+
+  it('refuses a --since that is neither an instant nor a duration', () => {
+    expectOneLineError(orrery(['stats', '--since', 'last week'], { env }), 2, 'duration');
+  });
+});

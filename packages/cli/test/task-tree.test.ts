@@ -1,0 +1,54 @@
+import type { TaskResult } from '@orrery/core';
+import { describe, expect, it } from 'vitest';
+import { attachDependencies, drawTaskTree } from '../src/task-tree.js';
+import { flaky, report } from './fixtures/workflows.js';
+
+const completed = (taskId: string, durationMs: number): TaskResult => ({
+  taskId,
+  status: 'completed',
+  attempts: 1,
+  durationMs,
+});
+
+describe('drawTaskTree', () => {
+  it('hangs each task under its last dependency in canonical order and names the others', () => {
+    const tasks = attachDependencies(
+      [completed('extract', 12), completed('transform', 1500), completed('load', 80), completed('notify', 3)],
+      report,
+    );
+    expect(drawTaskTree(tasks)).toEqual([
+      'TASK                                      STATE      ATTEMPTS  DURATION',
+      'extract                                   completed  1         12ms',
+      '└── transform                             completed  1         1.5s',
+      '    └── load                              completed  1         80ms',
+      '        └── notify (also after: extract)  completed  1         3ms',
+    ]);
+  });
+
+  it('draws siblings with branch and continuation characters', () => {
+    const lines = drawTaskTree([
+      { taskId: 'root', status: 'completed', attempts: 1, dependsOn: [] },
+      { taskId: 'left', status: 'failed', attempts: 3, dependsOn: ['root'], error: 'boom\nat line 2' },
+      { taskId: 'leaf', status: 'skipped', attempts: 0, dependsOn: ['left'] },
+      { taskId: 'right', status: 'running', attempts: 1, dependsOn: ['root'] },
+    ]);
+    expect(lines.map((line) => line.trimEnd())).toEqual([
+      'TASK          STATE      ATTEMPTS  DURATION',
+      'root          completed  1         -',
+      '├── left      failed     3         -  boom at line 2',
+      '│   └── leaf  skipped    0         -',
+      '└── right     running    1         -',
+    ]);
+  });
+
+  it('lists tasks flat in canonical order when the definition is unknown or has other tasks', () => {
+    const tasks = [completed('wobble', 5), completed('give-up', 6)];
+    expect(attachDependencies(tasks, undefined).every((task) => task.dependsOn === undefined)).toBe(true);
+    expect(attachDependencies(tasks, report).every((task) => task.dependsOn === undefined)).toBe(true);
+    expect(attachDependencies(tasks, flaky).map((task) => task.dependsOn)).toEqual([[], ['wobble']]);
+    expect(drawTaskTree(attachDependencies(tasks, undefined)).slice(1)).toEqual([
+      'wobble   completed  1         5ms',
+      'give-up  completed  1         6ms',
+    ]);
+  });
+});

@@ -1,0 +1,163 @@
+import type { ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { PipelineResult } from '@orrery/core';
+import { DefaultRunner } from '@orrery/runner';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { report } from './fixtures/workflows.js';
+import { expectOneLineError, FIXTURE_WORKFLOWS, orrery, orreryJson, startOrrery } from './support/cli.js';
+import { migratedSqliteDatabase } from './support/database.js';
+
+const database = migratedSqliteDatabase();
+const env = { ORRERY_DATABASE_URL: database.url };
+const NO_WORKFLOWS = fileURLToPath(new URL('./fixtures/no-workflows.ts', import.meta.url));
+
+/** A worker process and everything it printed so far. */
+interface Worker {
+  process: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+const running: Worker[] = [];
+afterEach(() => {
+  // A worker left running is a failed test; kill it by its own pid so the next test starts clean.
+  const leftover = running.filter((w) => w.process.exitCode === null && w.process.signalCode === null);
+  for (const worker of leftover) worker.process.kill('SIGKILL');
+  running.length = 0;
+  expect(leftover).toHaveLength(0);
+});
+afterAll(() => database.remove());
+
+function startWorker(args: string[]): Worker {
+  const child = startOrrery(['worker', FIXTURE_WORKFLOWS, ...args], { env });
+  let out = '';
+  let err = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    err += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const worker = { process: child, stdout: () => out, stderr: () => err, exited };
+  running.push(worker);
+  return worker;
+}
+
+/** Waits for a condition by polling; the test's timeout bounds the wait. */
+async function until<T>(
+  probe: () => T | undefined | Promise<T | undefined>,
+  what: string,
+  worker?: Worker,
+): Promise<T> {
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (worker !== undefined && worker.process.exitCode !== null) {
+      throw new Error(`worker exited (${worker.process.exitCode}) while waiting for ${what}: ${worker.stderr()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function events(worker: Worker): Array<Record<string, unknown> & { event: string }> {
+  return worker
+    .stdout()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line));
+}
+
+describe('orrery worker', () => {
+  it('runs queued pipelines, reports events as JSON lines, and stops gracefully on SIGTERM', async () => {
+    const worker = startWorker([
+      '--json',
+      '--metrics-port',
+      '0',
+      '--metrics-host',
+      '127.0.0.1',
+      '--runner-id',
+      'cli-test',
+    ]);
+    const started = await until(() => events(worker).find((e) => e.event === 'worker:started'), 'start', worker);
+    expect(started).toMatchObject({ workflows: 'flaky,ping,report', cron: true, runnerId: 'cli-test' });
+
+    if (typeof (DefaultRunner.prototype as { metrics?: unknown }).metrics === 'function') {
+      const response = await fetch(String(started.metrics));
+      expect(response.status).toBe(200);
+    } else {
+      expect(worker.stderr()).toContain('--metrics-port is ignored');
+    }
+
+    // Queue a pipeline from another process, as an application would; only the worker runs it.
+    const producer = await DefaultRunner.create({
+      database: database.url,
+      workflows: [report],
+      enableCronScheduling: false,
+    });
+    const { id: executionId } = await producer.executeAsync('report', { batch: 1 });
+    await producer.shutdown();
+
+    const done = await until(
+      () => {
+        const result = orreryJson<PipelineResult>(['executions', 'show', executionId], { env });
+        return result.status === 'completed' ? result : undefined;
+      },
+      'the queued pipeline to complete',
+      worker,
+    );
+    expect(done.tasks.map((t) => t.status)).toEqual(['completed', 'completed', 'completed', 'completed']);
+    const completed = await until(
+      () => events(worker).find((e) => e.event === 'pipeline:completed'),
+      'pipeline:completed',
+      worker,
+    );
+    expect(completed).toMatchObject({ executionId });
+
+    worker.process.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
+    expect(
+      events(worker)
+        .map((e) => e.event)
+        .slice(-2),
+    ).toEqual(['worker:stopping', 'worker:stopped']);
+    expect(events(worker).find((e) => e.event === 'worker:stopping')).toMatchObject({ signal: 'SIGTERM' });
+  });
+
+  it('prints readable lines by default and stops on SIGINT', async () => {
+    const worker = startWorker(['--no-cron', '--quiet']);
+    await until(() => (worker.stdout().includes('worker:started') ? true : undefined), 'start', worker);
+    expect(worker.stdout()).toMatch(
+      /^\d{4}-\d{2}-\d{2}T\S+Z worker:started workflows=flaky,ping,report database=sqlite:\S+ cron=false runnerId=\S+\n/,
+    );
+    worker.process.kill('SIGINT');
+    expect(await worker.exited).toBe(0);
+    expect(worker.stdout()).toMatch(/worker:stopping signal=SIGINT timeoutMs=30000\n.*worker:stopped\n$/);
+  });
+
+  it('fires cron schedules while it runs', async () => {
+    const module = ['--module', FIXTURE_WORKFLOWS];
+    orreryJson(['schedules', 'add', 'ping', '* * * * * *', '--name', 'every-second', '--catchup', 'skip', ...module], {
+      env,
+    });
+    const worker = startWorker(['--json']);
+    const fired = await until(() => events(worker).find((e) => e.event === 'cron:fired'), 'cron:fired', worker);
+    expect(typeof fired.scheduledTime).toBe('string');
+    worker.process.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
+    orreryJson(['schedules', 'delete', 'every-second'], { env });
+    const history = orreryJson<Array<{ source: string; status: string }>>(
+      ['schedules', 'history', fired.scheduleId as string],
+      { env },
+    );
+    expect(history.some((row) => row.source === 'schedule' && row.status === 'handed_off')).toBe(true);
+  });
+
+  it('refuses a missing module, a module without workflows, and no module at all', () => {
+    expectOneLineError(orrery(['worker', 'missing-workflows.js'], { env }), 1, 'missing-workflows.js');
+    expectOneLineError(orrery(['worker', NO_WORKFLOWS], { env }), 1, 'exports no workflow');
+    expectOneLineError(orrery(['worker'], { env }), 2, "missing required argument 'module'");
+    expectOneLineError(orrery(['worker', FIXTURE_WORKFLOWS, '--shutdown-timeout', 'soon'], { env }), 2, 'duration');
+  });
+});
