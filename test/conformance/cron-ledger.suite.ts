@@ -347,6 +347,21 @@ export function describeCronLedger(open: OpenStorage): void {
         });
       });
 
+      it('counts claimed rows fired before the lost cutoff, whatever their scheduled time', async () => {
+        const schedule = freshSchedule();
+        const handedOff = occurrence(schedule, at(0));
+        await store().insertOccurrences([
+          handedOff,
+          occurrence(schedule, at(-24 * 60 * MINUTE), { fireAt: at(-24 * 60 * MINUTE) }),
+          occurrence(schedule, at(MINUTE), { fireAt: at(10 * MINUTE - 1) }),
+          occurrence(schedule, at(2 * MINUTE), { fireAt: LOST_BEFORE }),
+          occurrence(schedule, at(3 * MINUTE), { status: 'abandoned' }),
+        ]);
+        await store().linkOccurrence(handedOff.id, newId(), at(1));
+        expect(await store().countLostOccurrences(LOST_BEFORE)).toBe(2);
+        expect(await store().countLostOccurrences(at(-24 * 60 * MINUTE))).toBe(0);
+      });
+
       it('takes the p99 delay as the value at rank ceil(0.99 n) among n handoffs', async () => {
         const schedule = freshSchedule();
         const rows = Array.from({ length: 100 }, (_, i) => occurrence(schedule, at(i * MINUTE)));

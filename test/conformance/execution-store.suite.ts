@@ -573,6 +573,25 @@ export function describeExecutionStore(open: OpenStorage): void {
         expect(ids(await store().listPipelines({ limit: 1, offset: 2 }))).toEqual([first.id]);
       });
 
+      it('counts running tasks whose lease expired, not live leases, ready or finished tasks', async () => {
+        const stalled = fixture(CHAIN);
+        await stalled.create();
+        await stalled.claim('r1', at(0));
+        const live = fixture();
+        await live.create();
+        await live.claim('r2', at(500));
+        const finished = fixture();
+        await finished.create();
+        await finished.runAll(at(0), completed());
+        await fixture(DIAMOND).create();
+
+        expect(await store().countStalledTasks(at(1000))).toBe(0);
+        expect(await store().countStalledTasks(at(1001))).toBe(1);
+        expect(await store().countStalledTasks(at(1501))).toBe(2);
+        await stalled.claim('r3', at(1600));
+        expect(await store().countStalledTasks(at(1600))).toBe(1);
+      });
+
       it('deletes terminal pipelines that ended before the cutoff, with their tasks, a batch at a time', async () => {
         const endedWith = async (dag = SINGLE, outcome = completed(), endedAt = at(100)) => {
           const wf = fixture(dag);

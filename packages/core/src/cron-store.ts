@@ -199,6 +199,8 @@ export interface CronStore {
   /** Ledger counts for rows scheduled at or after `since`; lost = claimed with fireAt < lostBefore. */
   occurrenceStats(since: Date, lostBefore: Date): Promise<OccurrenceStats>;
   recoveryCounts(): Promise<RecoveryCounts>;
+  /** Rows still `claimed` whose fire time is before `lostBefore`: lost, waiting for recovery. */
+  countLostOccurrences(lostBefore: Date): Promise<number>;
   /** Deletes up to `batchSize` ledger rows, not `claimed`, scheduled before `before`. */
   deleteTerminalOccurrences(before: Date, batchSize: number): Promise<number>;
 }

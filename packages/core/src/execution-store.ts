@@ -173,6 +173,8 @@ export interface ExecutionStore {
   pausePipeline(id: string, reason: string | null, now: Date): Promise<PipelineRow | null>;
   /** Resumes a paused pipeline. */
   resumePipeline(id: string, now: Date): Promise<PipelineRow | null>;
+  /** Running tasks whose lease expired before `now`: their runner died or stalled, and no runner has taken them over yet. */
+  countStalledTasks(now: Date): Promise<number>;
   /** Deletes up to `batchSize` terminal pipelines (and their tasks) completed before `before`. */
   deleteTerminalPipelines(before: Date, batchSize: number): Promise<number>;
 }

@@ -242,6 +242,11 @@ function prepareStatements(handle: PostgresHandle) {
       .limit(placeholder('limit'))
       .offset(placeholder('offset'))
       .prepare('orrery_list_occurrences'),
+    countLost: db
+      .select({ count: sql<number>`count(*)::int` })
+      .from(c)
+      .where(and(IS_CLAIMED, lt(c.fireAt, bind(c.fireAt, 'lostBefore'))))
+      .prepare('orrery_count_lost_occurrences'),
     occurrenceStats: db
       .select({
         total: sql<number>`count(*)::int`,
@@ -545,6 +550,13 @@ export class PostgresCronStore implements CronStore {
 
   recoveryCounts(): Promise<RecoveryCounts> {
     return statement('recoveryCounts', async () => (await this.#q.recoveryCounts.execute())[0]!);
+  }
+
+  countLostOccurrences(lostBefore: Date): Promise<number> {
+    return statement(
+      'countLostOccurrences',
+      async () => (await this.#q.countLost.execute({ lostBefore }))[0]?.count ?? 0,
+    );
   }
 
   deleteTerminalOccurrences(before: Date, batchSize: number): Promise<number> {

@@ -350,6 +350,11 @@ function prepareStatements(handle: PostgresHandle) {
       .where(and(eq(p.id, bind(p.id, 'id')), sql`${p.status} = 'paused'`))
       .returning()
       .prepare('orrery_resume_pipeline'),
+    countStalledTasks: db
+      .select({ count: sql<number>`count(*)::int` })
+      .from(t)
+      .where(and(IS_RUNNING, lt(t.leaseExpiresAt, bind(t.leaseExpiresAt, 'now'))))
+      .prepare('orrery_count_stalled_tasks'),
     deleteTerminalPipelines: db
       .delete(p)
       .where(
@@ -549,6 +554,13 @@ export class PostgresExecutionStore implements ExecutionStore {
       const [resumed] = await this.#q.resumePipeline.execute({ id, now });
       return resumed ?? (await this.#q.selectPipeline.execute({ id }))[0] ?? null;
     });
+  }
+
+  countStalledTasks(now: Date): Promise<number> {
+    return statement(
+      'countStalledTasks',
+      async () => (await this.#q.countStalledTasks.execute({ now }))[0]?.count ?? 0,
+    );
   }
 
   deleteTerminalPipelines(before: Date, batchSize: number): Promise<number> {

@@ -64,4 +64,5 @@ export type {
   TaskFailedEvent,
   TaskSkippedEvent,
 } from './events.js';
+export type { RunnerHealth } from './health.js';
 export { DefaultRunner, SHUTDOWN_TIMEOUT_MS, type ShutdownOptions } from './runner.js';

@@ -209,6 +209,11 @@ function prepareStatements(handle: SqliteHandle) {
       .limit(placeholder('limit'))
       .offset(placeholder('offset'))
       .prepare(),
+    countLost: db
+      .select({ count: sql<number>`count(*)` })
+      .from(c)
+      .where(and(sql`${c.status} = 'claimed'`, lt(c.fireAt, bind(c.fireAt, 'lostBefore'))))
+      .prepare(),
     occurrenceCounts: db
       .select({
         total: sql<number>`count(*)`,
@@ -457,6 +462,14 @@ export class SqliteCronStore implements CronStore {
 
   recoveryCounts(): Promise<RecoveryCounts> {
     return readTransaction(this.#handle, 'recoveryCounts', () => this.#q.recoveryCounts.get()!);
+  }
+
+  countLostOccurrences(lostBefore: Date): Promise<number> {
+    return readTransaction(
+      this.#handle,
+      'countLostOccurrences',
+      () => this.#q.countLost.get({ lostBefore })?.count ?? 0,
+    );
   }
 
   deleteTerminalOccurrences(before: Date, batchSize: number): Promise<number> {

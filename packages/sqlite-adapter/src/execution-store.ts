@@ -279,6 +279,11 @@ function prepareStatements(handle: SqliteHandle) {
       .where(and(eq(p.id, bind(p.id, 'id')), sql`${p.status} = 'paused'`))
       .returning()
       .prepare(),
+    countStalledTasks: db
+      .select({ count: sql<number>`count(*)` })
+      .from(t)
+      .where(and(IS_RUNNING, lt(t.leaseExpiresAt, bind(t.leaseExpiresAt, 'now'))))
+      .prepare(),
     deleteTerminalPipelines: db
       .delete(p)
       .where(
@@ -497,6 +502,10 @@ export class SqliteExecutionStore implements ExecutionStore {
       'resumePipeline',
       () => this.#q.resumePipeline.get({ id, now }) ?? this.#q.selectPipeline.get({ id }) ?? null,
     );
+  }
+
+  countStalledTasks(now: Date): Promise<number> {
+    return readTransaction(this.#handle, 'countStalledTasks', () => this.#q.countStalledTasks.get({ now })?.count ?? 0);
   }
 
   deleteTerminalPipelines(before: Date, batchSize: number): Promise<number> {

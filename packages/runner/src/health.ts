@@ -1,0 +1,64 @@
+import type { Clock, CronStore, ExecutionStore } from '@orrery/core';
+import type { CronHealth } from '@orrery/cron';
+
+/** What {@link DefaultRunner.health} reports: this process's loops, and what the database says is stuck. */
+export interface RunnerHealth {
+  /**
+   * `ok`: started and nothing is lost or stalled. `degraded`: started, but some occurrence
+   * is lost or some task stalled (recovery and lease expiry should clear them; if they
+   * persist, a runner with those workflows is missing). `stopped`: not started or shut down.
+   */
+  status: 'ok' | 'degraded' | 'stopped';
+  runnerId: string;
+  /** The task claim loop runs in this process. */
+  taskLoopRunning: boolean;
+  /** The cron tick runs in this process (false with `enableCronScheduling: false`). */
+  schedulerRunning: boolean;
+  /** The cron recovery loop runs in this process (false with `cronEnableRecovery: false`). */
+  recoveryRunning: boolean;
+  /** When this process's cron tick last ran; null before the first. */
+  lastTickAt: Date | null;
+  /** When this process's recovery pass last ran; null before the first. */
+  lastRecoveryAt: Date | null;
+  /** Task attempts running in this process now. */
+  runningTasks: number;
+  /** Ledger rows, of any runner, still `claimed` `cronLostThresholdMs` after their fire time. */
+  lostOccurrences: number;
+  /** Running tasks, of any runner, whose lease has expired and that nobody has taken over yet. */
+  stalledTasks: number;
+  /** When this report was made (runner clock). */
+  checkedAt: Date;
+}
+
+/** What a health check reads. */
+export interface HealthSources {
+  runnerId: string;
+  started: boolean;
+  taskLoopRunning: boolean;
+  runningTasks: number;
+  cron: CronHealth;
+  cronStore: CronStore;
+  executionStore: ExecutionStore;
+  lostThresholdMs: number;
+  clock: Clock;
+}
+
+/** Reads the database's lost and stalled counts and combines them with this process's loop state. */
+export async function checkHealth(sources: HealthSources): Promise<RunnerHealth> {
+  const now = sources.clock.now();
+  const [lostOccurrences, stalledTasks] = await Promise.all([
+    sources.cronStore.countLostOccurrences(new Date(now.getTime() - sources.lostThresholdMs)),
+    sources.executionStore.countStalledTasks(now),
+  ]);
+  const stuck = lostOccurrences > 0 || stalledTasks > 0;
+  return {
+    status: !sources.started ? 'stopped' : stuck ? 'degraded' : 'ok',
+    runnerId: sources.runnerId,
+    taskLoopRunning: sources.taskLoopRunning,
+    ...sources.cron,
+    runningTasks: sources.runningTasks,
+    lostOccurrences,
+    stalledTasks,
+    checkedAt: now,
+  };
+}

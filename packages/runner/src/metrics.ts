@@ -1,0 +1,102 @@
+import type { EventEmitter } from 'eventemitter3';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RunnerEvents } from './events.js';
+
+/** Fire lag and task durations span milliseconds to minutes. */
+const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/**
+ * The runner's Prometheus metrics, fed by its own events. Each runner has a registry of its
+ * own (not prom-client's global one), so two runners in one process never collide; merge it
+ * into yours with `Registry.merge` if you serve one endpoint.
+ *
+ * Schedule labels use the schedule's name (its id when it has none), and tasks are labelled
+ * by workflow and task id: both sets are bounded by what users define, never by traffic.
+ */
+export class RunnerMetrics {
+  readonly registry = new Registry();
+
+  constructor(events: EventEmitter<RunnerEvents>, activeTasks: () => number) {
+    const registers = [this.registry];
+    const fired = new Counter({
+      name: 'orrery_cron_fired_total',
+      help: 'Cron occurrences handed off to a pipeline, by schedule and source (schedule, manual, backfill, recovery)',
+      labelNames: ['schedule', 'source'] as const,
+      registers,
+    });
+    const lag = new Histogram({
+      name: 'orrery_cron_fire_lag_seconds',
+      help: 'handedOffAt - scheduledTime of fired occurrences (jitter included)',
+      buckets: SECONDS_BUCKETS,
+      registers,
+    });
+    const skipped = new Counter({
+      name: 'orrery_cron_skipped_total',
+      help: 'Occurrences skipped by overlapPolicy skip',
+      labelNames: ['schedule'] as const,
+      registers,
+    });
+    const recovery = new Counter({
+      name: 'orrery_cron_recovery_total',
+      help: 'Recovery outcomes of lost occurrences: lost (picked up), recovered (handed off), abandoned',
+      labelNames: ['outcome'] as const,
+      registers,
+    });
+    const taskOutcomes = new Counter({
+      name: 'orrery_task_outcomes_total',
+      help: 'Task attempts by outcome: completed, failed (will_retry says whether another attempt follows), skipped',
+      labelNames: ['workflow', 'task', 'outcome', 'will_retry'] as const,
+      registers,
+    });
+    const taskDuration = new Histogram({
+      name: 'orrery_task_duration_seconds',
+      help: 'Duration of successful task attempts',
+      labelNames: ['workflow', 'task'] as const,
+      buckets: SECONDS_BUCKETS,
+      registers,
+    });
+    const pipelines = new Counter({
+      name: 'orrery_pipelines_finished_total',
+      help: 'Pipelines this runner saw finish, by workflow and status',
+      labelNames: ['workflow', 'status'] as const,
+      registers,
+    });
+    new Gauge({
+      name: 'orrery_tasks_running',
+      help: 'Task attempts running in this process now',
+      registers,
+      collect() {
+        this.set(activeTasks());
+      },
+    });
+
+    events.on('cron:fired', (e) => {
+      fired.inc({ schedule: e.scheduleName ?? e.scheduleId, source: e.source });
+      lag.observe(Math.max(0, e.lagMs) / 1000);
+    });
+    events.on('cron:skipped', (e) => skipped.inc({ schedule: e.scheduleName ?? e.scheduleId }));
+    events.on('cron:lost', () => recovery.inc({ outcome: 'lost' }));
+    events.on('cron:recovered', () => recovery.inc({ outcome: 'recovered' }));
+    events.on('cron:abandoned', () => recovery.inc({ outcome: 'abandoned' }));
+    events.on('task:completed', (e) => {
+      taskOutcomes.inc({ workflow: e.workflowName, task: e.taskId, outcome: 'completed', will_retry: 'false' });
+      taskDuration.observe({ workflow: e.workflowName, task: e.taskId }, e.durationMs / 1000);
+    });
+    events.on('task:failed', (e) =>
+      taskOutcomes.inc({
+        workflow: e.workflowName,
+        task: e.taskId,
+        outcome: 'failed',
+        will_retry: String(e.willRetry),
+      }),
+    );
+    events.on('task:skipped', (e) =>
+      taskOutcomes.inc({ workflow: e.workflowName, task: e.taskId, outcome: 'skipped', will_retry: 'false' }),
+    );
+    const finished = (e: { workflowName: string; status: string }) =>
+      pipelines.inc({ workflow: e.workflowName, status: e.status });
+    events.on('pipeline:completed', finished);
+    events.on('pipeline:failed', finished);
+    events.on('pipeline:cancelled', (e) => finished({ workflowName: e.workflowName, status: 'cancelled' }));
+  }
+}

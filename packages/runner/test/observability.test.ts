@@ -1,0 +1,124 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DefaultRunner, type DefaultRunnerConfig, defineWorkflow, NonRetryableError } from '../src/index.js';
+import { ADAPTERS, type TestDatabase, waitFor } from './support.js';
+
+const etl = defineWorkflow({
+  name: 'etl',
+  tasks: [
+    { id: 'extract', run: (ctx) => void ctx.set('rows', 3) },
+    {
+      id: 'load',
+      dependsOn: ['extract'],
+      retry: { maxAttempts: 1 },
+      run: () => {
+        throw new NonRetryableError('the warehouse is read-only');
+      },
+    },
+    { id: 'audit', dependsOn: ['load'], trigger: 'all_done', when: () => false, run: () => {} },
+  ],
+});
+
+/** The value of one sample of the exposition text, or undefined when absent. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
+  let db: TestDatabase;
+  const runners: DefaultRunner[] = [];
+  const open = async (config: DefaultRunnerConfig = {}) => {
+    const runner = await DefaultRunner.create({ ...db.config, workflows: [etl], pollIntervalMs: 20, ...config });
+    runners.push(runner);
+    return runner;
+  };
+
+  beforeEach(() => {
+    db = adapter.open();
+  });
+  afterEach(async () => {
+    await Promise.all(runners.splice(0).map((r) => r.shutdown({ timeoutMs: 1000 })));
+    await db.remove();
+  });
+
+  it('reports stopped before start and ok with its loops running after', async () => {
+    const runner = await open({ cronEnableRecovery: false });
+    expect(await runner.health()).toMatchObject({ status: 'stopped', taskLoopRunning: false, schedulerRunning: false });
+    await runner.start();
+    const health = await runner.health();
+    expect(health).toMatchObject({
+      status: 'ok',
+      runnerId: runner.runnerId,
+      taskLoopRunning: true,
+      schedulerRunning: true,
+      recoveryRunning: false,
+      lostOccurrences: 0,
+      stalledTasks: 0,
+      runningTasks: 0,
+    });
+  });
+
+  it('reports degraded when a running task holds an expired lease', async () => {
+    const blocker = defineWorkflow({
+      name: 'blocker',
+      tasks: [
+        { id: 'hold', run: (_ctx, info) => new Promise((resolve) => info.signal.addEventListener('abort', resolve)) },
+      ],
+    });
+    const holder = await open({ workflows: [blocker], enableCronScheduling: false });
+    await holder.start();
+    const execution = await holder.executeAsync('blocker');
+    await waitFor(async () => (await holder.getExecutionStatus(execution.id)) === 'running');
+    expect((await holder.health()).stalledTasks).toBe(0);
+    // A runner whose clock is a minute ahead sees the holder's 30 s lease as expired; it has
+    // not registered the workflow, so it does not take the task over.
+    const ahead = await open({
+      workflows: [],
+      enableCronScheduling: false,
+      clock: { now: () => new Date(Date.now() + 60_000) },
+    });
+    expect(await ahead.health()).toMatchObject({ status: 'stopped', stalledTasks: 1 });
+    await ahead.start();
+    expect(await ahead.health()).toMatchObject({ status: 'degraded', stalledTasks: 1, lostOccurrences: 0 });
+  });
+
+  it('counts task outcomes, durations and finished pipelines in its metrics', async () => {
+    const runner = await open({ enableCronScheduling: false });
+    await runner.start();
+    const result = await runner.execute('etl');
+    expect(result.status).toBe('failed');
+    const text = await runner.metrics();
+    expect(
+      sample(text, 'orrery_task_outcomes_total{workflow="etl",task="extract",outcome="completed",will_retry="false"}'),
+    ).toBe(1);
+    expect(
+      sample(text, 'orrery_task_outcomes_total{workflow="etl",task="load",outcome="failed",will_retry="false"}'),
+    ).toBe(1);
+    expect(
+      sample(text, 'orrery_task_outcomes_total{workflow="etl",task="audit",outcome="skipped",will_retry="false"}'),
+    ).toBe(1);
+    expect(sample(text, 'orrery_task_duration_seconds_count{workflow="etl",task="extract"}')).toBe(1);
+    expect(sample(text, 'orrery_pipelines_finished_total{workflow="etl",status="failed"}')).toBe(1);
+    await waitFor(async () => sample(await runner.metrics(), 'orrery_tasks_running') === 0);
+  });
+
+  it('counts cron fires by schedule and source, with their lag', async () => {
+    const runner = await open();
+    await runner.addCronSchedule({ name: 'nightly', workflowName: 'etl', cronExpression: '0 0 * * *' });
+    await runner.triggerCronSchedule('nightly');
+    const text = await runner.metrics();
+    expect(sample(text, 'orrery_cron_fired_total{schedule="nightly",source="manual"}')).toBe(1);
+    expect(sample(text, 'orrery_cron_fire_lag_seconds_count')).toBe(1);
+  });
+
+  it('keeps each runner’s metrics apart', async () => {
+    const first = await open({ enableCronScheduling: false });
+    const second = await open({ enableCronScheduling: false });
+    await first.start();
+    await first.execute('etl');
+    expect(sample(await second.metrics(), 'orrery_pipelines_finished_total{workflow="etl",status="failed"}')).toBe(
+      undefined,
+    );
+    expect(first.metricsRegistry).not.toBe(second.metricsRegistry);
+  });
+});
