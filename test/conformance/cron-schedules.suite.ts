@@ -1,4 +1,5 @@
 import {
+  type CronExecutionRow,
   type DueScheduleState,
   newId,
   occurrenceId,
@@ -312,6 +313,82 @@ export function describeCronSchedules(open: OpenStorage): void {
           await storage().executions.cancelPipeline(pipeline.id, at(3));
           await claimDue();
           expect(states).toEqual([false, true, true, true, false]);
+        });
+
+        it('creates and links the pipeline of each due occurrence in the claim transaction', async () => {
+          const workflowName = uniqueName();
+          const due = await insert({ workflowName, nextRunAt: at(0) });
+          const jittered = await insert({ workflowName, nextRunAt: at(0) });
+          const declined = await insert({ workflowName, nextRunAt: at(0) });
+          const plan = (schedule: ScheduleRow): SchedulePlan => ({
+            occurrences: [occurrence(schedule, at(0), { fireAt: schedule.id === jittered.id ? at(500) : at(0) })],
+            nextRunAt: at(MINUTE),
+            lastRunAt: at(0),
+          });
+          const prepared: string[] = [];
+          const prepareHandoff = (row: CronExecutionRow) => {
+            prepared.push(row.scheduleId);
+            if (row.scheduleId === declined.id) return null;
+            return newPipeline(row.workflowName, { a: [], b: ['a'] }, { idempotencyKey: row.id, now: at(10) });
+          };
+          const rows = await store().claimDueSchedules({
+            now: at(10),
+            workflowNames: [workflowName],
+            limit: 10,
+            plan,
+            prepareHandoff,
+          });
+          expect(prepared.sort()).toEqual([due.id, declined.id].sort());
+          const byScheduleId = new Map(rows.map((row) => [row.scheduleId, row]));
+          const handedOff = byScheduleId.get(due.id)!;
+          expect(handedOff).toMatchObject({ status: 'handed_off', handedOffAt: at(10) });
+          expect(await store().getOccurrence(handedOff.id)).toEqual(handedOff);
+          const pipeline = await storage().executions.getPipelineByIdempotencyKey(handedOff.id);
+          expect(pipeline).toMatchObject({ id: handedOff.pipelineExecutionId, status: 'pending', workflowName });
+          expect((await storage().executions.listTasks(pipeline!.id)).map((t) => t.status)).toEqual([
+            'ready',
+            'not_started',
+          ]);
+          for (const kept of [jittered, declined]) {
+            expect(byScheduleId.get(kept.id)).toMatchObject({ status: 'claimed', pipelineExecutionId: null });
+          }
+        });
+
+        it('links an occurrence to the pipeline that already holds its key, creating none', async () => {
+          const row = await insert({ nextRunAt: at(0) });
+          const slot = occurrence(row, at(0));
+          const earlier = newPipeline(row.workflowName, { a: [] }, { idempotencyKey: slot.id });
+          await storage().executions.createPipeline(earlier);
+          const [linked] = await store().claimDueSchedules({
+            now: at(10),
+            workflowNames: [row.workflowName],
+            limit: 10,
+            plan: () => ({ occurrences: [slot], nextRunAt: at(MINUTE), lastRunAt: at(0) }),
+            prepareHandoff: (r) => newPipeline(r.workflowName, { a: [] }, { idempotencyKey: r.id }),
+          });
+          expect(linked).toMatchObject({ status: 'handed_off', pipelineExecutionId: earlier.id });
+          expect(
+            await storage().executions.listPipelines({ workflowName: row.workflowName, limit: 10, offset: 0 }),
+          ).toHaveLength(1);
+        });
+
+        it('writes nothing, not even the claim, when preparing a handoff throws', async () => {
+          const row = await insert({ nextRunAt: at(0) });
+          const { plan } = planOneSlot();
+          const failure = await store()
+            .claimDueSchedules({
+              now: at(10),
+              workflowNames: [row.workflowName],
+              limit: 10,
+              plan,
+              prepareHandoff: () => {
+                throw new ValidationError('handoff refused');
+              },
+            })
+            .catch((error: unknown) => error);
+          expect(failure).toBeInstanceOf(ValidationError);
+          expect(await store().getSchedule(row.id)).toEqual(row);
+          expect(await store().listOccurrences(row.id, 10, 0)).toEqual([]);
         });
 
         it('writes nothing at all when a plan throws, and passes the error on', async () => {

@@ -1,3 +1,4 @@
+import type { NewPipeline } from './execution-store.js';
 import type { JsonObject } from './json.js';
 
 /** What to do with occurrences that were missed while no runner was running. */
@@ -96,6 +97,14 @@ export interface ClaimDueRequest {
    * null to leave the schedule untouched.
    */
   plan: (schedule: ScheduleRow, state: DueScheduleState) => SchedulePlan | null;
+  /**
+   * In-transaction handoff, when the executor shares this database: called synchronously,
+   * inside the transaction, for each claimed occurrence whose `fireAt` has come; the pipeline
+   * it returns is created under the occurrence id as idempotency key and linked, so phase 1,
+   * the pipeline rows and the link commit together. Null leaves the row `claimed`, for the
+   * two-phase path.
+   */
+  prepareHandoff?: (occurrence: CronExecutionRow) => NewPipeline | null;
 }
 
 /** Input of {@link CronStore.claimLostOccurrences}. */
@@ -172,8 +181,9 @@ export interface CronStore {
   /**
    * Claim + phase 1 in one transaction: locks due enabled schedules (nextRunAt ≤ now; SKIP
    * LOCKED on Postgres), asks `plan` for each, inserts its rows ON CONFLICT DO NOTHING and
-   * advances the schedule by compare-and-set on `version`. Returns the inserted `claimed`
-   * rows, to be handed off.
+   * advances the schedule by compare-and-set on `version`. Returns the inserted rows to
+   * hand off: `claimed`, or already `handed_off` (with `pipelineExecutionId`) when
+   * `prepareHandoff` created their pipelines in the transaction.
    */
   claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]>;
   /**

@@ -18,7 +18,7 @@ export {
   type ParsedCron,
   parseCronExpression,
 } from './occurrences.js';
-export type { CronFaults, CronServiceOptions, WorkflowCatalog } from './options.js';
+export type { CronFaults, CronServiceOptions, InTransactionHandoff, WorkflowCatalog } from './options.js';
 export type { RecoveryResult } from './recover.js';
 export type { TickResult } from './scheduler.js';
 export type { AddScheduleOptions, ListSchedulesFilter } from './schedules.js';

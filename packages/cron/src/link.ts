@@ -34,6 +34,17 @@ export async function linkOccurrence(
     );
     return false;
   }
+  reportFired(deps, row, pipelineExecutionId, handedOffAt);
+  return true;
+}
+
+/** Emits `cron:fired` for an occurrence linked to its pipeline at `handedOffAt`. */
+export function reportFired(
+  deps: Pick<CronServiceOptions, 'logger' | 'emit'>,
+  row: CronExecutionRow,
+  pipelineExecutionId: string,
+  handedOffAt: Date,
+): void {
   emitEvent(deps, 'cron:fired', {
     scheduleId: row.scheduleId,
     scheduleName: scheduleNameOf(row),
@@ -43,5 +54,4 @@ export async function linkOccurrence(
     pipelineExecutionId,
     lagMs: handedOffAt.getTime() - row.scheduledTime.getTime(),
   });
-  return true;
 }

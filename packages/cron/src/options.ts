@@ -4,6 +4,7 @@ import {
   type CronStore,
   emitSafely,
   type Logger,
+  type NewPipeline,
   type PipelineExecutor,
 } from '@orrery/core';
 import type { CronEmit, CronEvents } from './events.js';
@@ -28,6 +29,22 @@ export interface CronFaults {
   duringRecovery?(row: CronExecutionRow): void | Promise<void>;
 }
 
+/**
+ * Offered by an executor that shares the scheduler's database (the DefaultRunner): the tick
+ * creates each due occurrence's pipeline inside its claim transaction, so phase 1, the
+ * pipeline rows and the link commit together — one transaction per tick batch instead of
+ * three per occurrence. Without it, the two-phase path (handoff, then link) runs.
+ */
+export interface InTransactionHandoff {
+  /**
+   * Builds the pipeline of a due occurrence, synchronously, inside the claim transaction.
+   * Returns null when it cannot (the two-phase path then runs and reports why); never throws.
+   */
+  preparePipeline(occurrence: CronExecutionRow, now: Date): NewPipeline | null;
+  /** Called after the commit with the occurrences handed off in it, e.g. to wake a task loop. */
+  handedOff(occurrences: readonly CronExecutionRow[]): void;
+}
+
 /** What a {@link CronService} is built from; the runner supplies all of it. */
 export interface CronServiceOptions {
   store: CronStore;
@@ -40,6 +57,8 @@ export interface CronServiceOptions {
   workflows: WorkflowCatalog;
   emit: CronEmit;
   faults?: CronFaults;
+  /** Set by an executor on the scheduler's own database; see {@link InTransactionHandoff}. */
+  inTransactionHandoff?: InTransactionHandoff;
 }
 
 /** Sends one event through `options.emit`; a throwing listener is logged, never rethrown. */

@@ -1,6 +1,7 @@
 import type { CronExecutionRow, NewCronExecution } from '@orrery/core';
 import { DeferredHandoffs } from './deferred.js';
 import type { Handoff } from './handoff.js';
+import { reportFired } from './link.js';
 import type { CronServiceOptions } from './options.js';
 import { emitEvent } from './options.js';
 import { planSchedule, type TickBudget } from './plan.js';
@@ -19,7 +20,7 @@ export interface TickResult {
 
 type SchedulerDeps = Pick<
   CronServiceOptions,
-  'store' | 'clock' | 'logger' | 'runnerId' | 'settings' | 'workflows' | 'emit' | 'faults'
+  'store' | 'clock' | 'logger' | 'runnerId' | 'settings' | 'workflows' | 'emit' | 'faults' | 'inTransactionHandoff'
 >;
 
 /**
@@ -73,7 +74,7 @@ export class CronScheduler {
 
   /** Runs one tick. Handoff failures are logged, not thrown; a database error in the claim is. */
   async tick(): Promise<TickResult> {
-    const { store, clock, settings, workflows, runnerId, logger, faults } = this.#deps;
+    const { store, clock, settings, workflows, runnerId, logger, faults, inTransactionHandoff } = this.#deps;
     const now = clock.now();
     if (this.#nextWorkAtMs !== null && this.#nextWorkAtMs <= now.getTime()) this.#nextWorkAtMs = null;
     const budget: TickBudget = { rows: settings.maxOccurrencesPerTick, slots: TICK_SLOT_BUDGET };
@@ -97,15 +98,29 @@ export class CronScheduler {
         for (const row of plan.occurrences) if (row.status === 'skipped') skipped.set(row.id, row);
         return plan;
       },
+      ...(inTransactionHandoff && {
+        prepareHandoff: (occurrence: CronExecutionRow) => inTransactionHandoff.preparePipeline(occurrence, now),
+      }),
     });
     this.#lastTickAt = now;
     this.#moreDue = moreDue || planned >= settings.batchSize;
     for (const row of skipped.values()) this.#reportSkipped(row);
-    await faults?.afterPhase1?.(rows);
+    const linkedInClaim = this.#reportHandedOff(rows);
+    const claimed = rows.filter((row) => row.status === 'claimed');
+    await faults?.afterPhase1?.(claimed);
     const due = this.#deferred.takeDue(now);
-    const ready = this.#splitByFireTime(rows, now, due);
+    const ready = this.#splitByFireTime(claimed, now, due);
     const handedOff = await this.#handoff.handOffAll(ready);
-    return { claimed: rows.length, handedOff };
+    return { claimed: rows.length, handedOff: linkedInClaim + handedOff };
+  }
+
+  /** Reports the occurrences the claim transaction already handed off; returns how many. */
+  #reportHandedOff(rows: readonly CronExecutionRow[]): number {
+    const linked = rows.filter((row) => row.status === 'handed_off');
+    if (linked.length === 0) return 0;
+    this.#deps.inTransactionHandoff?.handedOff(linked);
+    for (const row of linked) reportFired(this.#deps, row, row.pipelineExecutionId!, row.handedOffAt!);
+    return linked.length;
   }
 
   /** Drops the jittered occurrences still waiting (they stay `claimed`, so recovery fires them). */

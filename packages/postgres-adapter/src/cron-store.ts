@@ -6,6 +6,7 @@ import {
   DatabaseError,
   type LostOccurrence,
   type NewCronExecution,
+  type NewPipeline,
   type OccurrenceStats,
   type RecoveryCounts,
   type RecoveryOutcome,
@@ -24,6 +25,7 @@ import {
   fieldsOf,
   inTextList,
 } from './codec.js';
+import { createPipelineIn } from './execution-store.js';
 import { cronExecutions as c, cronSchedules as s } from './schema.js';
 import { type PostgresDb, type PostgresHandle, sqlState, statement, transaction } from './transaction.js';
 
@@ -354,6 +356,41 @@ async function advanceSchedules(
 }
 
 /** True for Postgres's unique violation on `cron_schedules.name`. */
+/**
+ * In-transaction handoff: creates the pipeline of each claimed row whose fire time has come
+ * (or finds it by key) and links the rows in one statement, inside the claim transaction.
+ */
+async function handOffInTransaction(
+  tx: PostgresDb,
+  rows: readonly CronExecutionRow[],
+  prepareHandoff: (occurrence: CronExecutionRow) => NewPipeline | null,
+  now: Date,
+): Promise<CronExecutionRow[]> {
+  const result: CronExecutionRow[] = [];
+  const links = new Map<string, string>();
+  for (const row of rows) {
+    const pipeline = row.fireAt.getTime() <= now.getTime() ? prepareHandoff(row) : null;
+    if (pipeline === null) {
+      result.push(row);
+      continue;
+    }
+    const stored = await createPipelineIn(tx, pipeline);
+    links.set(row.id, stored.id);
+    result.push({ ...row, status: 'handed_off', pipelineExecutionId: stored.id, handedOffAt: now });
+  }
+  if (links.size > 0) {
+    // Raw SQL: rows from parallel arrays (unnest), which drizzle's builder cannot name as an UPDATE source.
+    const source = sql`unnest(${arrayParam(encodeUuidList([...links.keys()]))}::uuid[],
+      ${arrayParam(encodeUuidList([...links.values()]))}::uuid[]) AS v(id, pipeline_id)`;
+    await tx
+      .update(c)
+      .set({ status: 'handed_off', pipelineExecutionId: sql`v.pipeline_id`, handedOffAt: now })
+      .from(source)
+      .where(and(sql`${c.id} = v.id`, IS_CLAIMED));
+  }
+  return result;
+}
+
 function isNameTaken(error: unknown): boolean {
   const cause = (error as { cause?: { constraint?: unknown } })?.cause;
   const constraint = (error as { constraint?: unknown })?.constraint ?? cause?.constraint;
@@ -458,8 +495,10 @@ export class PostgresCronStore implements CronStore {
       const advanced = await advanceSchedules(tx, plans, request.now);
       // Cannot miss under the row locks; if it ever did, that schedule stays due and writes nothing.
       const occurrences = plans.filter((plan) => advanced.has(plan.schedule.id)).flatMap((plan) => plan.occurrences);
-      const inserted = await insertOccurrenceRows(tx, occurrences);
-      return inserted.filter((row) => row.status === 'claimed');
+      const claimed = (await insertOccurrenceRows(tx, occurrences)).filter((row) => row.status === 'claimed');
+      const { prepareHandoff } = request;
+      if (prepareHandoff === undefined) return claimed;
+      return handOffInTransaction(tx, claimed, prepareHandoff, request.now);
     });
   }
 

@@ -386,27 +386,9 @@ export class PostgresExecutionStore implements ExecutionStore {
 
   createPipeline(pipeline: NewPipeline): Promise<{ pipeline: PipelineRow; created: boolean }> {
     return statement('createPipeline', async () => {
-      const { tasks } = pipeline;
-      const [row] = await this.#q.createPipeline.execute({
-        id: pipeline.id,
-        workflowName: pipeline.workflowName,
-        workflowVersion: pipeline.workflowVersion,
-        input: pipeline.input,
-        idempotencyKey: pipeline.idempotencyKey,
-        scheduledTime: pipeline.scheduledTime,
-        remainingTasks: tasks.length,
-        now: pipeline.now,
-        taskIds: encodeUuidList(tasks.map((task) => task.id)),
-        taskNames: tasks.map((task) => task.taskId),
-        positions: tasks.map((task) => task.position),
-        pendingDeps: tasks.map((task) => task.pendingDeps),
-      });
+      const [row] = await this.#q.createPipeline.execute(createParams(pipeline));
       if (row !== undefined) return { pipeline: row, created: true };
-      // Only the idempotency key can collide (a taken id fails the insert): return the execution that holds it.
-      const existing = pipeline.idempotencyKey === null ? undefined : await this.#byKey(pipeline.idempotencyKey);
-      if (existing === undefined)
-        throw new DatabaseError(`createPipeline failed: pipeline ${pipeline.id} already exists`);
-      return { pipeline: existing, created: false };
+      return { pipeline: takenKeyHolder(pipeline, await this.#byKey(pipeline.idempotencyKey ?? '')), created: false };
     });
   }
 
@@ -573,6 +555,45 @@ export class PostgresExecutionStore implements ExecutionStore {
   async #byKey(key: string): Promise<PipelineRow | undefined> {
     return (await this.#q.selectPipelineByKey.execute({ key }))[0];
   }
+}
+
+/** Parameters of the create statement: the pipeline row and its tasks as parallel arrays. */
+function createParams(pipeline: NewPipeline) {
+  const { tasks } = pipeline;
+  return {
+    id: pipeline.id,
+    workflowName: pipeline.workflowName,
+    workflowVersion: pipeline.workflowVersion,
+    input: pipeline.input,
+    idempotencyKey: pipeline.idempotencyKey,
+    scheduledTime: pipeline.scheduledTime,
+    remainingTasks: tasks.length,
+    now: pipeline.now,
+    taskIds: encodeUuidList(tasks.map((task) => task.id)),
+    taskNames: tasks.map((task) => task.taskId),
+    positions: tasks.map((task) => task.position),
+    pendingDeps: tasks.map((task) => task.pendingDeps),
+  };
+}
+
+/** The execution holding a new pipeline's idempotency key: only the key can collide, since a taken id fails the insert. */
+function takenKeyHolder(pipeline: NewPipeline, holder: PipelineRow | undefined): PipelineRow {
+  if (pipeline.idempotencyKey === null || holder === undefined) {
+    throw new DatabaseError(`createPipeline failed: pipeline ${pipeline.id} already exists`);
+  }
+  return holder;
+}
+
+/**
+ * {@link PostgresExecutionStore.createPipeline} inside an open transaction: the cron store's
+ * in-transaction handoff creates pipelines in its claim transaction.
+ */
+export async function createPipelineIn(tx: PostgresDb, pipeline: NewPipeline): Promise<PipelineRow> {
+  const [row] = await prepareCreate(tx).execute(createParams(pipeline));
+  if (row !== undefined) return row;
+  const key = pipeline.idempotencyKey ?? '';
+  const [holder] = await tx.select().from(p).where(eq(p.idempotencyKey, key));
+  return takenKeyHolder(pipeline, holder);
 }
 
 async function selectPipelineIn(tx: PostgresDb, id: string): Promise<PipelineRow | null> {

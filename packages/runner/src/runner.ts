@@ -36,6 +36,7 @@ import { ActiveTasks } from './active-tasks.js';
 import { ClaimLoop } from './claim-loop.js';
 import { CompletionWaiters, FIRST_POLL_DELAY_MS } from './completion.js';
 import { cronSettingsOf, type DefaultRunnerConfig, type ResolvedRunnerConfig, resolveConfig } from './config.js';
+import { cronHandoffOf } from './cron-handoff.js';
 import type { RunnerEvents } from './events.js';
 import { checkHealth, type RunnerHealth } from './health.js';
 import { HeartbeatLoop, OffsetClock } from './heartbeat.js';
@@ -138,6 +139,13 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
       settings: cronSettingsOf(config),
       workflows: registry,
       emit: (event, ...args) => this.#emit(event, args[0]),
+      inTransactionHandoff: cronHandoffOf({
+        registry,
+        maxContextBytes: config.maxContextBytes,
+        logger,
+        created: ({ id, workflowName, idempotencyKey, scheduledTime }) =>
+          this.#pipelineCreated({ id, workflowName, idempotencyKey, scheduledTime }),
+      }),
     });
     this.#metrics = new RunnerMetrics(this, () => this.#active.size);
   }
@@ -265,15 +273,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
       now: () => this.#clock.now(),
     };
     const { pipeline, created } = await startPipeline(deps, request);
-    if (created) {
-      this.#emit('pipeline:created', {
-        executionId: pipeline.id,
-        workflowName: pipeline.workflowName,
-        idempotencyKey: pipeline.idempotencyKey,
-        scheduledTime: pipeline.scheduledTime,
-      });
-      this.#claimLoop.nudge();
-    }
+    if (created) this.#pipelineCreated(pipeline);
     return this.#handle(pipeline, defaultTimeoutMs);
   }
 
@@ -372,7 +372,10 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
    * @throws WorkflowNotFoundError when the workflow is not registered with this runner.
    * @throws ScheduleConflictError when the name holds another definition and `onConflict` is not `'update'`.
    */
-  addCronSchedule(input: CronScheduleInput, options?: { onConflict?: 'error' | 'update' }): Promise<CronSchedule> {
+  async addCronSchedule(
+    input: CronScheduleInput,
+    options?: { onConflict?: 'error' | 'update' },
+  ): Promise<CronSchedule> {
     this.#assertOpen();
     return this.#cron.addSchedule(input, options);
   }
@@ -381,7 +384,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
    * Cron schedules, oldest first.
    * @throws ValidationError for a bad limit or offset.
    */
-  listCronSchedules(filter?: ListSchedulesFilter): Promise<CronSchedule[]> {
+  async listCronSchedules(filter?: ListSchedulesFilter): Promise<CronSchedule[]> {
     this.#assertOpen();
     return this.#cron.listSchedules(filter);
   }
@@ -390,7 +393,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
    * One schedule, by id (a UUID-shaped string, any case) or name.
    * @throws ScheduleNotFoundError for an unknown id or name.
    */
-  getCronSchedule(idOrName: string): Promise<CronSchedule> {
+  async getCronSchedule(idOrName: string): Promise<CronSchedule> {
     this.#assertOpen();
     return this.#cron.getSchedule(idOrName);
   }
@@ -400,7 +403,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
    * expression, timezone or window re-times it from now: slots due but unclaimed are dropped.
    * @throws ScheduleNotFoundError, ScheduleConflictError (name taken), ValidationError, WorkflowNotFoundError.
    */
-  updateCronSchedule(idOrName: string, patch: Partial<CronScheduleInput>): Promise<CronSchedule> {
+  async updateCronSchedule(idOrName: string, patch: Partial<CronScheduleInput>): Promise<CronSchedule> {
     this.#assertOpen();
     return this.#cron.updateSchedule(idOrName, patch);
   }
@@ -410,7 +413,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
    * slot strictly after now (and after `startAt`).
    * @throws ScheduleNotFoundError for an unknown id or name.
    */
-  setCronScheduleEnabled(idOrName: string, enabled: boolean): Promise<CronSchedule> {
+  async setCronScheduleEnabled(idOrName: string, enabled: boolean): Promise<CronSchedule> {
     this.#assertOpen();
     return this.#cron.setEnabled(idOrName, enabled);
   }
@@ -419,7 +422,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
    * Deletes a schedule; its ledger (`getCronExecutionHistory`) is kept.
    * @throws ScheduleNotFoundError for an unknown id or name.
    */
-  deleteCronSchedule(idOrName: string): Promise<void> {
+  async deleteCronSchedule(idOrName: string): Promise<void> {
     this.#assertOpen();
     return this.#cron.deleteSchedule(idOrName);
   }
@@ -428,7 +431,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
    * Fires a schedule now, enabled or not, audited as a `manual` ledger row.
    * @throws ScheduleNotFoundError, WorkflowNotFoundError.
    */
-  triggerCronSchedule(idOrName: string): Promise<PipelineExecution> {
+  async triggerCronSchedule(idOrName: string): Promise<PipelineExecution> {
     this.#assertOpen();
     return this.#cron.trigger(idOrName);
   }
@@ -439,7 +442,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
    * @throws ValidationError for an empty or future range or more than 10,000 slots.
    * @throws ScheduleNotFoundError, WorkflowNotFoundError.
    */
-  backfillCronSchedule(
+  async backfillCronSchedule(
     idOrName: string,
     range: { start: Date; end: Date },
   ): Promise<{ created: number; existing: number }> {
@@ -451,19 +454,19 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
    * A schedule's ledger rows, newest first (deleted schedules included, by id).
    * @throws ScheduleNotFoundError for an unknown id or name.
    */
-  getCronExecutionHistory(idOrName: string, options?: HistoryOptions): Promise<CronExecution[]> {
+  async getCronExecutionHistory(idOrName: string, options?: HistoryOptions): Promise<CronExecution[]> {
     this.#assertOpen();
     return this.#cron.history(idOrName, options);
   }
 
   /** Ledger counts by status and the fire delay (mean, p99) since `since` (default: the last 24 hours). */
-  getCronExecutionStats(options?: { since?: Date }): Promise<CronExecutionStats> {
+  async getCronExecutionStats(options?: { since?: Date }): Promise<CronExecutionStats> {
     this.#assertOpen();
     return this.#cron.stats(options);
   }
 
   /** What recovery has done: recovered, abandoned and still-lost occurrences. */
-  getRecoveryStats(): Promise<RecoveryStats> {
+  async getRecoveryStats(): Promise<RecoveryStats> {
     this.#assertOpen();
     return this.#cron.recoveryStats();
   }
@@ -474,7 +477,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
    * data behind a readiness probe. Two cheap indexed counts.
    * @throws DatabaseError when the database cannot be read.
    */
-  health(): Promise<RunnerHealth> {
+  async health(): Promise<RunnerHealth> {
     this.#assertOpen();
     const running = this.#started !== undefined && this.#stopped === undefined;
     return checkHealth({
@@ -529,6 +532,16 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
     const row = await this.#storage.executions.getPipeline(checkExecutionId(executionId));
     if (row === null) throw notFound(executionId);
     return row;
+  }
+
+  #pipelineCreated(pipeline: Pick<PipelineRow, 'id' | 'workflowName' | 'idempotencyKey' | 'scheduledTime'>): void {
+    this.#emit('pipeline:created', {
+      executionId: pipeline.id,
+      workflowName: pipeline.workflowName,
+      idempotencyKey: pipeline.idempotencyKey,
+      scheduledTime: pipeline.scheduledTime,
+    });
+    this.#claimLoop.nudge();
   }
 
   #pipelineFinished(row: PipelineRow, tasks: readonly TaskRow[] | null): void {

@@ -6,6 +6,7 @@ import {
   type ExecutionStore,
   IdempotencyConflictError,
   type JsonObject,
+  type NewPipeline,
   newId,
   type PipelineRow,
   truncateToMillis,
@@ -68,6 +69,27 @@ function readInput(context: Context | Record<string, unknown> | undefined): Json
   return new Context(context as JsonObject).toJSON();
 }
 
+/** The rows of a new pipeline: tasks without dependencies start `ready`. */
+export function newPipelineRows(request: PipelineRequest, now: Date): NewPipeline {
+  const { workflow } = request;
+  return {
+    id: newId(),
+    workflowName: workflow.name,
+    workflowVersion: workflow.version,
+    input: request.input,
+    idempotencyKey: request.idempotencyKey,
+    scheduledTime: request.scheduledTime,
+    now: truncateToMillis(now),
+    tasks: workflow.tasks.map((task, position) => ({
+      id: newId(),
+      taskId: task.id,
+      position,
+      // Distinct dependencies: finishing a dependency counts down its dependents once, however often it is listed.
+      pendingDeps: new Set(task.dependsOn).size,
+    })),
+  };
+}
+
 /**
  * Commits a pipeline and all its task rows in one transaction; tasks without dependencies
  * start `ready`. With an idempotency key already used, returns that execution and writes
@@ -79,22 +101,7 @@ export async function startPipeline(
   request: PipelineRequest,
 ): Promise<{ pipeline: PipelineRow; created: boolean }> {
   const { workflow } = request;
-  const result = await deps.store.createPipeline({
-    id: newId(),
-    workflowName: workflow.name,
-    workflowVersion: workflow.version,
-    input: request.input,
-    idempotencyKey: request.idempotencyKey,
-    scheduledTime: request.scheduledTime,
-    now: truncateToMillis(deps.now()),
-    tasks: workflow.tasks.map((task, position) => ({
-      id: newId(),
-      taskId: task.id,
-      position,
-      // Distinct dependencies: finishing a dependency counts down its dependents once, however often it is listed.
-      pendingDeps: new Set(task.dependsOn).size,
-    })),
-  });
+  const result = await deps.store.createPipeline(newPipelineRows(request, deps.now()));
   if (!result.created && result.pipeline.workflowName !== workflow.name) {
     throw new IdempotencyConflictError(
       `Idempotency key "${request.idempotencyKey}" already belongs to execution ${result.pipeline.id} of workflow "${result.pipeline.workflowName}", not "${workflow.name}"; use a key unique to this request.`,

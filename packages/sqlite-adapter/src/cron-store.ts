@@ -6,6 +6,7 @@ import {
   DatabaseError,
   type LostOccurrence,
   type NewCronExecution,
+  type NewPipeline,
   type OccurrenceStats,
   type RecoveryCounts,
   type RecoveryOutcome,
@@ -23,6 +24,7 @@ import {
   textListSql,
   uuidListSql,
 } from './codec.js';
+import type { SqliteExecutionStore } from './execution-store.js';
 import { cronExecutions as c, cronSchedules as s } from './schema.js';
 import { readTransaction, type SqliteHandle, writeTransaction } from './transaction.js';
 
@@ -272,11 +274,13 @@ function isNameTaken(error: unknown): boolean {
 export class SqliteCronStore implements CronStore {
   readonly #handle: SqliteHandle;
   readonly #q: ReturnType<typeof prepareStatements>;
+  readonly #executions: SqliteExecutionStore;
 
   /** Prepares every statement on `handle`; the schema must be migrated. */
-  constructor(handle: SqliteHandle) {
+  constructor(handle: SqliteHandle, executions: SqliteExecutionStore) {
     this.#handle = handle;
     this.#q = prepareStatements(handle);
+    this.#executions = executions;
   }
 
   insertSchedule(schedule: ScheduleRow): Promise<{ schedule: ScheduleRow; created: boolean }> {
@@ -373,8 +377,24 @@ export class SqliteCronStore implements CronStore {
           if (inserted?.status === 'claimed') claimed.push(inserted);
         }
       }
-      return claimed;
+      const { prepareHandoff } = request;
+      if (prepareHandoff === undefined) return claimed;
+      return claimed.map((row) => this.#handOffInTransaction(row, prepareHandoff, request.now));
     });
+  }
+
+  /** In-transaction handoff of one claimed row: creates its pipeline (or finds it by key) and links it. */
+  #handOffInTransaction(
+    row: CronExecutionRow,
+    prepareHandoff: (occurrence: CronExecutionRow) => NewPipeline | null,
+    now: Date,
+  ): CronExecutionRow {
+    if (row.fireAt.getTime() > now.getTime()) return row;
+    const pipeline = prepareHandoff(row);
+    if (pipeline === null) return row;
+    const { pipeline: stored } = this.#executions.createPipelineInTransaction(pipeline);
+    this.#q.linkOccurrence.run({ id: row.id, pipelineId: stored.id, now });
+    return { ...row, status: 'handed_off', pipelineExecutionId: stored.id, handedOffAt: now };
   }
 
   insertOccurrences(rows: readonly NewCronExecution[]): Promise<{ claimed: CronExecutionRow[]; existing: number }> {

@@ -312,38 +312,44 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   createPipeline(pipeline: NewPipeline): Promise<{ pipeline: PipelineRow; created: boolean }> {
-    return writeTransaction(this.#handle, 'createPipeline', () => {
-      const [row] = this.#q.insertPipeline.all({
-        id: pipeline.id,
+    return writeTransaction(this.#handle, 'createPipeline', () => this.createPipelineInTransaction(pipeline));
+  }
+
+  /**
+   * The body of {@link createPipeline}, for a transaction already open on this connection:
+   * the cron store's in-transaction handoff creates pipelines inside its claim transaction.
+   */
+  createPipelineInTransaction(pipeline: NewPipeline): { pipeline: PipelineRow; created: boolean } {
+    const [row] = this.#q.insertPipeline.all({
+      id: pipeline.id,
+      workflowName: pipeline.workflowName,
+      workflowVersion: pipeline.workflowVersion,
+      input: pipeline.input,
+      idempotencyKey: pipeline.idempotencyKey,
+      scheduledTime: pipeline.scheduledTime,
+      remainingTasks: pipeline.tasks.length,
+      now: pipeline.now,
+    });
+    if (row === undefined) {
+      // Only the idempotency key can collide (ids are fresh UUIDs): return the execution that holds it.
+      const existing = pipeline.idempotencyKey === null ? undefined : this.#byKey(pipeline.idempotencyKey);
+      if (existing === undefined)
+        throw new DatabaseError(`createPipeline failed: pipeline ${pipeline.id} already exists`);
+      return { pipeline: existing, created: false };
+    }
+    for (const task of pipeline.tasks) {
+      this.#q.insertTask.run({
+        id: task.id,
+        pipelineId: pipeline.id,
         workflowName: pipeline.workflowName,
-        workflowVersion: pipeline.workflowVersion,
-        input: pipeline.input,
-        idempotencyKey: pipeline.idempotencyKey,
-        scheduledTime: pipeline.scheduledTime,
-        remainingTasks: pipeline.tasks.length,
+        taskId: task.taskId,
+        position: task.position,
+        status: task.pendingDeps === 0 ? 'ready' : 'not_started',
+        pendingDeps: task.pendingDeps,
         now: pipeline.now,
       });
-      if (row === undefined) {
-        // Only the idempotency key can collide (ids are fresh UUIDs): return the execution that holds it.
-        const existing = pipeline.idempotencyKey === null ? undefined : this.#byKey(pipeline.idempotencyKey);
-        if (existing === undefined)
-          throw new DatabaseError(`createPipeline failed: pipeline ${pipeline.id} already exists`);
-        return { pipeline: existing, created: false };
-      }
-      for (const task of pipeline.tasks) {
-        this.#q.insertTask.run({
-          id: task.id,
-          pipelineId: pipeline.id,
-          workflowName: pipeline.workflowName,
-          taskId: task.taskId,
-          position: task.position,
-          status: task.pendingDeps === 0 ? 'ready' : 'not_started',
-          pendingDeps: task.pendingDeps,
-          now: pipeline.now,
-        });
-      }
-      return { pipeline: row, created: true };
-    });
+    }
+    return { pipeline: row, created: true };
   }
 
   getPipeline(id: string): Promise<PipelineRow | null> {

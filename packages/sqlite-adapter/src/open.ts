@@ -71,10 +71,11 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
     if (migrate) applyMigrations(client);
     else assertSchemaCurrent(client, filename);
     const handle = createHandle(client, drizzle({ client, schema }));
+    const executions = new SqliteExecutionStore(handle);
     return {
       dialect: 'sqlite',
-      executions: new SqliteExecutionStore(handle),
-      cron: new SqliteCronStore(handle),
+      executions,
+      cron: new SqliteCronStore(handle, executions),
       runners: new SqliteRunnerStore(handle),
       close: async () => {
         if (client.open) client.close();
