@@ -5,11 +5,13 @@
  *   BENCH_ADAPTERS=sqlite npm run bench:cron
  *   BENCH_SCALE=0.2 npm run bench:cron      # fewer schedules, for a quick look
  *
- * Scenarios: occurrences handed off per second when many schedules are due at once (tick
- * after tick, default batch settings); the cost of an idle tick with 100,000 enabled
- * schedules none of which is due; the fire lag (handedOffAt − scheduledTime) at a steady
- * rate on the wall clock. The executor is the cron tests' StorageExecutor, which writes each
- * pipeline and its task row through the adapter like the runner does.
+ * Scenarios: occurrences handed off per second when many schedules are due at once, through
+ * the two-phase path (CronService over the cron tests' StorageExecutor, a generic executor
+ * writing each pipeline through the adapter) and through real DefaultRunners (in-transaction
+ * handoff, task loops running the pipelines too; 1 and 2 instances on PostgreSQL); the cost of
+ * an idle tick with 100,000 enabled schedules none of which is due; the fire lag
+ * (handedOffAt − scheduledTime) at a steady rate on the wall clock, two-phase at 100
+ * occurrences/s and a DefaultRunner at 1,000 occurrences/s.
  * PostgreSQL comes from TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test; each
  * run uses a fresh schema and drops it. Results are printed as a table and written to
  * bench/results/cron-<date>.json.
@@ -29,6 +31,7 @@ import {
 } from '@orrery/core';
 import { CRON_DEFAULTS, type CronEvents, CronService, type CronSettings } from '@orrery/cron';
 import { openPostgresStorage } from '@orrery/postgres-adapter';
+import { DefaultRunner, defineWorkflow } from '@orrery/runner';
 import { openSqliteStorage } from '@orrery/sqlite-adapter';
 import pg from 'pg';
 import { StorageExecutor } from '../packages/cron/test/support/storage-executor.js';
@@ -44,18 +47,28 @@ const IDLE_SCHEDULES = Math.ceil(100_000 * SCALE);
 const IDLE_TICKS = Math.ceil(2_000 * SCALE);
 const LAG_SCHEDULES = 100;
 const LAG_SECONDS = Math.max(3, Math.ceil(10 * SCALE));
+const LAG_RATE = Math.ceil(1_000 * Math.min(1, SCALE * 4));
+
+/** Where a DefaultRunner finds a bench database. */
+interface RunnerTarget {
+  database: string;
+  schema?: string;
+}
 
 interface Database {
   storage: Storage;
+  target: RunnerTarget;
   remove(): Promise<void>;
 }
 
 async function openDatabase(adapter: string): Promise<Database> {
   if (adapter === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'orrery-bench-cron-'));
-    const storage = await openSqliteStorage({ filename: join(dir, 'bench.db') });
+    const filename = join(dir, 'bench.db');
+    const storage = await openSqliteStorage({ filename });
     return {
       storage,
+      target: { database: `sqlite:${filename}` },
       remove: async () => {
         await storage.close();
         rmSync(dir, { recursive: true, force: true });
@@ -66,6 +79,7 @@ async function openDatabase(adapter: string): Promise<Database> {
   const storage = await openPostgresStorage({ connectionString: POSTGRES_URL, schema });
   return {
     storage,
+    target: { database: POSTGRES_URL, schema },
     remove: async () => {
       await storage.close();
       const client = new pg.Client({ connectionString: POSTGRES_URL });
@@ -159,11 +173,92 @@ async function dueThroughput(adapter: string, storage: Storage): Promise<Measure
     throw new Error(`expected ${DUE_SCHEDULES} pipelines, got ${pipelines.length}`);
   return {
     adapter,
-    scenario: `handoff, ${DUE_SCHEDULES} due at once`,
+    scenario: `two-phase handoff, ${DUE_SCHEDULES} due`,
     count: DUE_SCHEDULES,
     seconds,
     perSecond: DUE_SCHEDULES / seconds,
     settings: { batchSize: CRON_DEFAULTS.batchSize, maxOccurrencesPerTick: CRON_DEFAULTS.maxOccurrencesPerTick },
+  };
+}
+
+/**
+ * Many schedules due at once, fired by real DefaultRunners (in-transaction handoff) while
+ * their task loops run the pipelines too: the end-to-end figure a user sees. Several
+ * instances run in this one process, each with its own connections.
+ */
+async function runnerDueThroughput(adapter: string, target: RunnerTarget, instances: number): Promise<Measurement> {
+  const clock = new ManualClock(T0);
+  const workflow = defineWorkflow({ name: WORKFLOW, tasks: [{ id: 'noop', run: () => {} }] });
+  const runners = await Promise.all(
+    Array.from({ length: instances }, (_, i) =>
+      DefaultRunner.create({
+        ...target,
+        workflows: [workflow],
+        clock,
+        runnerId: `bench-${i}`,
+        cronEnableRecovery: false,
+      }),
+    ),
+  );
+  const admin = runners[0]!;
+  await inParallel(DUE_SCHEDULES, 16, async (i) => {
+    await admin.addCronSchedule({ name: `due-${i}`, workflowName: WORKFLOW, cronExpression: '* * * * *' });
+    progress('adding due schedules', i + 1, DUE_SCHEDULES);
+  });
+  let fired = 0;
+  let done!: () => void;
+  const allFired = new Promise<void>((resolve) => {
+    done = resolve;
+  });
+  for (const runner of runners) {
+    runner.on('cron:fired', () => {
+      fired += 1;
+      progress(`handing off (${instances} instance${instances > 1 ? 's' : ''})`, fired, DUE_SCHEDULES);
+      if (fired === DUE_SCHEDULES) done();
+    });
+  }
+  clock.set(new Date(T0.getTime() + 60_000));
+  const startMs = performance.now();
+  await Promise.all(runners.map((runner) => runner.start()));
+  await allFired;
+  const seconds = (performance.now() - startMs) / 1000;
+  await Promise.all(runners.map((runner) => runner.shutdown({ timeoutMs: 10_000 })));
+  return {
+    adapter,
+    scenario: `runner handoff, ${DUE_SCHEDULES} due, ${instances}x`,
+    count: DUE_SCHEDULES,
+    seconds,
+    perSecond: DUE_SCHEDULES / seconds,
+  };
+}
+
+/** Fire lag of a real DefaultRunner at a steady LAG_RATE occurrences per second on the wall clock. */
+async function runnerFireLag(adapter: string, target: RunnerTarget): Promise<Measurement> {
+  const workflow = defineWorkflow({ name: WORKFLOW, tasks: [{ id: 'noop', run: () => {} }] });
+  const runner = await DefaultRunner.create({ ...target, workflows: [workflow], cronEnableRecovery: false });
+  for (let i = 0; i < LAG_RATE; i += 1) {
+    await runner.addCronSchedule({ name: `lag-${i}`, workflowName: WORKFLOW, cronExpression: '* * * * * *' });
+    progress('adding every-second schedules', i + 1, LAG_RATE);
+  }
+  const lags: number[] = [];
+  runner.on('cron:fired', (event) => lags.push(event.lagMs));
+  await runner.start();
+  for (let s = 1; s <= LAG_SECONDS; s += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    progress(`runner at ${LAG_RATE} occ/s, poll ${CRON_DEFAULTS.pollIntervalMs} ms`, s, LAG_SECONDS);
+  }
+  await runner.shutdown({ timeoutMs: 10_000 });
+  lags.sort((a, b) => a - b);
+  return {
+    adapter,
+    scenario: `runner fire lag, ${LAG_RATE} occ/s`,
+    count: lags.length,
+    seconds: LAG_SECONDS,
+    perSecond: lags.length / LAG_SECONDS,
+    meanMs: lags.reduce((a, b) => a + b, 0) / Math.max(1, lags.length),
+    p50Ms: percentile(lags, 0.5),
+    p99Ms: percentile(lags, 0.99),
+    settings: { pollIntervalMs: CRON_DEFAULTS.pollIntervalMs },
   };
 }
 
@@ -263,17 +358,19 @@ function print(m: Measurement) {
 
 async function benchAdapter(adapter: string): Promise<Measurement[]> {
   const out: Measurement[] = [];
-  const scenarios: ((storage: Storage) => Promise<Measurement>)[] = [
-    (storage) => dueThroughput(adapter, storage),
-    (storage) => idleTick(adapter, storage),
-    (storage) => fireLag(adapter, storage, CRON_DEFAULTS.pollIntervalMs),
-    (storage) => fireLag(adapter, storage, 100),
+  const scenarios: ((database: Database) => Promise<Measurement>)[] = [
+    ({ storage }) => dueThroughput(adapter, storage),
+    ({ target }) => runnerDueThroughput(adapter, target, 1),
+    ...(adapter === 'postgres' ? [({ target }: Database) => runnerDueThroughput(adapter, target, 2)] : []),
+    ({ storage }) => idleTick(adapter, storage),
+    ({ storage }) => fireLag(adapter, storage, CRON_DEFAULTS.pollIntervalMs),
+    ({ target }) => runnerFireLag(adapter, target),
   ];
   console.log(`${adapter}:`);
   for (const scenario of scenarios) {
     const database = await openDatabase(adapter);
     try {
-      const measurement = await scenario(database.storage);
+      const measurement = await scenario(database);
       print(measurement);
       out.push(measurement);
     } finally {
