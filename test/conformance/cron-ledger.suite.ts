@@ -362,6 +362,25 @@ export function describeCronLedger(open: OpenStorage): void {
         expect(await store().countLostOccurrences(at(-24 * 60 * MINUTE))).toBe(0);
       });
 
+      it('gives a slot claimed late the whole lost threshold from its claim', async () => {
+        const schedule = freshSchedule();
+        await store().insertOccurrences([
+          occurrence(schedule, at(0), { claimedAt: LOST_BEFORE }),
+          occurrence(schedule, at(MINUTE), { claimedAt: at(10 * MINUTE - 1) }),
+        ]);
+        expect(await store().countLostOccurrences(LOST_BEFORE)).toBe(1);
+        expect(await store().occurrenceStats(T0, LOST_BEFORE)).toMatchObject({ lost: 1 });
+        const claimed = await store().claimLostOccurrences({
+          now: RECOVERY_NOW,
+          lostBefore: LOST_BEFORE,
+          workflowNames: [schedule.workflowName],
+          limit: 10,
+          runnerId: 'recoverer',
+          leaseMs: RECOVERY_LEASE_MS,
+        });
+        expect(claimed.map((lost) => lost.row.scheduledTime)).toEqual([at(MINUTE)]);
+      });
+
       it('takes the p99 delay as the value at rank ceil(0.99 n) among n handoffs', async () => {
         const schedule = freshSchedule();
         const rows = Array.from({ length: 100 }, (_, i) => occurrence(schedule, at(i * MINUTE)));

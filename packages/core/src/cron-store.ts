@@ -110,7 +110,7 @@ export interface ClaimDueRequest {
 /** Input of {@link CronStore.claimLostOccurrences}. */
 export interface ClaimLostRequest {
   now: Date;
-  /** Rows whose `fireAt` is before this are lost. */
+  /** Rows whose `fireAt` and `claimedAt` are both before this are lost. */
   lostBefore: Date;
   workflowNames: readonly string[];
   limit: number;
@@ -196,7 +196,7 @@ export interface CronStore {
   /** Phase 2: `claimed` → `handed_off` with the pipeline id. False when not `claimed` any more. */
   linkOccurrence(id: string, pipelineExecutionId: string, now: Date): Promise<boolean>;
   /**
-   * Claims lost rows for recovery by compare-and-set: `claimed`, `fireAt` before
+   * Claims lost rows for recovery by compare-and-set: `claimed`, `fireAt` and `claimedAt` before
    * `lostBefore`, `nextRecoveryAt` passed, no live recovery lease. Increments
    * `recoveryAttempts` and leases each row to `runnerId`.
    */
@@ -206,10 +206,10 @@ export interface CronStore {
   getOccurrence(id: string): Promise<CronExecutionRow | null>;
   /** A schedule's ledger, newest scheduled time first. */
   listOccurrences(scheduleId: string, limit: number, offset: number): Promise<CronExecutionRow[]>;
-  /** Ledger counts for rows scheduled at or after `since`; lost = claimed with fireAt < lostBefore. */
+  /** Ledger counts for rows scheduled at or after `since`; lost = claimed with fireAt and claimedAt < lostBefore. */
   occurrenceStats(since: Date, lostBefore: Date): Promise<OccurrenceStats>;
   recoveryCounts(): Promise<RecoveryCounts>;
-  /** Rows still `claimed` whose fire time is before `lostBefore`: lost, waiting for recovery. */
+  /** Rows still `claimed` whose fire time and claim are before `lostBefore`: lost, waiting for recovery. */
   countLostOccurrences(lostBefore: Date): Promise<number>;
   /** Deletes up to `batchSize` ledger rows, not `claimed`, scheduled before `before`. */
   deleteTerminalOccurrences(before: Date, batchSize: number): Promise<number>;

@@ -49,7 +49,7 @@ export interface CronSettings {
    */
   recoveryIntervalMs: number;
   /**
-   * An occurrence still `claimed` this long after its fire time is lost and recovered.
+   * An occurrence still `claimed` this long after its fire time and its claim is lost and recovered.
    * @default 60_000
    */
   lostThresholdMs: number;

@@ -100,7 +100,7 @@ export interface CronExecution {
 export interface CronExecutionStats {
   totalExecutions: number;
   successfulExecutions: number;
-  /** `claimed` for longer than the lost threshold since their fire time. */
+  /** `claimed` for longer than the lost threshold since their fire time and their claim. */
   lostExecutions: number;
   skippedExecutions: number;
   missedExecutions: number;

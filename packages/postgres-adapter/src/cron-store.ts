@@ -29,6 +29,12 @@ import { createPipelineIn } from './execution-store.js';
 import { cronExecutions as c, cronSchedules as s } from './schema.js';
 import { type PostgresDb, type PostgresHandle, sqlState, statement, transaction } from './transaction.js';
 
+/**
+ * A `claimed` row is lost once both its fire time and its claim are older than the lost
+ * threshold: a slot claimed late (after an outage) gets the whole threshold for its handoff.
+ */
+const LOST_BEFORE = and(lt(c.fireAt, bind(c.fireAt, 'lostBefore')), lt(c.claimedAt, bind(c.claimedAt, 'lostBefore')));
+
 const placeholder = sql.placeholder;
 const occurrenceRow = getTableColumns(c);
 
@@ -152,7 +158,7 @@ function prepareStatements(handle: PostgresHandle) {
             .where(
               and(
                 IS_CLAIMED,
-                lt(c.fireAt, bind(c.fireAt, 'lostBefore')),
+                LOST_BEFORE,
                 or(isNull(c.nextRecoveryAt), lte(c.nextRecoveryAt, now)),
                 or(isNull(c.recoveryLeaseExpiresAt), lt(c.recoveryLeaseExpiresAt, now)),
                 inTextList(c.workflowName, placeholder('workflows')),
@@ -247,13 +253,13 @@ function prepareStatements(handle: PostgresHandle) {
     countLost: db
       .select({ count: sql<number>`count(*)::int` })
       .from(c)
-      .where(and(IS_CLAIMED, lt(c.fireAt, bind(c.fireAt, 'lostBefore'))))
+      .where(and(IS_CLAIMED, LOST_BEFORE))
       .prepare('orrery_count_lost_occurrences'),
     occurrenceStats: db
       .select({
         total: sql<number>`count(*)::int`,
         handedOff: sql<number>`(count(*) FILTER (WHERE ${c.status} = 'handed_off'))::int`,
-        lost: sql<number>`(count(*) FILTER (WHERE ${IS_CLAIMED} AND ${c.fireAt} < ${bind(c.fireAt, 'lostBefore')}))::int`,
+        lost: sql<number>`(count(*) FILTER (WHERE ${IS_CLAIMED} AND ${LOST_BEFORE}))::int`,
         skipped: sql<number>`(count(*) FILTER (WHERE ${c.status} = 'skipped'))::int`,
         missed: sql<number>`(count(*) FILTER (WHERE ${c.status} = 'missed'))::int`,
         abandoned: sql<number>`(count(*) FILTER (WHERE ${c.status} = 'abandoned'))::int`,

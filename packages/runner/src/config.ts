@@ -76,7 +76,7 @@ export interface DefaultRunnerConfig {
   cronEnableRecovery?: boolean;
   /** Pause between recovery passes. @default 30_000 */
   cronRecoveryIntervalMs?: number;
-  /** An occurrence still `claimed` this long after its time is lost and recovered. @default 60_000 */
+  /** An occurrence still `claimed` this long after its fire time and its claim is lost and recovered. @default 60_000 */
   cronLostThresholdMs?: number;
   /** A lost occurrence older than this (since claim) is abandoned. @default 86_400_000 */
   cronMaxRecoveryAgeMs?: number;

@@ -43,14 +43,21 @@ export {
   WorkflowNotFoundError,
   WorkflowValidationError,
 } from '@orrery/core';
-// Cron event payloads, so that listeners of the runner's cron events can name them.
+// Cron types the runner's methods take and return, and its cron event payloads.
 export type {
   CronAbandonedEvent,
   CronEvents,
+  CronExecution,
+  CronExecutionStats,
   CronFiredEvent,
   CronLostEvent,
   CronRecoveredEvent,
+  CronSchedule,
+  CronScheduleInput,
   CronSkippedEvent,
+  HistoryOptions,
+  ListSchedulesFilter,
+  RecoveryStats,
 } from '@orrery/cron';
 export { type DefaultRunnerConfig, type RetentionConfig, RUNNER_DEFAULTS } from './config.js';
 export type {

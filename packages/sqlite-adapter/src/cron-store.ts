@@ -28,6 +28,12 @@ import type { SqliteExecutionStore } from './execution-store.js';
 import { cronExecutions as c, cronSchedules as s } from './schema.js';
 import { readTransaction, type SqliteHandle, writeTransaction } from './transaction.js';
 
+/**
+ * A `claimed` row is lost once both its fire time and its claim are older than the lost
+ * threshold: a slot claimed late (after an outage) gets the whole threshold for its handoff.
+ */
+const LOST_BEFORE = and(lt(c.fireAt, bind(c.fireAt, 'lostBefore')), lt(c.claimedAt, bind(c.claimedAt, 'lostBefore')));
+
 const placeholder = sql.placeholder;
 
 // Literals, not bound parameters, so that SQLite matches them to the partial indexes.
@@ -159,7 +165,7 @@ function prepareStatements(handle: SqliteHandle) {
             .where(
               and(
                 IS_CLAIMED,
-                lt(c.fireAt, bind(c.fireAt, 'lostBefore')),
+                LOST_BEFORE,
                 or(isNull(c.nextRecoveryAt), lte(c.nextRecoveryAt, now)),
                 or(isNull(c.recoveryLeaseExpiresAt), lt(c.recoveryLeaseExpiresAt, now)),
                 sql`${c.workflowName} IN ${textListSql(placeholder('workflows'))}`,
@@ -214,13 +220,13 @@ function prepareStatements(handle: SqliteHandle) {
     countLost: db
       .select({ count: sql<number>`count(*)` })
       .from(c)
-      .where(and(sql`${c.status} = 'claimed'`, lt(c.fireAt, bind(c.fireAt, 'lostBefore'))))
+      .where(and(sql`${c.status} = 'claimed'`, LOST_BEFORE))
       .prepare(),
     occurrenceCounts: db
       .select({
         total: sql<number>`count(*)`,
         handedOff: sql<number>`coalesce(sum(${c.status} = 'handed_off'), 0)`,
-        lost: sql<number>`coalesce(sum(${c.status} = 'claimed' AND ${c.fireAt} < ${bind(c.fireAt, 'lostBefore')}), 0)`,
+        lost: sql<number>`coalesce(sum(${c.status} = 'claimed' AND ${LOST_BEFORE}), 0)`,
         skipped: sql<number>`coalesce(sum(${c.status} = 'skipped'), 0)`,
         missed: sql<number>`coalesce(sum(${c.status} = 'missed'), 0)`,
         abandoned: sql<number>`coalesce(sum(${c.status} = 'abandoned'), 0)`,
