@@ -25,7 +25,7 @@ import {
   fieldsOf,
   inTextList,
 } from './codec.js';
-import { createPipelineIn } from './execution-store.js';
+import { createPipelinesIn } from './execution-store.js';
 import { cronExecutions as c, cronSchedules as s } from './schema.js';
 import { type PostgresDb, type PostgresHandle, sqlState, statement, transaction } from './transaction.js';
 
@@ -372,18 +372,16 @@ async function handOffInTransaction(
   prepareHandoff: (occurrence: CronExecutionRow) => NewPipeline | null,
   now: Date,
 ): Promise<CronExecutionRow[]> {
-  const result: CronExecutionRow[] = [];
-  const links = new Map<string, string>();
+  const due: CronExecutionRow[] = [];
+  const pipelines: NewPipeline[] = [];
   for (const row of rows) {
     const pipeline = row.fireAt.getTime() <= now.getTime() ? prepareHandoff(row) : null;
-    if (pipeline === null) {
-      result.push(row);
-      continue;
-    }
-    const stored = await createPipelineIn(tx, pipeline);
-    links.set(row.id, stored.id);
-    result.push({ ...row, status: 'handed_off', pipelineExecutionId: stored.id, handedOffAt: now });
+    if (pipeline === null) continue;
+    due.push(row);
+    pipelines.push(pipeline);
   }
+  const pipelineIds = await createPipelinesIn(tx, pipelines);
+  const links = new Map(due.map((row, i) => [row.id, pipelineIds[i]!]));
   if (links.size > 0) {
     // Raw SQL: rows from parallel arrays (unnest), which drizzle's builder cannot name as an UPDATE source.
     const source = sql`unnest(${arrayParam(encodeUuidList([...links.keys()]))}::uuid[],
@@ -394,7 +392,11 @@ async function handOffInTransaction(
       .from(source)
       .where(and(sql`${c.id} = v.id`, IS_CLAIMED));
   }
-  return result;
+  return rows.map((row) => {
+    const pipelineExecutionId = links.get(row.id);
+    if (pipelineExecutionId === undefined) return row;
+    return { ...row, status: 'handed_off', pipelineExecutionId, handedOffAt: now };
+  });
 }
 
 function isNameTaken(error: unknown): boolean {

@@ -15,10 +15,12 @@ import {
 import { and, asc, desc, eq, getTableColumns, inArray, lt, lte, type SQL, sql } from 'drizzle-orm';
 import {
   aliasColumns,
+  arrayParam,
   bind,
   carryAliased,
   dateToIso,
   decodeJsonRow,
+  encodeJson,
   encodeUuidList,
   fieldsOf,
   inTextList,
@@ -585,15 +587,60 @@ function takenKeyHolder(pipeline: NewPipeline, holder: PipelineRow | undefined):
 }
 
 /**
- * {@link PostgresExecutionStore.createPipeline} inside an open transaction: the cron store's
- * in-transaction handoff creates pipelines in its claim transaction.
+ * Creates many pipelines, with their tasks, in an open transaction, in one statement; a
+ * pipeline whose idempotency key is taken is not created and the key's holder stands for it.
+ * Returns the stored pipeline id of each input, in order. The cron store's in-transaction
+ * handoff creates a tick batch's pipelines with it.
  */
-export async function createPipelineIn(tx: PostgresDb, pipeline: NewPipeline): Promise<PipelineRow> {
-  const [row] = await prepareCreate(tx).execute(createParams(pipeline));
-  if (row !== undefined) return row;
-  const key = pipeline.idempotencyKey ?? '';
-  const [holder] = await tx.select().from(p).where(eq(p.idempotencyKey, key));
-  return takenKeyHolder(pipeline, holder);
+export async function createPipelinesIn(tx: PostgresDb, pipelines: readonly NewPipeline[]): Promise<string[]> {
+  if (pipelines.length === 0) return [];
+  const tasks = pipelines.flatMap((pipeline) => pipeline.tasks.map((task) => ({ pipeline, task })));
+  // Raw SQL: rows from parallel arrays (unnest) feeding two inserts chained by a CTE, one statement for the batch.
+  const { rows } = await tx.execute<{ id: string }>(sql`WITH inserted AS (
+      INSERT INTO ${p} (id, workflow_name, workflow_version, status, input, idempotency_key, scheduled_time,
+        remaining_tasks, failed_tasks, created_at, updated_at)
+      SELECT u.id, u.workflow_name, u.workflow_version, 'pending', u.input::jsonb, u.idempotency_key,
+        u.scheduled_time, u.remaining_tasks, 0, u.now, u.now
+      FROM unnest(${arrayParam(encodeUuidList(pipelines.map((x) => x.id)))}::uuid[],
+        ${arrayParam(pipelines.map((x) => x.workflowName))}::text[],
+        ${arrayParam(pipelines.map((x) => x.workflowVersion))}::text[],
+        ${arrayParam(pipelines.map((x) => encodeJson(x.input)))}::text[],
+        ${arrayParam(pipelines.map((x) => x.idempotencyKey))}::text[],
+        ${arrayParam(pipelines.map((x) => (x.scheduledTime === null ? null : dateToIso(x.scheduledTime))))}::timestamptz[],
+        ${arrayParam(pipelines.map((x) => x.tasks.length))}::int[],
+        ${arrayParam(pipelines.map((x) => dateToIso(x.now)))}::timestamptz[])
+        AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, remaining_tasks, now)
+      ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+      RETURNING id, workflow_name, created_at
+    ), tasks AS (
+      INSERT INTO ${t} (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt,
+        failed_attempts, pending_deps, available_at, updated_at)
+      SELECT v.id, i.id, i.workflow_name, v.task_id, v.position,
+        CASE WHEN v.pending_deps = 0 THEN 'ready' ELSE 'not_started' END, 0, 0, v.pending_deps, i.created_at, i.created_at
+      FROM unnest(${arrayParam(encodeUuidList(tasks.map((x) => x.task.id)))}::uuid[],
+        ${arrayParam(encodeUuidList(tasks.map((x) => x.pipeline.id)))}::uuid[],
+        ${arrayParam(tasks.map((x) => x.task.taskId))}::text[],
+        ${arrayParam(tasks.map((x) => x.task.position))}::int[],
+        ${arrayParam(tasks.map((x) => x.task.pendingDeps))}::int[])
+        AS v(id, pipeline_id, task_id, position, pending_deps)
+      JOIN inserted i ON i.id = v.pipeline_id
+    )
+    SELECT id FROM inserted`);
+  const created = new Set(rows.map((row) => row.id));
+  const keysTaken = pipelines.filter((x) => !created.has(x.id)).map((x) => x.idempotencyKey ?? '');
+  const holders = new Map<string | null, string>();
+  if (keysTaken.length > 0) {
+    const found = await tx
+      .select({ id: p.id, key: p.idempotencyKey })
+      .from(p)
+      .where(inArray(p.idempotencyKey, keysTaken));
+    for (const holder of found) holders.set(holder.key, holder.id);
+  }
+  return pipelines.map((pipeline) => {
+    const id = created.has(pipeline.id) ? pipeline.id : holders.get(pipeline.idempotencyKey);
+    if (id === undefined) throw new DatabaseError(`createPipeline failed: pipeline ${pipeline.id} already exists`);
+    return id;
+  });
 }
 
 async function selectPipelineIn(tx: PostgresDb, id: string): Promise<PipelineRow | null> {

@@ -1,4 +1,4 @@
-import { type ClaimedTask, type NewPipeline, newId, type Storage } from '@orrery/core';
+import { type ClaimedTask, type NewPipeline, newId, type Storage, type TaskOutcome } from '@orrery/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { openPostgresStorage } from '../src/index.js';
@@ -17,7 +17,7 @@ afterAll(async () => {
 });
 
 const NOW = new Date('2030-01-01T00:00:00.000Z');
-const completed = { status: 'completed', output: { set: {}, deleted: [] } } as const;
+const completed: TaskOutcome = { status: 'completed', output: { set: {}, deleted: [] } };
 
 /** A pipeline of workflow `workflowName` whose tasks depend on each other as `dag` says. */
 function pipeline(workflowName: string, dag: Record<string, string[]>): NewPipeline {
