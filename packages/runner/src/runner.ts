@@ -2,7 +2,6 @@ import {
   ConfigurationError,
   type Context,
   type ExecuteOptions,
-  ExecutionNotFoundError,
   emitSafely,
   type Json,
   type ListExecutionsFilter,
@@ -16,28 +15,17 @@ import {
   type Storage,
   systemClock,
   type TaskRow,
-  UniversalUuid,
   ValidationError,
   type Workflow,
 } from '@orrery/core';
-import {
-  type CronExecution,
-  type CronExecutionStats,
-  type CronSchedule,
-  type CronScheduleInput,
-  CronService,
-  type HistoryOptions,
-  type ListSchedulesFilter,
-  type RecoveryStats,
-} from '@orrery/cron';
-import { EventEmitter } from 'eventemitter3';
+import { CronService } from '@orrery/cron';
 import type { Registry } from 'prom-client';
 import { ActiveTasks } from './active-tasks.js';
 import { ClaimLoop } from './claim-loop.js';
 import { CompletionWaiters, FIRST_POLL_DELAY_MS } from './completion.js';
 import { cronSettingsOf, type DefaultRunnerConfig, type ResolvedRunnerConfig, resolveConfig } from './config.js';
+import { CronScheduling } from './cron-api.js';
 import { cronHandoffOf } from './cron-handoff.js';
-import type { RunnerEvents } from './events.js';
 import { checkHealth, type RunnerHealth } from './health.js';
 import { HeartbeatLoop, OffsetClock } from './heartbeat.js';
 import { LeaseLoop } from './lease.js';
@@ -48,7 +36,7 @@ import { toPipelineResult, toPipelineSummary } from './result.js';
 import { RetentionLoop } from './retention.js';
 import { checkPipelineRequest, startPipeline } from './start-pipeline.js';
 import type { AttemptEnvironment, EmitEvent } from './task-attempt.js';
-import { checkListFilter, checkTimeoutMs } from './validate.js';
+import { checkExecutionId, checkListFilter, checkTimeoutMs, executionNotFound } from './validate.js';
 
 /** How long `shutdown()` lets running tasks finish before aborting them, unless told otherwise. */
 export const SHUTDOWN_TIMEOUT_MS = 30_000;
@@ -68,7 +56,7 @@ export interface ShutdownOptions {
  * `wait()` on a runner that was never started wait for another runner to do the work (or
  * time out).
  */
-export class DefaultRunner extends EventEmitter<RunnerEvents> implements PipelineExecutor {
+export class DefaultRunner extends CronScheduling implements PipelineExecutor {
   readonly #config: ResolvedRunnerConfig;
   readonly #storage: Storage;
   readonly #registry: WorkflowRegistry;
@@ -175,7 +163,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
    * @throws ConfigurationError when another workflow of that name is registered.
    */
   register(workflow: Workflow): this {
-    this.#assertOpen();
+    this.assertOpen();
     this.#registry.add(workflow);
     this.#claimLoop.nudge();
     return this;
@@ -263,7 +251,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
     context?: Context | Record<string, Json>,
     options: ExecuteOptions = {},
   ): Promise<PipelineExecution> {
-    this.#assertOpen();
+    this.assertOpen();
     const workflow = this.#registry.get(workflowName);
     const request = checkPipelineRequest(workflow, context, options, this.#config.maxContextBytes);
     const defaultTimeoutMs = checkTimeoutMs(options.timeoutMs, this.#config.pipelineTimeoutMs, 'timeoutMs');
@@ -320,7 +308,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
     const before = await this.#pipeline(executionId);
     if (isTerminal(before.status)) return;
     const row = await this.#storage.executions.cancelPipeline(before.id, this.#clock.now());
-    if (row === null) throw notFound(executionId);
+    if (row === null) throw executionNotFound(executionId);
     this.#active.abortPipeline(row.id, 'cancelled');
     if (row.status === 'cancelled') {
       this.#waiters.notify(row);
@@ -341,7 +329,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
     }
     const id = checkExecutionId(executionId);
     const row = await this.#storage.executions.pausePipeline(id, reason ?? null, this.#clock.now());
-    if (row === null) throw notFound(executionId);
+    if (row === null) throw executionNotFound(executionId);
     if (row.status === 'paused') this.#active.abortPipeline(row.id, 'paused');
   }
 
@@ -352,7 +340,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
   async resumeExecution(executionId: string): Promise<void> {
     const id = checkExecutionId(executionId);
     const row = await this.#storage.executions.resumePipeline(id, this.#clock.now());
-    if (row === null) throw notFound(executionId);
+    if (row === null) throw executionNotFound(executionId);
     this.#claimLoop.nudge();
   }
 
@@ -366,119 +354,13 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
   }
 
   /**
-   * Adds a cron schedule. Re-adding the same name with the same definition returns the
-   * existing schedule, so calling it at every start-up is safe; `enabled` is never overwritten.
-   * @throws InvalidCronExpressionError, InvalidTimezoneError, ContextError, ValidationError naming the bad field.
-   * @throws WorkflowNotFoundError when the workflow is not registered with this runner.
-   * @throws ScheduleConflictError when the name holds another definition and `onConflict` is not `'update'`.
-   */
-  async addCronSchedule(
-    input: CronScheduleInput,
-    options?: { onConflict?: 'error' | 'update' },
-  ): Promise<CronSchedule> {
-    this.#assertOpen();
-    return this.#cron.addSchedule(input, options);
-  }
-
-  /**
-   * Cron schedules, oldest first.
-   * @throws ValidationError for a bad limit or offset.
-   */
-  async listCronSchedules(filter?: ListSchedulesFilter): Promise<CronSchedule[]> {
-    this.#assertOpen();
-    return this.#cron.listSchedules(filter);
-  }
-
-  /**
-   * One schedule, by id (a UUID-shaped string, any case) or name.
-   * @throws ScheduleNotFoundError for an unknown id or name.
-   */
-  async getCronSchedule(idOrName: string): Promise<CronSchedule> {
-    this.#assertOpen();
-    return this.#cron.getSchedule(idOrName);
-  }
-
-  /**
-   * Changes some fields of a schedule, validated whole before anything is written. A new
-   * expression, timezone or window re-times it from now: slots due but unclaimed are dropped.
-   * @throws ScheduleNotFoundError, ScheduleConflictError (name taken), ValidationError, WorkflowNotFoundError.
-   */
-  async updateCronSchedule(idOrName: string, patch: Partial<CronScheduleInput>): Promise<CronSchedule> {
-    this.#assertOpen();
-    return this.#cron.updateSchedule(idOrName, patch);
-  }
-
-  /**
-   * Enables or disables a schedule. Enabling fires nothing stale: the next run is the first
-   * slot strictly after now (and after `startAt`).
-   * @throws ScheduleNotFoundError for an unknown id or name.
-   */
-  async setCronScheduleEnabled(idOrName: string, enabled: boolean): Promise<CronSchedule> {
-    this.#assertOpen();
-    return this.#cron.setEnabled(idOrName, enabled);
-  }
-
-  /**
-   * Deletes a schedule; its ledger (`getCronExecutionHistory`) is kept.
-   * @throws ScheduleNotFoundError for an unknown id or name.
-   */
-  async deleteCronSchedule(idOrName: string): Promise<void> {
-    this.#assertOpen();
-    return this.#cron.deleteSchedule(idOrName);
-  }
-
-  /**
-   * Fires a schedule now, enabled or not, audited as a `manual` ledger row.
-   * @throws ScheduleNotFoundError, WorkflowNotFoundError.
-   */
-  async triggerCronSchedule(idOrName: string): Promise<PipelineExecution> {
-    this.#assertOpen();
-    return this.#cron.trigger(idOrName);
-  }
-
-  /**
-   * Runs the slots of [start, end) that have no ledger row yet; a second call over the same
-   * range creates nothing.
-   * @throws ValidationError for an empty or future range or more than 10,000 slots.
-   * @throws ScheduleNotFoundError, WorkflowNotFoundError.
-   */
-  async backfillCronSchedule(
-    idOrName: string,
-    range: { start: Date; end: Date },
-  ): Promise<{ created: number; existing: number }> {
-    this.#assertOpen();
-    return this.#cron.backfill(idOrName, range);
-  }
-
-  /**
-   * A schedule's ledger rows, newest first (deleted schedules included, by id).
-   * @throws ScheduleNotFoundError for an unknown id or name.
-   */
-  async getCronExecutionHistory(idOrName: string, options?: HistoryOptions): Promise<CronExecution[]> {
-    this.#assertOpen();
-    return this.#cron.history(idOrName, options);
-  }
-
-  /** Ledger counts by status and the fire delay (mean, p99) since `since` (default: the last 24 hours). */
-  async getCronExecutionStats(options?: { since?: Date }): Promise<CronExecutionStats> {
-    this.#assertOpen();
-    return this.#cron.stats(options);
-  }
-
-  /** What recovery has done: recovered, abandoned and still-lost occurrences. */
-  async getRecoveryStats(): Promise<RecoveryStats> {
-    this.#assertOpen();
-    return this.#cron.recoveryStats();
-  }
-
-  /**
    * Whether this runner's loops run, when the cron tick and recovery last ran, and how many
    * occurrences are lost and tasks stalled in the database right now (any runner's): the
    * data behind a readiness probe. Two cheap indexed counts.
    * @throws DatabaseError when the database cannot be read.
    */
   async health(): Promise<RunnerHealth> {
-    this.#assertOpen();
+    this.assertOpen();
     const running = this.#started !== undefined && this.#stopped === undefined;
     return checkHealth({
       runnerId: this.#config.runnerId,
@@ -508,6 +390,10 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
     return this.#metrics.registry;
   }
 
+  protected override cronService(): CronService {
+    return this.#cron;
+  }
+
   #handle(pipeline: PipelineRow, defaultTimeoutMs: number): PipelineExecution {
     const { id, workflowName } = pipeline;
     return {
@@ -530,7 +416,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
 
   async #pipeline(executionId: string): Promise<PipelineRow> {
     const row = await this.#storage.executions.getPipeline(checkExecutionId(executionId));
-    if (row === null) throw notFound(executionId);
+    if (row === null) throw executionNotFound(executionId);
     return row;
   }
 
@@ -557,7 +443,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> implements Pipelin
     this.#emit(row.status === 'failed' ? 'pipeline:failed' : 'pipeline:completed', payload);
   }
 
-  #assertOpen(): void {
+  protected override assertOpen(): void {
     if (this.#stopped !== undefined) throw shutDownError();
   }
 }
@@ -568,16 +454,4 @@ function shutDownError(): ConfigurationError {
 
 function isTerminal(status: PipelineStatus): boolean {
   return status === 'completed' || status === 'failed' || status === 'cancelled';
-}
-
-/** An id as stored (lower case); a string that is not a UUID names no execution. */
-function checkExecutionId(executionId: string): string {
-  if (typeof executionId !== 'string' || !UniversalUuid.isUuid(executionId)) throw notFound(executionId);
-  return executionId.toLowerCase();
-}
-
-function notFound(executionId: unknown): ExecutionNotFoundError {
-  return new ExecutionNotFoundError(
-    `No pipeline execution has id ${JSON.stringify(executionId)}; ids are UUIDs as returned by executeAsync() or listExecutions().`,
-  );
 }

@@ -1,4 +1,11 @@
-import { type ListExecutionsFilter, type PipelineFilter, type PipelineStatus, ValidationError } from '@orrery/core';
+import {
+  ExecutionNotFoundError,
+  type ListExecutionsFilter,
+  type PipelineFilter,
+  type PipelineStatus,
+  UniversalUuid,
+  ValidationError,
+} from '@orrery/core';
 
 const PIPELINE_STATUSES = new Set<PipelineStatus>(['pending', 'running', 'completed', 'failed', 'cancelled', 'paused']);
 
@@ -44,4 +51,17 @@ export function checkListFilter(filter: ListExecutionsFilter): PipelineFilter {
     ...(workflowName === undefined ? {} : { workflowName }),
     ...(status === undefined ? {} : { status }),
   };
+}
+
+/** An id as stored (lower case); a string that is not a UUID names no execution. */
+export function checkExecutionId(executionId: string): string {
+  if (typeof executionId !== 'string' || !UniversalUuid.isUuid(executionId)) throw executionNotFound(executionId);
+  return executionId.toLowerCase();
+}
+
+/** The error for an id that names no execution, saying what ids look like. */
+export function executionNotFound(executionId: unknown): ExecutionNotFoundError {
+  return new ExecutionNotFoundError(
+    `No pipeline execution has id ${JSON.stringify(executionId)}; ids are UUIDs as returned by executeAsync() or listExecutions().`,
+  );
 }

@@ -62,7 +62,10 @@ describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
     const blocker = defineWorkflow({
       name: 'blocker',
       tasks: [
-        { id: 'hold', run: (_ctx, info) => new Promise((resolve) => info.signal.addEventListener('abort', resolve)) },
+        {
+          id: 'hold',
+          run: (_ctx, info) => new Promise((resolve) => info.signal.addEventListener('abort', () => resolve())),
+        },
       ],
     });
     const holder = await open({ workflows: [blocker], enableCronScheduling: false });

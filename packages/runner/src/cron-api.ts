@@ -1,0 +1,132 @@
+import type { PipelineExecution } from '@orrery/core';
+import type {
+  CronExecution,
+  CronExecutionStats,
+  CronSchedule,
+  CronScheduleInput,
+  CronService,
+  HistoryOptions,
+  ListSchedulesFilter,
+  RecoveryStats,
+} from '@orrery/cron';
+import { EventEmitter } from 'eventemitter3';
+import type { RunnerEvents } from './events.js';
+
+/**
+ * The cron half of {@link DefaultRunner}'s API: schedule management, triggers, backfills and
+ * the ledger, each delegated to the runner's CronService. Every method works before
+ * `start()` and with `enableCronScheduling: false`, and rejects with ConfigurationError after
+ * `shutdown()`. Kept apart from the runner so that each file holds one concern.
+ */
+export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
+  /** The service the methods delegate to. */
+  protected abstract cronService(): CronService;
+  /** @throws ConfigurationError after `shutdown()`. */
+  protected abstract assertOpen(): void;
+
+  /**
+   * Adds a cron schedule. Re-adding the same name with the same definition returns the
+   * existing schedule, so calling it at every start-up is safe; `enabled` is never overwritten.
+   * @throws InvalidCronExpressionError, InvalidTimezoneError, ContextError, ValidationError naming the bad field.
+   * @throws WorkflowNotFoundError when the workflow is not registered with this runner.
+   * @throws ScheduleConflictError when the name holds another definition and `onConflict` is not `'update'`.
+   */
+  async addCronSchedule(
+    input: CronScheduleInput,
+    options?: { onConflict?: 'error' | 'update' },
+  ): Promise<CronSchedule> {
+    this.assertOpen();
+    return this.cronService().addSchedule(input, options);
+  }
+
+  /**
+   * Cron schedules, oldest first.
+   * @throws ValidationError for a bad limit or offset.
+   */
+  async listCronSchedules(filter?: ListSchedulesFilter): Promise<CronSchedule[]> {
+    this.assertOpen();
+    return this.cronService().listSchedules(filter);
+  }
+
+  /**
+   * One schedule, by id (a UUID-shaped string, any case) or name.
+   * @throws ScheduleNotFoundError for an unknown id or name.
+   */
+  async getCronSchedule(idOrName: string): Promise<CronSchedule> {
+    this.assertOpen();
+    return this.cronService().getSchedule(idOrName);
+  }
+
+  /**
+   * Changes some fields of a schedule, validated whole before anything is written. A new
+   * expression, timezone or window re-times it from now: slots due but unclaimed are dropped.
+   * @throws ScheduleNotFoundError, ScheduleConflictError (name taken), ValidationError, WorkflowNotFoundError.
+   */
+  async updateCronSchedule(idOrName: string, patch: Partial<CronScheduleInput>): Promise<CronSchedule> {
+    this.assertOpen();
+    return this.cronService().updateSchedule(idOrName, patch);
+  }
+
+  /**
+   * Enables or disables a schedule. Enabling fires nothing stale: the next run is the first
+   * slot strictly after now (and after `startAt`).
+   * @throws ScheduleNotFoundError for an unknown id or name.
+   */
+  async setCronScheduleEnabled(idOrName: string, enabled: boolean): Promise<CronSchedule> {
+    this.assertOpen();
+    return this.cronService().setEnabled(idOrName, enabled);
+  }
+
+  /**
+   * Deletes a schedule; its ledger (`getCronExecutionHistory`) is kept.
+   * @throws ScheduleNotFoundError for an unknown id or name.
+   */
+  async deleteCronSchedule(idOrName: string): Promise<void> {
+    this.assertOpen();
+    return this.cronService().deleteSchedule(idOrName);
+  }
+
+  /**
+   * Fires a schedule now, enabled or not, audited as a `manual` ledger row.
+   * @throws ScheduleNotFoundError, WorkflowNotFoundError.
+   */
+  async triggerCronSchedule(idOrName: string): Promise<PipelineExecution> {
+    this.assertOpen();
+    return this.cronService().trigger(idOrName);
+  }
+
+  /**
+   * Runs the slots of [start, end) that have no ledger row yet; a second call over the same
+   * range creates nothing.
+   * @throws ValidationError for an empty or future range or more than 10,000 slots.
+   * @throws ScheduleNotFoundError, WorkflowNotFoundError.
+   */
+  async backfillCronSchedule(
+    idOrName: string,
+    range: { start: Date; end: Date },
+  ): Promise<{ created: number; existing: number }> {
+    this.assertOpen();
+    return this.cronService().backfill(idOrName, range);
+  }
+
+  /**
+   * A schedule's ledger rows, newest first (deleted schedules included, by id).
+   * @throws ScheduleNotFoundError for an unknown id or name.
+   */
+  async getCronExecutionHistory(idOrName: string, options?: HistoryOptions): Promise<CronExecution[]> {
+    this.assertOpen();
+    return this.cronService().history(idOrName, options);
+  }
+
+  /** Ledger counts by status and the fire delay (mean, p99) since `since` (default: the last 24 hours). */
+  async getCronExecutionStats(options?: { since?: Date }): Promise<CronExecutionStats> {
+    this.assertOpen();
+    return this.cronService().stats(options);
+  }
+
+  /** What recovery has done: recovered, abandoned and still-lost occurrences. */
+  async getRecoveryStats(): Promise<RecoveryStats> {
+    this.assertOpen();
+    return this.cronService().recoveryStats();
+  }
+}
