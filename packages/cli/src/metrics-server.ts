@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigurationError } from '@orrery/core';
 
-/** Prometheus' text exposition format, what prom-client's default registry produces. */
+/** Prometheus' text exposition format, what prom-client's registries produce. */
 const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 /** A running `/metrics` endpoint. */
@@ -12,26 +12,17 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
+/** What the endpoint serves: the runner's `metrics()`. */
+export interface MetricsSource {
+  metrics(): Promise<string>;
+}
+
 /**
- * Serves `GET /metrics` from `source.metrics()` when the runner offers that method, and
- * returns null when it does not (older runners), so the caller can say so. `metrics()` may
- * return the exposition text (or a promise of it) or a prom-client `Registry`.
+ * Serves `GET /metrics` from `source.metrics()` (a DefaultRunner), in Prometheus' text format.
  * @throws ConfigurationError when the port cannot be bound.
  */
-export async function serveMetrics(source: object, port: number, host: string): Promise<MetricsServer | null> {
-  const metrics = (source as { metrics?: unknown }).metrics;
-  if (typeof metrics !== 'function') return null;
-  const read = async (): Promise<{ body: string; contentType: string }> => {
-    const produced: unknown = await metrics.call(source);
-    if (typeof produced === 'string') return { body: produced, contentType: PROMETHEUS_CONTENT_TYPE };
-    const registry = produced as { metrics?: unknown; contentType?: unknown } | null;
-    if (typeof registry?.metrics === 'function') {
-      const body = String(await registry.metrics());
-      const contentType = typeof registry.contentType === 'string' ? registry.contentType : PROMETHEUS_CONTENT_TYPE;
-      return { body, contentType };
-    }
-    throw new TypeError('runner.metrics() returned neither text nor a registry');
-  };
+export async function serveMetrics(source: MetricsSource, port: number, host: string): Promise<MetricsServer> {
+  const read = async () => ({ body: await source.metrics(), contentType: PROMETHEUS_CONTENT_TYPE });
   const server = createServer((request, response) => {
     if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
       response.writeHead(404, { 'content-type': 'text/plain' }).end('Not found: metrics are at /metrics\n');

@@ -1,7 +1,7 @@
 import type { DefaultRunner } from '@orrery/runner';
 import type { Command } from 'commander';
 import { integerAtLeast, parseDurationMs } from '../arguments.js';
-import { serveMetrics } from '../metrics-server.js';
+import { type MetricsServer, serveMetrics } from '../metrics-server.js';
 import { addJsonOption, type CliIo, type OutputOptions } from '../output.js';
 import { addDatabaseOptions, type DatabaseOptions, loadRunnerClass, redactDatabaseUrl } from '../runner-session.js';
 import { loadWorkflows } from '../workflow-module.js';
@@ -63,11 +63,10 @@ export function registerWorkerCommand(program: Command, io: CliIo): void {
         migrate: options.migrate,
       });
       const report = reporter(io, options.json);
-      let metrics: Awaited<ReturnType<typeof serveMetrics>> = null;
+      let metrics: MetricsServer | undefined;
       try {
         if (options.metricsPort !== undefined) {
           metrics = await serveMetrics(runner, options.metricsPort, options.metricsHost);
-          if (metrics === null) io.stderr('warning: this runner offers no metrics(); --metrics-port is ignored\n');
         }
         if (!options.quiet) forwardEvents(runner, report);
         await runner.start();
@@ -79,7 +78,7 @@ export function registerWorkerCommand(program: Command, io: CliIo): void {
           database: redactDatabaseUrl(options.database),
           cron: options.cron,
           runnerId: runner.runnerId,
-          ...(metrics === null ? {} : { metrics: `http://${options.metricsHost}:${metrics.port}/metrics` }),
+          ...(metrics === undefined ? {} : { metrics: `http://${options.metricsHost}:${metrics.port}/metrics` }),
         });
         const signal = await nextStopSignal();
         report('worker:stopping', { signal, timeoutMs: options.shutdownTimeout });
