@@ -13,13 +13,11 @@ import {
   isSettled,
   pendingWork,
   spawnWorker,
-  stopWorker,
   TARGETS,
   type Target,
-  until,
-  type Worker,
   wholeSecondIn,
 } from './fixtures/cron-processes.js';
+import { stopWorker, until, type Worker } from './support/processes.js';
 
 /** The survivor: recovery within the test, not after a minute. */
 const HEALTHY_CONFIG = JSON.stringify({

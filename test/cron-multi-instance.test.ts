@@ -13,19 +13,15 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   addSchedules,
   auditLedger,
-  isAlive,
   isSettled,
   pendingWork,
   postgresTarget,
-  sleep,
   spawnWorker,
   sqliteTarget,
-  stopWorker,
   type Target,
-  until,
-  type Worker,
   wholeSecondIn,
 } from './fixtures/cron-processes.js';
+import { isAlive, sleep, stopWorker, until, type Worker } from './support/processes.js';
 
 /** Short thresholds, so that recovery happens many times within the soak. */
 const SOAK_CONFIG = JSON.stringify({

@@ -1,62 +1,28 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { createInterface, type Interface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import type { Storage } from '@orrery/core';
 import { openPostgresStorage } from '@orrery/postgres-adapter';
 import { DefaultRunner } from '@orrery/runner';
 import { afterEach, describe, expect, it } from 'vitest';
 import { expectedDone, MANY_TASK_IDS, MANY_WORKFLOW, manyWorkflow, type RunRecord } from './fixtures/many-workflow.js';
 import { dropSchema, freshSchemaName, postgresUrl } from './support/postgres.js';
+import { spawnFixture, stopWorker, until, type Worker } from './support/processes.js';
 
-const WORKER = fileURLToPath(new URL('./fixtures/runner-many-worker.ts', import.meta.url));
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RUNNERS = 3;
 const PIPELINES = 500;
 const SUBMIT_CONCURRENCY = 10;
 
-interface Worker {
-  child: ChildProcess;
-  lines: Interface;
-  stderr(): string;
-}
-
 /** Starts a runner process and resolves once it printed that it is ready. */
 async function startWorker(runnerId: string, env: Record<string, string>): Promise<Worker> {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=source', WORKER, runnerId], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (chunk) => {
-    stderr += String(chunk);
-  });
-  const lines = createInterface({ input: child.stdout! });
-  const exited = once(child, 'exit').then(() => {
-    throw new Error(`runner ${runnerId} exited early: ${stderr}`);
-  });
-  const [line] = (await Promise.race([once(lines, 'line'), exited])) as [string];
-  expect(JSON.parse(line)).toEqual({ ready: true, runnerId });
-  return { child, lines, stderr: () => stderr };
+  const worker = spawnFixture('runner-many-worker.ts', [runnerId], env);
+  await worker.ready;
+  expect(worker.messages[0]).toEqual({ ready: true, runnerId });
+  return worker;
 }
 
 /** Stops a runner gracefully and resolves with the counts it printed at shutdown. */
-async function stopWorker(worker: Worker): Promise<{ runnerId: string; runs: number; repeats: number }> {
-  const line = once(worker.lines, 'line');
-  const exited = once(worker.child, 'exit');
-  worker.child.kill('SIGTERM');
-  const [[printed], [code]] = (await Promise.all([line, exited])) as [[string], [number | null]];
+async function stopRunner(worker: Worker): Promise<{ runnerId: string; runs: number; repeats: number }> {
+  const { code } = await stopWorker(worker);
   expect(code, worker.stderr()).toBe(0);
-  return JSON.parse(printed);
-}
-
-async function until(condition: () => Promise<boolean>, what: () => Promise<string>, timeoutMs = 240_000) {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await condition())) {
-    if (performance.now() > deadline) throw new Error(`gave up waiting: ${await what()}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  return worker.messages.at(-1) as { runnerId: string; runs: number; repeats: number };
 }
 
 describe('three runner processes sharing one Postgres schema', () => {
@@ -66,12 +32,7 @@ describe('three runner processes sharing one Postgres schema', () => {
   let schema: string | undefined;
 
   afterEach(async () => {
-    for (const { child } of workers.splice(0)) {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGKILL');
-        await once(child, 'exit');
-      }
-    }
+    await Promise.all(workers.splice(0).map((worker) => stopWorker(worker, 'SIGKILL')));
     await submitter?.shutdown();
     await storage?.close();
     if (schema !== undefined) await dropSchema(schema);
@@ -108,10 +69,7 @@ describe('three runner processes sharing one Postgres schema', () => {
       (await store.listPipelines({ workflowName: MANY_WORKFLOW, limit: 1000, offset: 0 })).filter(
         (p) => p.status === 'completed' || p.status === 'failed' || p.status === 'cancelled',
       ).length;
-    await until(
-      async () => (await terminal()) === PIPELINES,
-      async () => `${await terminal()} of ${PIPELINES} pipelines finished`,
-    );
+    await until('every pipeline to finish', terminal, (finished) => finished === PIPELINES, 240_000);
 
     // Every runner was alive until here: each task ran once, on attempt 1, and committed once.
     const ranBy = new Map<string, number>();
@@ -131,7 +89,7 @@ describe('three runner processes sharing one Postgres schema', () => {
       }
     }
 
-    const reports = await Promise.all(workers.splice(0).map(stopWorker));
+    const reports = await Promise.all(workers.splice(0).map(stopRunner));
     const totalTasks = PIPELINES * MANY_TASK_IDS.length;
     // Runs started, over all processes, equal the tasks: none ran twice, even where it left no trace.
     expect(reports.reduce((sum, r) => sum + r.runs, 0)).toBe(totalTasks);
