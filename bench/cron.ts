@@ -6,8 +6,9 @@
  *   BENCH_SCALE=0.2 npm run bench:cron      # fewer schedules, for a quick look
  *
  * Scenarios: occurrences handed off per second when many schedules are due at once, through
- * the two-phase path (CronService over the cron tests' StorageExecutor, a generic executor
- * writing each pipeline through the adapter) and through real DefaultRunners (in-transaction
+ * the scheduler alone (CronService with the cron tests' StorageExecutor, a generic executor
+ * writing each pipeline through the adapter: two-phase; and with an in-transaction handoff
+ * building the same one-task pipeline, as a DefaultRunner does) and through real DefaultRunners (in-transaction
  * handoff, task loops running the pipelines too; 1 and 2 instances on PostgreSQL); the cost of
  * an idle tick with 100,000 enabled schedules none of which is due; the fire lag
  * (handedOffAt − scheduledTime) at a steady rate on the wall clock, two-phase at 100
@@ -29,7 +30,13 @@ import {
   silentLogger,
   systemClock,
 } from '@orrery/core';
-import { CRON_DEFAULTS, type CronEvents, CronService, type CronSettings } from '@orrery/cron';
+import {
+  CRON_DEFAULTS,
+  type CronEvents,
+  CronService,
+  type CronSettings,
+  type InTransactionHandoff,
+} from '@orrery/cron';
 import { openPostgresStorage } from '@orrery/postgres-adapter';
 import { DefaultRunner, defineWorkflow } from '@orrery/runner';
 import { openSqliteStorage } from '@orrery/sqlite-adapter';
@@ -90,14 +97,36 @@ async function openDatabase(adapter: string): Promise<Database> {
   };
 }
 
+/**
+ * The in-transaction handoff a DefaultRunner offers, reduced to building the rows of a
+ * one-task pipeline: what the scheduler commits per occurrence when it owns the database.
+ */
+const benchInTransactionHandoff: InTransactionHandoff = {
+  preparePipeline: (occurrence, now) => ({
+    id: newId(),
+    workflowName: occurrence.workflowName,
+    workflowVersion: 'bench',
+    input: occurrence.context,
+    idempotencyKey: occurrence.id,
+    scheduledTime: occurrence.scheduledTime,
+    now,
+    tasks: [{ id: newId(), taskId: 'noop', position: 0, pendingDeps: 0 }],
+  }),
+  handedOff: () => {},
+};
+
+type HandoffPath = 'two-phase' | 'in-transaction';
+
 function cronOn(
   storage: Storage,
   clock: Clock,
   settings: Partial<CronSettings> = {},
   onFired?: (lagMs: number) => void,
+  path: HandoffPath = 'two-phase',
 ) {
   const executor = new StorageExecutor(storage, clock);
   const cron = new CronService({
+    ...(path === 'in-transaction' ? { inTransactionHandoff: benchInTransactionHandoff } : {}),
     store: storage.cron,
     executor,
     clock,
@@ -149,9 +178,9 @@ interface Measurement {
 }
 
 /** Many schedules due at the same instant: ticks back to back until every occurrence is handed off. */
-async function dueThroughput(adapter: string, storage: Storage): Promise<Measurement> {
+async function dueThroughput(adapter: string, storage: Storage, path: HandoffPath): Promise<Measurement> {
   const clock = new ManualClock(T0);
-  const cron = cronOn(storage, clock);
+  const cron = cronOn(storage, clock, {}, undefined, path);
   await inParallel(DUE_SCHEDULES, 16, async (i) => {
     await cron.addSchedule({ name: `due-${i}`, workflowName: WORKFLOW, cronExpression: '* * * * *' });
     progress('adding due schedules', i + 1, DUE_SCHEDULES);
@@ -173,7 +202,7 @@ async function dueThroughput(adapter: string, storage: Storage): Promise<Measure
     throw new Error(`expected ${DUE_SCHEDULES} pipelines, got ${pipelines.length}`);
   return {
     adapter,
-    scenario: `two-phase handoff, ${DUE_SCHEDULES} due`,
+    scenario: `${path} handoff, ${DUE_SCHEDULES} due`,
     count: DUE_SCHEDULES,
     seconds,
     perSecond: DUE_SCHEDULES / seconds,
@@ -359,7 +388,8 @@ function print(m: Measurement) {
 async function benchAdapter(adapter: string): Promise<Measurement[]> {
   const out: Measurement[] = [];
   const scenarios: ((database: Database) => Promise<Measurement>)[] = [
-    ({ storage }) => dueThroughput(adapter, storage),
+    ({ storage }) => dueThroughput(adapter, storage, 'two-phase'),
+    ({ storage }) => dueThroughput(adapter, storage, 'in-transaction'),
     ({ target }) => runnerDueThroughput(adapter, target, 1),
     ...(adapter === 'postgres' ? [({ target }: Database) => runnerDueThroughput(adapter, target, 2)] : []),
     ({ storage }) => idleTick(adapter, storage),
