@@ -31,18 +31,43 @@ export const SQLITE_DEFAULTS = { migrate: true, busyTimeoutMs: 5000 } as const;
 
 const IN_MEMORY = ':memory:';
 
+/** Pause between attempts to open a file another process is switching to WAL. */
+const OPEN_RETRY_MS = 20;
+
 function connect(filename: string, busyTimeoutMs: number): Database.Database {
   if (filename !== IN_MEMORY) mkdirSync(dirname(filename), { recursive: true });
   const client = new Database(filename, { timeout: busyTimeoutMs });
-  // WAL lets readers run beside the single writer; an in-memory database has no journal file to put in WAL mode.
-  if (filename !== IN_MEMORY) client.pragma('journal_mode = WAL');
-  client.pragma('synchronous = NORMAL');
-  client.pragma(`busy_timeout = ${busyTimeoutMs}`);
-  client.pragma('foreign_keys = ON');
-  // Checkpoint every ~40 MB of WAL instead of 4 MB: each checkpoint syncs the database file, and
-  // write-heavy runners otherwise pay it every few hundred transactions (bench/runner.ts: +10-40%).
-  client.pragma('wal_autocheckpoint = 10000');
-  return client;
+  try {
+    // WAL lets readers run beside the single writer; an in-memory database has no journal file to put in WAL mode.
+    if (filename !== IN_MEMORY) client.pragma('journal_mode = WAL');
+    client.pragma('synchronous = NORMAL');
+    client.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    client.pragma('foreign_keys = ON');
+    // Checkpoint every ~40 MB of WAL instead of 4 MB: each checkpoint syncs the database file, and
+    // write-heavy runners otherwise pay it every few hundred transactions (bench/runner.ts: +10-40%).
+    client.pragma('wal_autocheckpoint = 10000');
+    return client;
+  } catch (error) {
+    client.close();
+    throw error;
+  }
+}
+
+/**
+ * {@link connect}, retried while the file is busy: switching a fresh file to WAL can report
+ * SQLITE_BUSY without waiting on the busy handler while another process does the same.
+ */
+async function connectWhenFree(filename: string, busyTimeoutMs: number): Promise<Database.Database> {
+  const deadline = performance.now() + busyTimeoutMs;
+  for (;;) {
+    try {
+      return connect(filename, busyTimeoutMs);
+    } catch (error) {
+      const busy = String((error as { code?: unknown }).code).startsWith('SQLITE_BUSY');
+      if (!busy || performance.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, OPEN_RETRY_MS));
+    }
+  }
 }
 
 /**
@@ -62,7 +87,7 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
   }
   let client: Database.Database;
   try {
-    client = connect(filename, busyTimeoutMs);
+    client = await connectWhenFree(filename, busyTimeoutMs);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     throw new ConfigurationError(
