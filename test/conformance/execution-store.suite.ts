@@ -97,6 +97,50 @@ export function describeExecutionStore(open: OpenStorage): void {
         });
       });
 
+      describe('createPipelines', () => {
+        it('creates each pipeline with its tasks in one call, results in input order', async () => {
+          const wf = fixture(DIAMOND);
+          const requests = [0, 1, 2].map((n) => newPipeline(wf.name, DIAMOND, { input: { n }, now: at(n) }));
+          const results = await store().createPipelines(requests);
+          expect(results.map((r) => [r.pipeline.id, r.created, r.pipeline.input])).toEqual(
+            requests.map((r) => [r.id, true, r.input]),
+          );
+          for (const [i, request] of requests.entries()) {
+            expect(await store().getPipeline(request.id)).toEqual(results[i]!.pipeline);
+            expect((await store().listTasks(request.id)).map((t) => [t.taskId, t.status])).toEqual([
+              ['a', 'ready'],
+              ['b', 'ready'],
+              ['c', 'not_started'],
+            ]);
+          }
+          expect(await store().createPipelines([])).toEqual([]);
+        });
+
+        it('returns the holder of a key taken before or earlier in the batch, writing nothing for it', async () => {
+          const wf = fixture(CHAIN);
+          const [takenKey, batchKey] = [newId(), newId()];
+          const earlier = await store().createPipeline(newPipeline(wf.name, CHAIN, { idempotencyKey: takenKey }));
+          const requests = [
+            newPipeline(wf.name, CHAIN, { idempotencyKey: takenKey }),
+            newPipeline(wf.name, CHAIN, { idempotencyKey: batchKey }),
+            newPipeline(wf.name, CHAIN, { idempotencyKey: batchKey }),
+            newPipeline(wf.name, CHAIN),
+          ];
+          const results = await store().createPipelines(requests);
+          expect(results.map((r) => [r.pipeline.id, r.created])).toEqual([
+            [earlier.pipeline.id, false],
+            [requests[1]!.id, true],
+            [requests[1]!.id, false],
+            [requests[3]!.id, true],
+          ]);
+          for (const skipped of [requests[0]!, requests[2]!]) {
+            expect(await store().getPipeline(skipped.id)).toBeNull();
+            expect(await store().listTasks(skipped.id)).toEqual([]);
+          }
+          expect(await store().listPipelines({ workflowName: wf.name, limit: 10, offset: 0 })).toHaveLength(3);
+        });
+      });
+
       describe('getPipeline and getPipelineByIdempotencyKey', () => {
         it('finds a pipeline by id and by idempotency key, and returns null for unknown ones', async () => {
           const wf = fixture();

@@ -144,6 +144,12 @@ export interface ExecutionStore {
    * returns the existing pipeline and writes nothing.
    */
   createPipeline(pipeline: NewPipeline): Promise<{ pipeline: PipelineRow; created: boolean }>;
+  /**
+   * {@link createPipeline} for many pipelines in one transaction, results in input order: a
+   * pipeline whose idempotency key is taken (by an earlier execution, or by an earlier
+   * pipeline of the same batch) is not created and the key's holder is returned.
+   */
+  createPipelines(pipelines: readonly NewPipeline[]): Promise<Array<{ pipeline: PipelineRow; created: boolean }>>;
   getPipeline(id: string): Promise<PipelineRow | null>;
   getPipelineByIdempotencyKey(key: string): Promise<PipelineRow | null>;
   listPipelines(filter: PipelineFilter): Promise<PipelineRow[]>;

@@ -380,8 +380,8 @@ async function handOffInTransaction(
     due.push(row);
     pipelines.push(pipeline);
   }
-  const pipelineIds = await createPipelinesIn(tx, pipelines);
-  const links = new Map(due.map((row, i) => [row.id, pipelineIds[i]!]));
+  const stored = await createPipelinesIn(tx, pipelines);
+  const links = new Map(due.map((row, i) => [row.id, stored[i]!.pipeline.id]));
   if (links.size > 0) {
     // Raw SQL: rows from parallel arrays (unnest), which drizzle's builder cannot name as an UPDATE source.
     const source = sql`unnest(${arrayParam(encodeUuidList([...links.keys()]))}::uuid[],

@@ -12,7 +12,7 @@ import {
   type TaskOutcome,
   type TaskRow,
 } from '@orrery/core';
-import { and, asc, desc, eq, getTableColumns, inArray, lt, lte, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, inArray, lt, lte, or, type SQL, sql } from 'drizzle-orm';
 import {
   aliasColumns,
   arrayParam,
@@ -394,6 +394,11 @@ export class PostgresExecutionStore implements ExecutionStore {
     });
   }
 
+  createPipelines(pipelines: readonly NewPipeline[]): Promise<Array<{ pipeline: PipelineRow; created: boolean }>> {
+    if (pipelines.length === 0) return Promise.resolve([]);
+    return transaction(this.#handle, 'createPipelines', (tx) => createPipelinesIn(tx, pipelines));
+  }
+
   getPipeline(id: string): Promise<PipelineRow | null> {
     return statement('getPipeline', async () => (await this.#q.selectPipeline.execute({ id }))[0] ?? null);
   }
@@ -589,10 +594,13 @@ function takenKeyHolder(pipeline: NewPipeline, holder: PipelineRow | undefined):
 /**
  * Creates many pipelines, with their tasks, in an open transaction, in one statement; a
  * pipeline whose idempotency key is taken is not created and the key's holder stands for it.
- * Returns the stored pipeline id of each input, in order. The cron store's in-transaction
- * handoff creates a tick batch's pipelines with it.
+ * Returns the stored row of each input, in order. `createPipelines` and the cron store's
+ * in-transaction handoff (a tick batch's pipelines) use it.
  */
-export async function createPipelinesIn(tx: PostgresDb, pipelines: readonly NewPipeline[]): Promise<string[]> {
+export async function createPipelinesIn(
+  tx: PostgresDb,
+  pipelines: readonly NewPipeline[],
+): Promise<Array<{ pipeline: PipelineRow; created: boolean }>> {
   if (pipelines.length === 0) return [];
   const tasks = pipelines.flatMap((pipeline) => pipeline.tasks.map((task) => ({ pipeline, task })));
   // Raw SQL: rows from parallel arrays (unnest) feeding two inserts chained by a CTE, one statement for the batch.
@@ -627,19 +635,18 @@ export async function createPipelinesIn(tx: PostgresDb, pipelines: readonly NewP
     )
     SELECT id FROM inserted`);
   const created = new Set(rows.map((row) => row.id));
-  const keysTaken = pipelines.filter((x) => !created.has(x.id)).map((x) => x.idempotencyKey ?? '');
-  const holders = new Map<string | null, string>();
-  if (keysTaken.length > 0) {
-    const found = await tx
-      .select({ id: p.id, key: p.idempotencyKey })
-      .from(p)
-      .where(inArray(p.idempotencyKey, keysTaken));
-    for (const holder of found) holders.set(holder.key, holder.id);
-  }
+  const keys = pipelines.flatMap((x) => (x.idempotencyKey === null ? [] : [x.idempotencyKey]));
+  const stored = await tx
+    .select()
+    .from(p)
+    .where(or(inUuidList(p.id, encodeUuidList([...created])), inTextList(p.idempotencyKey, keys)));
+  const byId = new Map(stored.map((row) => [row.id, row]));
+  const byKey = new Map(stored.map((row) => [row.idempotencyKey, row]));
   return pipelines.map((pipeline) => {
-    const id = created.has(pipeline.id) ? pipeline.id : holders.get(pipeline.idempotencyKey);
-    if (id === undefined) throw new DatabaseError(`createPipeline failed: pipeline ${pipeline.id} already exists`);
-    return id;
+    const isNew = created.has(pipeline.id);
+    const row = isNew ? byId.get(pipeline.id) : byKey.get(pipeline.idempotencyKey);
+    if (row === undefined) throw new DatabaseError(`createPipeline failed: pipeline ${pipeline.id} already exists`);
+    return { pipeline: row, created: isNew };
   });
 }
 

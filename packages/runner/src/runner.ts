@@ -31,6 +31,7 @@ import { HeartbeatLoop, OffsetClock } from './heartbeat.js';
 import { LeaseLoop } from './lease.js';
 import { RunnerMetrics } from './metrics.js';
 import { openStorage } from './open-storage.js';
+import { PipelineWriter } from './pipeline-writer.js';
 import { WorkflowRegistry } from './registry.js';
 import { toPipelineResult, toPipelineSummary } from './result.js';
 import { RetentionLoop } from './retention.js';
@@ -63,6 +64,7 @@ export class DefaultRunner extends CronScheduling implements PipelineExecutor {
   readonly #clock: OffsetClock;
   readonly #active = new ActiveTasks();
   readonly #waiters: CompletionWaiters;
+  readonly #writer: PipelineWriter;
   readonly #claimLoop: ClaimLoop;
   readonly #leaseLoop: LeaseLoop;
   readonly #heartbeat: HeartbeatLoop;
@@ -81,6 +83,7 @@ export class DefaultRunner extends CronScheduling implements PipelineExecutor {
     const { logger, runnerId } = config;
     this.#clock = new OffsetClock(config.clock, config.clock === systemClock);
     this.#emit = (event, payload) => emitSafely(this as never, logger, event, payload);
+    this.#writer = new PipelineWriter(storage.executions);
     this.#waiters = new CompletionWaiters({
       getPipeline: (id) => storage.executions.getPipeline(id),
       pollIntervalMs: config.pollIntervalMs,
@@ -131,8 +134,7 @@ export class DefaultRunner extends CronScheduling implements PipelineExecutor {
         registry,
         maxContextBytes: config.maxContextBytes,
         logger,
-        created: ({ id, workflowName, idempotencyKey, scheduledTime }) =>
-          this.#pipelineCreated({ id, workflowName, idempotencyKey, scheduledTime }),
+        created: (pipeline) => this.#pipelineCreated(pipeline),
       }),
     });
     this.#metrics = new RunnerMetrics(this, () => this.#active.size);
@@ -255,12 +257,7 @@ export class DefaultRunner extends CronScheduling implements PipelineExecutor {
     const workflow = this.#registry.get(workflowName);
     const request = checkPipelineRequest(workflow, context, options, this.#config.maxContextBytes);
     const defaultTimeoutMs = checkTimeoutMs(options.timeoutMs, this.#config.pipelineTimeoutMs, 'timeoutMs');
-    const deps = {
-      store: this.#storage.executions,
-      maxContextBytes: this.#config.maxContextBytes,
-      now: () => this.#clock.now(),
-    };
-    const { pipeline, created } = await startPipeline(deps, request);
+    const { pipeline, created } = await startPipeline({ writer: this.#writer, now: () => this.#clock.now() }, request);
     if (created) this.#pipelineCreated(pipeline);
     return this.#handle(pipeline, defaultTimeoutMs);
   }

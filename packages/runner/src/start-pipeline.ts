@@ -3,7 +3,6 @@ import {
   Context,
   ContextError,
   type ExecuteOptions,
-  type ExecutionStore,
   IdempotencyConflictError,
   type JsonObject,
   type NewPipeline,
@@ -13,11 +12,12 @@ import {
   ValidationError,
   type Workflow,
 } from '@orrery/core';
+import type { PipelineWriter } from './pipeline-writer.js';
 
 /** What {@link startPipeline} needs from the runner. */
 export interface StartPipelineDeps {
-  store: ExecutionStore;
-  maxContextBytes: number;
+  /** Writes the pipeline (a {@link PipelineWriter} batching concurrent calls). */
+  writer: PipelineWriter;
   now(): Date;
 }
 
@@ -101,7 +101,7 @@ export async function startPipeline(
   request: PipelineRequest,
 ): Promise<{ pipeline: PipelineRow; created: boolean }> {
   const { workflow } = request;
-  const result = await deps.store.createPipeline(newPipelineRows(request, deps.now()));
+  const result = await deps.writer.create(newPipelineRows(request, deps.now()));
   if (!result.created && result.pipeline.workflowName !== workflow.name) {
     throw new IdempotencyConflictError(
       `Idempotency key "${request.idempotencyKey}" already belongs to execution ${result.pipeline.id} of workflow "${result.pipeline.workflowName}", not "${workflow.name}"; use a key unique to this request.`,

@@ -315,6 +315,12 @@ export class SqliteExecutionStore implements ExecutionStore {
     return writeTransaction(this.#handle, 'createPipeline', () => this.createPipelineInTransaction(pipeline));
   }
 
+  createPipelines(pipelines: readonly NewPipeline[]): Promise<Array<{ pipeline: PipelineRow; created: boolean }>> {
+    return writeTransaction(this.#handle, 'createPipelines', () =>
+      pipelines.map((pipeline) => this.createPipelineInTransaction(pipeline)),
+    );
+  }
+
   /**
    * The body of {@link createPipeline}, for a transaction already open on this connection:
    * the cron store's in-transaction handoff creates pipelines inside its claim transaction.

@@ -1,0 +1,53 @@
+import type { ExecutionStore, NewPipeline, PipelineRow } from '@orrery/core';
+
+/** Most pipelines written in one transaction. */
+export const MAX_PIPELINES_PER_WRITE = 100;
+
+interface PendingWrite {
+  pipeline: NewPipeline;
+  resolve(result: { pipeline: PipelineRow; created: boolean }): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Group commit for `executeAsync`: the first pipeline is written at once; pipelines asked
+ * for while that write is in flight are written together by the next one, in a single
+ * transaction. A lone caller waits no longer than before, and many concurrent callers pay
+ * one commit per batch instead of one each. A failed write fails every caller of its batch.
+ */
+export class PipelineWriter {
+  readonly #store: ExecutionStore;
+  readonly #queue: PendingWrite[] = [];
+  #writing = false;
+
+  constructor(store: ExecutionStore) {
+    this.#store = store;
+  }
+
+  /** Resolves once the pipeline and its task rows are committed (or its key's holder is found). */
+  create(pipeline: NewPipeline): Promise<{ pipeline: PipelineRow; created: boolean }> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ pipeline, resolve, reject });
+      void this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    if (this.#writing) return;
+    this.#writing = true;
+    try {
+      while (this.#queue.length > 0) await this.#write(this.#queue.splice(0, MAX_PIPELINES_PER_WRITE));
+    } finally {
+      this.#writing = false;
+    }
+  }
+
+  async #write(batch: PendingWrite[]): Promise<void> {
+    try {
+      const results = await this.#store.createPipelines(batch.map((write) => write.pipeline));
+      for (const [i, write] of batch.entries()) write.resolve(results[i]!);
+    } catch (error) {
+      for (const write of batch) write.reject(error);
+    }
+  }
+}
