@@ -12,7 +12,7 @@ import {
   type TaskOutcome,
   type TaskRow,
 } from '@orrery/core';
-import { and, asc, desc, eq, getTableColumns, inArray, lt, lte, or, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, inArray, lt, lte, type SQL, sql } from 'drizzle-orm';
 import {
   aliasColumns,
   arrayParam,
@@ -263,43 +263,6 @@ function prepareFinish(db: PostgresDb) {
     .prepare('orrery_finish_task');
 }
 
-/**
- * createPipeline as one statement: the pipeline row, ON CONFLICT on the idempotency key DO
- * NOTHING, and its task rows from parallel arrays, inserted only when the pipeline was.
- */
-function prepareCreate(db: PostgresDb) {
-  const inserted = db.$with('inserted').as(
-    db
-      .insert(p)
-      .values({
-        id: bind(p.id, 'id'),
-        workflowName: bind(p.workflowName, 'workflowName'),
-        workflowVersion: bind(p.workflowVersion, 'workflowVersion'),
-        status: 'pending',
-        input: bind(p.input, 'input'),
-        idempotencyKey: bind(p.idempotencyKey, 'idempotencyKey'),
-        scheduledTime: bind(p.scheduledTime, 'scheduledTime'),
-        remainingTasks: bind(p.remainingTasks, 'remainingTasks'),
-        failedTasks: 0,
-        createdAt: bind(p.createdAt, 'now'),
-        updatedAt: bind(p.updatedAt, 'now'),
-      })
-      .onConflictDoNothing({ target: p.idempotencyKey, where: sql`idempotency_key IS NOT NULL` })
-      .returning(),
-  );
-  const tasks = db.$with('tasks').as(
-    db.insert(t).select(
-      // Raw SQL: rows from parallel arrays (unnest), one fixed statement for any number of tasks.
-      sql`SELECT u.id, ${inserted.id}, ${inserted.workflowName}, u.task_id, u.position,
-          CASE WHEN u.pending_deps = 0 THEN 'ready' ELSE 'not_started' END, 0, 0, u.pending_deps,
-          ${inserted.createdAt}, NULL, NULL, NULL, NULL, NULL, NULL, ${inserted.createdAt}
-        FROM ${inserted} CROSS JOIN unnest(${placeholder('taskIds')}::uuid[], ${placeholder('taskNames')}::text[],
-          ${placeholder('positions')}::int[], ${placeholder('pendingDeps')}::int[]) AS u(id, task_id, position, pending_deps)`,
-    ),
-  );
-  return db.with(inserted, tasks).select().from(inserted).prepare('orrery_create_pipeline');
-}
-
 /** Builds every statement once; `.prepare()` names it, so each connection parses it once. */
 function prepareStatements(handle: PostgresHandle) {
   const { db } = handle;
@@ -312,7 +275,6 @@ function prepareStatements(handle: PostgresHandle) {
     sql`(${t.id}, ${t.attempt}) IN (SELECT * FROM unnest(${placeholder('ids')}::uuid[], ${placeholder('attempts')}::int[]))`,
   );
   return {
-    createPipeline: prepareCreate(db),
     selectPipeline: db
       .select()
       .from(p)
@@ -386,17 +348,14 @@ export class PostgresExecutionStore implements ExecutionStore {
     this.#q = prepareStatements(handle);
   }
 
-  createPipeline(pipeline: NewPipeline): Promise<{ pipeline: PipelineRow; created: boolean }> {
-    return statement('createPipeline', async () => {
-      const [row] = await this.#q.createPipeline.execute(createParams(pipeline));
-      if (row !== undefined) return { pipeline: row, created: true };
-      return { pipeline: takenKeyHolder(pipeline, await this.#byKey(pipeline.idempotencyKey ?? '')), created: false };
-    });
+  async createPipeline(pipeline: NewPipeline): Promise<{ pipeline: PipelineRow; created: boolean }> {
+    const [result] = await statement('createPipeline', () => createPipelinesIn(this.#handle.db, [pipeline]));
+    return result!;
   }
 
   createPipelines(pipelines: readonly NewPipeline[]): Promise<Array<{ pipeline: PipelineRow; created: boolean }>> {
-    if (pipelines.length === 0) return Promise.resolve([]);
-    return transaction(this.#handle, 'createPipelines', (tx) => createPipelinesIn(tx, pipelines));
+    // One statement, so no BEGIN/COMMIT: Postgres runs it as its own transaction.
+    return statement('createPipelines', () => createPipelinesIn(this.#handle.db, pipelines));
   }
 
   getPipeline(id: string): Promise<PipelineRow | null> {
@@ -564,47 +523,20 @@ export class PostgresExecutionStore implements ExecutionStore {
   }
 }
 
-/** Parameters of the create statement: the pipeline row and its tasks as parallel arrays. */
-function createParams(pipeline: NewPipeline) {
-  const { tasks } = pipeline;
-  return {
-    id: pipeline.id,
-    workflowName: pipeline.workflowName,
-    workflowVersion: pipeline.workflowVersion,
-    input: pipeline.input,
-    idempotencyKey: pipeline.idempotencyKey,
-    scheduledTime: pipeline.scheduledTime,
-    remainingTasks: tasks.length,
-    now: pipeline.now,
-    taskIds: encodeUuidList(tasks.map((task) => task.id)),
-    taskNames: tasks.map((task) => task.taskId),
-    positions: tasks.map((task) => task.position),
-    pendingDeps: tasks.map((task) => task.pendingDeps),
-  };
-}
-
-/** The execution holding a new pipeline's idempotency key: only the key can collide, since a taken id fails the insert. */
-function takenKeyHolder(pipeline: NewPipeline, holder: PipelineRow | undefined): PipelineRow {
-  if (pipeline.idempotencyKey === null || holder === undefined) {
-    throw new DatabaseError(`createPipeline failed: pipeline ${pipeline.id} already exists`);
-  }
-  return holder;
-}
-
 /**
- * Creates many pipelines, with their tasks, in an open transaction, in one statement; a
- * pipeline whose idempotency key is taken is not created and the key's holder stands for it.
- * Returns the stored row of each input, in order. `createPipelines` and the cron store's
- * in-transaction handoff (a tick batch's pipelines) use it.
+ * Creates pipelines with their tasks in one statement (its own transaction, or part of the
+ * caller's `db` transaction); a pipeline whose idempotency key is taken, before or earlier in
+ * the batch, is not created and the key's holder stands for it (read only when that happens).
+ * Results in input order. `createPipeline(s)` and the cron store's in-transaction handoff use it.
  */
 export async function createPipelinesIn(
-  tx: PostgresDb,
+  db: PostgresDb,
   pipelines: readonly NewPipeline[],
 ): Promise<Array<{ pipeline: PipelineRow; created: boolean }>> {
   if (pipelines.length === 0) return [];
   const tasks = pipelines.flatMap((pipeline) => pipeline.tasks.map((task) => ({ pipeline, task })));
   // Raw SQL: rows from parallel arrays (unnest) feeding two inserts chained by a CTE, one statement for the batch.
-  const { rows } = await tx.execute<{ id: string }>(sql`WITH inserted AS (
+  const { rows } = await db.execute<{ row: Record<string, unknown> }>(sql`WITH inserted AS (
       INSERT INTO ${p} (id, workflow_name, workflow_version, status, input, idempotency_key, scheduled_time,
         remaining_tasks, failed_tasks, created_at, updated_at)
       SELECT u.id, u.workflow_name, u.workflow_version, 'pending', u.input::jsonb, u.idempotency_key,
@@ -619,7 +551,7 @@ export async function createPipelinesIn(
         ${arrayParam(pipelines.map((x) => dateToIso(x.now)))}::timestamptz[])
         AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, remaining_tasks, now)
       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-      RETURNING id, workflow_name, created_at
+      RETURNING *
     ), tasks AS (
       INSERT INTO ${t} (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt,
         failed_attempts, pending_deps, available_at, updated_at)
@@ -633,20 +565,20 @@ export async function createPipelinesIn(
         AS v(id, pipeline_id, task_id, position, pending_deps)
       JOIN inserted i ON i.id = v.pipeline_id
     )
-    SELECT id FROM inserted`);
-  const created = new Set(rows.map((row) => row.id));
-  const keys = pipelines.flatMap((x) => (x.idempotencyKey === null ? [] : [x.idempotencyKey]));
-  const stored = await tx
-    .select()
-    .from(p)
-    .where(or(inUuidList(p.id, encodeUuidList([...created])), inTextList(p.idempotencyKey, keys)));
-  const byId = new Map(stored.map((row) => [row.id, row]));
-  const byKey = new Map(stored.map((row) => [row.idempotencyKey, row]));
+    SELECT to_json(i) AS row FROM inserted i`);
+  const created = new Map(
+    rows.map(({ row }) => decodeJsonRow<PipelineRow>(pipelineRow, row)).map((row) => [row.id, row]),
+  );
+  const takenKeys = pipelines.filter((x) => !created.has(x.id)).map((x) => x.idempotencyKey ?? '');
+  const holders =
+    takenKeys.length === 0 ? [] : await db.select().from(p).where(inTextList(p.idempotencyKey, takenKeys));
+  const byKey = new Map(holders.map((row) => [row.idempotencyKey, row]));
   return pipelines.map((pipeline) => {
-    const isNew = created.has(pipeline.id);
-    const row = isNew ? byId.get(pipeline.id) : byKey.get(pipeline.idempotencyKey);
-    if (row === undefined) throw new DatabaseError(`createPipeline failed: pipeline ${pipeline.id} already exists`);
-    return { pipeline: row, created: isNew };
+    const row = created.get(pipeline.id);
+    if (row !== undefined) return { pipeline: row, created: true };
+    const holder = byKey.get(pipeline.idempotencyKey);
+    if (holder === undefined) throw new DatabaseError(`createPipeline failed: pipeline ${pipeline.id} already exists`);
+    return { pipeline: holder, created: false };
   });
 }
 
