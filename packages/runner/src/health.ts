@@ -33,7 +33,8 @@ export interface RunnerHealth {
 /** What a health check reads. */
 export interface HealthSources {
   runnerId: string;
-  started: boolean;
+  /** Started and not shut down. */
+  running: boolean;
   taskLoopRunning: boolean;
   runningTasks: number;
   cron: CronHealth;
@@ -52,7 +53,7 @@ export async function checkHealth(sources: HealthSources): Promise<RunnerHealth>
   ]);
   const stuck = lostOccurrences > 0 || stalledTasks > 0;
   return {
-    status: !sources.started ? 'stopped' : stuck ? 'degraded' : 'ok',
+    status: !sources.running ? 'stopped' : stuck ? 'degraded' : 'ok',
     runnerId: sources.runnerId,
     taskLoopRunning: sources.taskLoopRunning,
     ...sources.cron,

@@ -1,4 +1,3 @@
-import type { EventEmitter } from 'eventemitter3';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RunnerEvents } from './events.js';
 
@@ -6,7 +5,8 @@ import type { RunnerEvents } from './events.js';
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
 /**
- * The runner's Prometheus metrics, fed by its own events. Each runner has a registry of its
+ * The runner's Prometheus metrics, fed with every event the runner emits (before its
+ * listeners, so `removeAllListeners()` cannot starve them). Each runner has a registry of its
  * own (not prom-client's global one), so two runners in one process never collide; merge it
  * into yours with `Registry.merge` if you serve one endpoint.
  *
@@ -16,7 +16,9 @@ const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 export class RunnerMetrics {
   readonly registry = new Registry();
 
-  constructor(events: EventEmitter<RunnerEvents>, activeTasks: () => number) {
+  readonly #record: { [K in keyof RunnerEvents]?: (payload: RunnerEvents[K][0]) => void };
+
+  constructor(activeTasks: () => number) {
     const registers = [this.registry];
     const fired = new Counter({
       name: 'orrery_cron_fired_total',
@@ -70,33 +72,38 @@ export class RunnerMetrics {
       },
     });
 
-    events.on('cron:fired', (e) => {
-      fired.inc({ schedule: e.scheduleName ?? e.scheduleId, source: e.source });
-      lag.observe(Math.max(0, e.lagMs) / 1000);
-    });
-    events.on('cron:skipped', (e) => skipped.inc({ schedule: e.scheduleName ?? e.scheduleId }));
-    events.on('cron:lost', () => recovery.inc({ outcome: 'lost' }));
-    events.on('cron:recovered', () => recovery.inc({ outcome: 'recovered' }));
-    events.on('cron:abandoned', () => recovery.inc({ outcome: 'abandoned' }));
-    events.on('task:completed', (e) => {
-      taskOutcomes.inc({ workflow: e.workflowName, task: e.taskId, outcome: 'completed', will_retry: 'false' });
-      taskDuration.observe({ workflow: e.workflowName, task: e.taskId }, e.durationMs / 1000);
-    });
-    events.on('task:failed', (e) =>
-      taskOutcomes.inc({
-        workflow: e.workflowName,
-        task: e.taskId,
-        outcome: 'failed',
-        will_retry: String(e.willRetry),
-      }),
-    );
-    events.on('task:skipped', (e) =>
-      taskOutcomes.inc({ workflow: e.workflowName, task: e.taskId, outcome: 'skipped', will_retry: 'false' }),
-    );
     const finished = (e: { workflowName: string; status: string }) =>
       pipelines.inc({ workflow: e.workflowName, status: e.status });
-    events.on('pipeline:completed', finished);
-    events.on('pipeline:failed', finished);
-    events.on('pipeline:cancelled', (e) => finished({ workflowName: e.workflowName, status: 'cancelled' }));
+    this.#record = {
+      'cron:fired': (e) => {
+        fired.inc({ schedule: e.scheduleName ?? e.scheduleId, source: e.source });
+        lag.observe(Math.max(0, e.lagMs) / 1000);
+      },
+      'cron:skipped': (e) => skipped.inc({ schedule: e.scheduleName ?? e.scheduleId }),
+      'cron:lost': () => recovery.inc({ outcome: 'lost' }),
+      'cron:recovered': () => recovery.inc({ outcome: 'recovered' }),
+      'cron:abandoned': () => recovery.inc({ outcome: 'abandoned' }),
+      'task:completed': (e) => {
+        taskOutcomes.inc({ workflow: e.workflowName, task: e.taskId, outcome: 'completed', will_retry: 'false' });
+        taskDuration.observe({ workflow: e.workflowName, task: e.taskId }, e.durationMs / 1000);
+      },
+      'task:failed': (e) =>
+        taskOutcomes.inc({
+          workflow: e.workflowName,
+          task: e.taskId,
+          outcome: 'failed',
+          will_retry: String(e.willRetry),
+        }),
+      'task:skipped': (e) =>
+        taskOutcomes.inc({ workflow: e.workflowName, task: e.taskId, outcome: 'skipped', will_retry: 'false' }),
+      'pipeline:completed': finished,
+      'pipeline:failed': finished,
+      'pipeline:cancelled': (e) => finished({ workflowName: e.workflowName, status: 'cancelled' }),
+    };
+  }
+
+  /** Counts one event; the runner calls it for every event it emits. */
+  record<K extends keyof RunnerEvents>(event: K, payload: RunnerEvents[K][0]): void {
+    (this.#record[event] as ((payload: RunnerEvents[K][0]) => void) | undefined)?.(payload);
   }
 }

@@ -82,7 +82,11 @@ export class DefaultRunner extends CronScheduling implements PipelineExecutor {
     this.#registry = registry;
     const { logger, runnerId } = config;
     this.#clock = new OffsetClock(config.clock, config.clock === systemClock);
-    this.#emit = (event, payload) => emitSafely(this as never, logger, event, payload);
+    this.#metrics = new RunnerMetrics(() => this.#active.size);
+    this.#emit = (event, payload) => {
+      this.#metrics.record(event, payload);
+      emitSafely(this as never, logger, event, payload);
+    };
     this.#writer = new PipelineWriter(storage.executions);
     this.#waiters = new CompletionWaiters({
       getPipeline: (id) => storage.executions.getPipeline(id),
@@ -137,7 +141,6 @@ export class DefaultRunner extends CronScheduling implements PipelineExecutor {
         created: (pipeline) => this.#pipelineCreated(pipeline),
       }),
     });
-    this.#metrics = new RunnerMetrics(this, () => this.#active.size);
   }
 
   /**
@@ -358,10 +361,9 @@ export class DefaultRunner extends CronScheduling implements PipelineExecutor {
    */
   async health(): Promise<RunnerHealth> {
     this.assertOpen();
-    const running = this.#started !== undefined && this.#stopped === undefined;
     return checkHealth({
       runnerId: this.#config.runnerId,
-      started: running,
+      running: this.#started !== undefined && this.#stopped === undefined,
       taskLoopRunning: this.#claimLoop.running,
       runningTasks: this.#active.size,
       cron: this.#cron.health(),

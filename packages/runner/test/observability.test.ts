@@ -105,6 +105,14 @@ describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
     await waitFor(async () => sample(await runner.metrics(), 'orrery_tasks_running') === 0);
   });
 
+  it('keeps counting when the user removes every listener', async () => {
+    const runner = await open({ enableCronScheduling: false });
+    runner.removeAllListeners();
+    await runner.start();
+    await runner.execute('etl');
+    expect(sample(await runner.metrics(), 'orrery_pipelines_finished_total{workflow="etl",status="failed"}')).toBe(1);
+  });
+
   it('counts cron fires by schedule and source, with their lag', async () => {
     const runner = await open();
     await runner.addCronSchedule({ name: 'nightly', workflowName: 'etl', cronExpression: '0 0 * * *' });
