@@ -165,6 +165,21 @@ function progress(label: string, done: number, total: number) {
 const percentile = (sorted: readonly number[], q: number) =>
   sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
+/** Count, rate and mean/p50/p99 of the lags of a LAG_SECONDS run. */
+function lagFigures(
+  lags: number[],
+): Pick<Measurement, 'count' | 'seconds' | 'perSecond' | 'meanMs' | 'p50Ms' | 'p99Ms'> {
+  const sorted = [...lags].sort((a, b) => a - b);
+  return {
+    count: sorted.length,
+    seconds: LAG_SECONDS,
+    perSecond: sorted.length / LAG_SECONDS,
+    meanMs: sorted.reduce((a, b) => a + b, 0) / Math.max(1, sorted.length),
+    p50Ms: percentile(sorted, 0.5),
+    p99Ms: percentile(sorted, 0.99),
+  };
+}
+
 interface Measurement {
   adapter: string;
   scenario: string;
@@ -277,16 +292,10 @@ async function runnerFireLag(adapter: string, target: RunnerTarget): Promise<Mea
     progress(`runner at ${LAG_RATE} occ/s, poll ${CRON_DEFAULTS.pollIntervalMs} ms`, s, LAG_SECONDS);
   }
   await runner.shutdown({ timeoutMs: 10_000 });
-  lags.sort((a, b) => a - b);
   return {
     adapter,
     scenario: `runner fire lag, ${LAG_RATE} occ/s`,
-    count: lags.length,
-    seconds: LAG_SECONDS,
-    perSecond: lags.length / LAG_SECONDS,
-    meanMs: lags.reduce((a, b) => a + b, 0) / Math.max(1, lags.length),
-    p50Ms: percentile(lags, 0.5),
-    p99Ms: percentile(lags, 0.99),
+    ...lagFigures(lags),
     settings: { pollIntervalMs: CRON_DEFAULTS.pollIntervalMs },
   };
 }
@@ -362,16 +371,10 @@ async function fireLag(adapter: string, storage: Storage, pollIntervalMs: number
   for (const schedule of await cron.listSchedules()) {
     if (schedule.name?.startsWith('lag-')) await cron.deleteSchedule(schedule.id);
   }
-  lags.sort((a, b) => a - b);
   return {
     adapter,
     scenario: `fire lag, poll ${pollIntervalMs} ms`,
-    count: lags.length,
-    seconds: LAG_SECONDS,
-    perSecond: lags.length / LAG_SECONDS,
-    meanMs: lags.reduce((a, b) => a + b, 0) / Math.max(1, lags.length),
-    p50Ms: percentile(lags, 0.5),
-    p99Ms: percentile(lags, 0.99),
+    ...lagFigures(lags),
     settings: { pollIntervalMs },
   };
 }
