@@ -94,7 +94,7 @@ export class CronRecovery {
     });
     let execution: PipelineExecution;
     try {
-      execution = await executor.executeAsync(row.workflowName, recoveryContext(row, attempt), {
+      execution = await executor.executeAsync(row.workflowName, recoveryContext(row.context, attempt), {
         idempotencyKey: row.id,
         scheduledTime: row.scheduledTime,
       });

@@ -1,4 +1,4 @@
-import type { CronExecutionRow, Json, JsonObject } from '@orrery/core';
+import type { Json, JsonObject } from '@orrery/core';
 
 /** The parts of a schedule that its occurrences' context keys describe. */
 export interface ScheduleIdentity {
@@ -25,9 +25,9 @@ export function occurrenceContext(schedule: ScheduleIdentity, scheduledTime: Dat
   };
 }
 
-/** The context of a recovery handoff: the row's snapshot plus the recovery keys. */
-export function recoveryContext(row: CronExecutionRow, attempt: number): JsonObject {
-  return { ...row.context, is_recovery: true, recovery_attempt: attempt };
+/** The context of a recovery handoff: the ledger row's snapshot plus the recovery keys. */
+export function recoveryContext(snapshot: JsonObject, attempt: number): JsonObject {
+  return { ...snapshot, is_recovery: true, recovery_attempt: attempt };
 }
 
 /** The schedule name recorded in a ledger row's context snapshot (for event payloads). */

@@ -155,7 +155,8 @@ export class ScheduleManager {
   }
 
   #limits() {
-    return { workflows: this.#deps.workflows, maxContextBytes: this.#deps.settings.maxContextBytes };
+    const { maxContextBytes, maxRecoveryAttempts } = this.#deps.settings;
+    return { workflows: this.#deps.workflows, maxContextBytes, maxRecoveryAttempts };
   }
 
   /** The patch writing `definition` over `row`, re-timed when the timing changed. */

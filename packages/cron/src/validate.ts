@@ -12,7 +12,7 @@ import {
 } from '@orrery/core';
 import { normalizeCronExpression } from './cron-expression.js';
 import type { WorkflowCatalog } from './options.js';
-import { occurrenceContext } from './schedule-context.js';
+import { occurrenceContext, recoveryContext } from './schedule-context.js';
 import { validateTimezone } from './timezone.js';
 import type { CronScheduleInput } from './types.js';
 
@@ -39,6 +39,8 @@ export interface ScheduleDefinition {
 export interface ValidationLimits {
   workflows: WorkflowCatalog;
   maxContextBytes: number;
+  /** The largest `recovery_attempt` a recovery handoff adds to the context. */
+  maxRecoveryAttempts: number;
 }
 
 const CATCHUP_POLICIES: readonly CatchupPolicy[] = ['skip', 'run_once', 'run_all'];
@@ -83,9 +85,14 @@ export function validateScheduleInput(
     startAt,
     endAt,
   };
-  // The pipelines get the schedule keys on top of the context: size the context they will see.
-  const sized = occurrenceContext({ ...definition, id: SAMPLE_ID }, new Date(0));
-  assertContextSize(sized, limits.maxContextBytes, 'Schedule context (with the schedule keys)');
+  // The pipelines get the schedule keys on top of the context, and the recovery keys when a
+  // lost occurrence is handed off again: size the largest context they will see, so that a
+  // recovery is never refused for size after the first handoff was accepted.
+  const largest = recoveryContext(
+    occurrenceContext({ ...definition, id: SAMPLE_ID }, new Date(0)),
+    limits.maxRecoveryAttempts,
+  );
+  assertContextSize(largest, limits.maxContextBytes, 'Schedule context (with the schedule and recovery keys)');
   return { definition, enabled: checkBoolean('enabled', input.enabled ?? true) };
 }
 

@@ -8,6 +8,8 @@ import {
   WorkflowNotFoundError,
 } from '@orrery/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CRON_DEFAULTS } from '../src/index.js';
+import { occurrenceContext, recoveryContext } from '../src/schedule-context.js';
 import { type CronHarness, HOUR, MINUTE, openHarness, T0 } from './support/cron-harness.js';
 
 let h: CronHarness;
@@ -139,6 +141,47 @@ describe('addSchedule', () => {
       await expect(h.cron.addSchedule(input as never)).rejects.toThrow(message);
       expect(await h.cron.listSchedules()).toEqual([]);
     });
+  });
+});
+
+describe('context size', () => {
+  it('accepts exactly the contexts that still fit when a recovery adds its keys', async () => {
+    const limit = 2_000;
+    const small = await openHarness({ workflows: ['wf'], settings: { maxContextBytes: limit } });
+    const bytes = (context: object) => Buffer.byteLength(JSON.stringify(context));
+    const add = (n: number) =>
+      small.cron
+        .addSchedule({
+          name: `p${n}`,
+          workflowName: 'wf',
+          cronExpression: '* * * * *',
+          context: { pad: 'x'.repeat(n) },
+        })
+        .then(
+          () => true,
+          (error: unknown) => {
+            if (error instanceof ContextError) return false;
+            throw error;
+          },
+        );
+    try {
+      let [accepted, refused] = [0, limit];
+      while (refused - accepted > 1) {
+        const mid = Math.floor((accepted + refused) / 2);
+        if (await add(mid)) accepted = mid;
+        else refused = mid;
+      }
+      const largest = await small.cron.getSchedule(`p${accepted}`);
+      const recovered = (pad: number) =>
+        recoveryContext(
+          occurrenceContext({ ...largest, context: { pad: 'x'.repeat(pad) } }, T0),
+          CRON_DEFAULTS.maxRecoveryAttempts,
+        );
+      expect(bytes(recovered(accepted))).toBeLessThanOrEqual(limit);
+      expect(bytes(recovered(accepted + 1))).toBeGreaterThan(limit);
+    } finally {
+      await small.close();
+    }
   });
 });
 
