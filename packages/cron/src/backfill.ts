@@ -8,7 +8,7 @@ import { assertRunnable } from './trigger.js';
 import { validateBackfillRange } from './validate.js';
 
 /** Most slots one backfill may cover. */
-export const MAX_BACKFILL_SLOTS = 10_000;
+const MAX_BACKFILL_SLOTS = 10_000;
 // Rows per insert transaction: keeps each transaction short on a shared database.
 const INSERT_CHUNK = 500;
 

@@ -1,4 +1,3 @@
-export { MAX_BACKFILL_SLOTS } from './backfill.js';
 export { normalizeCronExpression } from './cron-expression.js';
 export type {
   CronAbandonedEvent,

@@ -67,11 +67,6 @@ export class CronScheduler {
     if (this.#nextWorkAtMs === null || atMs < this.#nextWorkAtMs) this.#nextWorkAtMs = atMs;
   }
 
-  /** Occurrences claimed but waiting for their jittered fire time. */
-  get deferredCount(): number {
-    return this.#deferred.size;
-  }
-
   /** Runs one tick. Handoff failures are logged, not thrown; a database error in the claim is. */
   async tick(): Promise<TickResult> {
     const { store, clock, settings, workflows, runnerId, logger, faults, inTransactionHandoff } = this.#deps;

@@ -23,7 +23,7 @@ export function firstRunAt(timing: ScheduleTiming, now: Date): Date | null {
 }
 
 /** `slot` when it lies before `endAt` (or there is no end), else null. */
-export function beforeEnd(slot: Date | null, endAt: Date | null): Date | null {
+function beforeEnd(slot: Date | null, endAt: Date | null): Date | null {
   if (slot === null) return null;
   return endAt === null || slot.getTime() < endAt.getTime() ? slot : null;
 }
@@ -39,6 +39,6 @@ export function sameTiming(a: ScheduleTiming, b: ScheduleTiming): boolean {
 }
 
 /** True when both are null or denote the same millisecond. */
-export function sameInstant(a: Date | null, b: Date | null): boolean {
+function sameInstant(a: Date | null, b: Date | null): boolean {
   return a === null || b === null ? a === b : a.getTime() === b.getTime();
 }

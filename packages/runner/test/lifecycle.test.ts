@@ -1,4 +1,6 @@
+import { CRON_DEFAULTS } from '@orrery/cron';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { cronSettingsOf, resolveConfig } from '../src/config.js';
 import {
   ConfigurationError,
   DefaultRunner,
@@ -49,6 +51,10 @@ describe('configuration', () => {
 
   it('documents its defaults', () => {
     expect(RUNNER_DEFAULTS).toMatchObject({ maxConcurrentTasks: 16, taskLeaseMs: 30_000, pollIntervalMs: 250 });
+  });
+
+  it('hands the cron service exactly the cron defaults it documents', () => {
+    expect(cronSettingsOf(resolveConfig({}))).toEqual(CRON_DEFAULTS);
   });
 });
 
