@@ -16,7 +16,8 @@ export interface LoopOptions {
 /**
  * A loop that runs `tick` until stopped, never overlapping itself (while + await, not
  * setInterval). A failed tick is logged and followed by a capped exponential back-off.
- * `nudge()` cuts the current pause short when work arrives.
+ * `nudge()` cuts the current pause short when work arrives; `wakeIn()` (or a tick resolving
+ * with a delay) shortens it to when work is known to be due, but never during a back-off.
  */
 export abstract class BackgroundLoop {
   readonly #options: LoopOptions;
@@ -25,13 +26,19 @@ export abstract class BackgroundLoop {
   #failures = 0;
   #wake: (() => void) | undefined;
   #nudged = false;
+  /** Earliest `performance.now()` a caller asked the next tick to start at. */
+  #wakeAtMs = Number.POSITIVE_INFINITY;
+  #shortenPause: (() => void) | undefined;
 
   constructor(options: LoopOptions) {
     this.#options = options;
   }
 
-  /** One unit of work. The signal aborts when the loop stops. */
-  protected abstract tick(signal: AbortSignal): Promise<void>;
+  /**
+   * One unit of work. The signal aborts when the loop stops. It may resolve with the
+   * milliseconds until its next known work, to start the next tick sooner than `intervalMs`.
+   */
+  protected abstract tick(signal: AbortSignal): Promise<number | null | undefined | void>;
 
   /** Starts the loop; idempotent. */
   start(): void {
@@ -56,14 +63,23 @@ export abstract class BackgroundLoop {
     this.#wake?.();
   }
 
+  /** Starts the next tick within `delayMs` when that is sooner than planned; ignored while backing off. */
+  wakeIn(delayMs: number): void {
+    if (this.#failures > 0) return;
+    this.#wakeAtMs = Math.min(this.#wakeAtMs, performance.now() + Math.max(0, delayMs));
+    this.#shortenPause?.();
+  }
+
   async #run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       this.#nudged = false;
       try {
-        await this.tick(signal);
+        const nextWorkInMs = await this.tick(signal);
         this.#failures = 0;
+        if (typeof nextWorkInMs === 'number') this.wakeIn(nextWorkInMs);
       } catch (error) {
         this.#failures += 1;
+        this.#wakeAtMs = Number.POSITIVE_INFINITY;
         this.#options.logger.error({ err: error, loop: this.#options.name }, 'background loop tick failed');
         this.#options.onError?.(error);
       }
@@ -79,16 +95,23 @@ export abstract class BackgroundLoop {
 
   #pause(ms: number, signal: AbortSignal): Promise<void> {
     if (signal.aborted) return Promise.resolve();
+    const endsAtMs = performance.now() + ms;
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const done = () => {
         clearTimeout(timer);
-        resolve();
-      }
-      this.#wake = () => {
         this.#wake = undefined;
-        done();
+        this.#shortenPause = undefined;
+        this.#wakeAtMs = Number.POSITIVE_INFINITY;
+        resolve();
       };
+      const schedule = () => {
+        clearTimeout(timer);
+        timer = setTimeout(done, Math.max(0, Math.min(endsAtMs, this.#wakeAtMs) - performance.now()));
+      };
+      this.#wake = done;
+      this.#shortenPause = schedule;
+      schedule();
     });
   }
 }

@@ -8,43 +8,13 @@ import { BackgroundLoop, type LoopOptions } from '@orrery/core';
  */
 export class CronLoop extends BackgroundLoop {
   readonly #work: () => Promise<number | null>;
-  readonly #intervalMs: number;
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  #timerAtMs = Number.POSITIVE_INFINITY;
 
   constructor(options: LoopOptions, work: () => Promise<number | null>) {
     super(options);
     this.#work = work;
-    this.#intervalMs = options.intervalMs;
   }
 
-  /** Runs the next unit of work in `delayMs` when that is sooner than the regular pause. */
-  wakeIn(delayMs: number): void {
-    if (!this.running || delayMs >= this.#intervalMs) return;
-    if (delayMs <= 0) {
-      this.nudge();
-      return;
-    }
-    const atMs = performance.now() + delayMs;
-    if (this.#timer !== undefined && this.#timerAtMs <= atMs) return;
-    clearTimeout(this.#timer);
-    this.#timerAtMs = atMs;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#timerAtMs = Number.POSITIVE_INFINITY;
-      this.nudge();
-    }, delayMs);
-    this.#timer.unref();
-  }
-
-  override async stop(): Promise<void> {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    await super.stop();
-  }
-
-  protected async tick(): Promise<void> {
-    const delayMs = await this.#work();
-    if (delayMs !== null) this.wakeIn(delayMs);
+  protected tick(): Promise<number | null> {
+    return this.#work();
   }
 }
