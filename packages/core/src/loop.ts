@@ -38,6 +38,7 @@ export abstract class BackgroundLoop {
    * One unit of work. The signal aborts when the loop stops. It may resolve with the
    * milliseconds until its next known work, to start the next tick sooner than `intervalMs`.
    */
+  // biome-ignore lint/suspicious/noConfusingVoidType: loops with nothing to tell declare Promise<void>.
   protected abstract tick(signal: AbortSignal): Promise<number | null | undefined | void>;
 
   /** Starts the loop; idempotent. */
