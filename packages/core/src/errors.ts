@@ -2,9 +2,17 @@
  * Every error Orrery throws is an {@link OrreryError} with a stable `code`, so callers can
  * branch on `code` even when two copies of the package are loaded (where `instanceof` fails).
  */
+/** Marks Orrery's errors; `Symbol.for` makes every copy of the package agree on it. */
+const ORRERY_ERROR = Symbol.for('orrery.error');
+
 export class OrreryError extends Error {
   /** Stable, SCREAMING_SNAKE identifier of the error kind, e.g. `SCHEDULE_NOT_FOUND`. */
   readonly code: string;
+
+  /** The brand {@link isOrreryError} checks, on the prototype of every Orrery error. */
+  get [ORRERY_ERROR](): true {
+    return true;
+  }
 
   constructor(code: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -113,12 +121,11 @@ export class NonRetryableError extends OrreryError {
 
 /**
  * True when `error` is an Orrery error (optionally of the given `code`). Works across
- * duplicate copies of the package, unlike `instanceof`.
+ * duplicate copies of the package, unlike `instanceof`; driver and system errors, which also
+ * carry a string `code`, are not Orrery errors.
  */
 export function isOrreryError(error: unknown, code?: string): error is OrreryError {
   if (typeof error !== 'object' || error === null) return false;
-  const candidate = error as { code?: unknown; name?: unknown };
-  if (typeof candidate.code !== 'string') return false;
-  if (!(error instanceof OrreryError) && !String(candidate.name).endsWith('Error')) return false;
-  return code === undefined || candidate.code === code;
+  if ((error as { [ORRERY_ERROR]?: unknown })[ORRERY_ERROR] !== true) return false;
+  return code === undefined || (error as { code?: unknown }).code === code;
 }

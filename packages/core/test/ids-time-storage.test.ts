@@ -86,10 +86,17 @@ describe('isOrreryError', () => {
     expect(isOrreryError(err)).toBe(true);
     expect(isOrreryError(err, 'SCHEDULE_NOT_FOUND')).toBe(true);
     expect(isOrreryError(err, 'DATABASE')).toBe(false);
-    expect(isOrreryError({ code: 'SCHEDULE_NOT_FOUND', name: 'ScheduleNotFoundError' }, 'SCHEDULE_NOT_FOUND')).toBe(
-      true,
-    );
+    // An error of another copy of the package: same brand, another class.
+    const fromAnotherCopy = Object.assign(new Error('x'), {
+      code: 'SCHEDULE_NOT_FOUND',
+      [Symbol.for('orrery.error')]: true,
+    });
+    expect(isOrreryError(fromAnotherCopy, 'SCHEDULE_NOT_FOUND')).toBe(true);
     expect(isOrreryError(new Error('x'))).toBe(false);
+    // Driver and system errors have a string code too: they are not Orrery errors.
+    expect(isOrreryError(Object.assign(new Error('locked'), { code: 'SQLITE_BUSY', name: 'SqliteError' }))).toBe(false);
+    expect(isOrreryError(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }))).toBe(false);
+    expect(isOrreryError({ code: 'SCHEDULE_NOT_FOUND', name: 'ScheduleNotFoundError' })).toBe(false);
     expect(err.code).toBe('SCHEDULE_NOT_FOUND');
     expect(err.name).toBe('ScheduleNotFoundError');
   });

@@ -1,4 +1,4 @@
-import { DatabaseError, isOrreryError, OrreryError } from '@orrery/core';
+import { DatabaseError, isOrreryError } from '@orrery/core';
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
@@ -84,7 +84,7 @@ export async function statement<T>(method: string, work: () => Promise<T>): Prom
  * (drizzle's "Failed query" wrapper, which repeats the SQL and every parameter, is dropped).
  */
 export function toOrreryError(method: string, error: unknown): Error {
-  if (isOwnError(error)) return error;
+  if (isOrreryError(error)) return error;
   const driverError = unwrap(error);
   const message = driverError instanceof Error ? driverError.message : String(driverError);
   return new DatabaseError(`${method} failed: ${message}`, { cause: driverError });
@@ -92,16 +92,6 @@ export function toOrreryError(method: string, error: unknown): Error {
 
 function unwrap(error: unknown): unknown {
   return error instanceof DrizzleQueryError && error.cause !== undefined ? error.cause : error;
-}
-
-/**
- * isOrreryError recognises errors by shape (a string `code` and a name ending in "Error"), which
- * Node's socket errors (`ECONNREFUSED`, named "Error") have too, and pg's errors nearly do: never
- * pass a driver or system error through.
- */
-function isOwnError(error: unknown): error is Error {
-  if (error instanceof OrreryError) return true;
-  return isOrreryError(error) && error.name !== 'Error' && !(error instanceof pg.DatabaseError);
 }
 
 /** The SQLSTATE of a Postgres error, if `error` is one. */

@@ -1,5 +1,5 @@
 import { DatabaseError, isOrreryError } from '@orrery/core';
-import BetterSqlite3 from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import type { BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import type * as schema from './schema.js';
 
@@ -47,8 +47,7 @@ export function readTransaction<T>(handle: SqliteHandle, method: string, work: (
 
 /** Wraps anything but an Orrery error as a DatabaseError, keeping it as `cause`. */
 export function toOrreryError(method: string, error: unknown): Error {
-  // isOrreryError recognises errors by shape (a string `code`), which SqliteError has too: never pass a driver error through.
-  if (isOrreryError(error) && !(error instanceof BetterSqlite3.SqliteError)) return error;
+  if (isOrreryError(error)) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new DatabaseError(`${method} failed: ${message}`, { cause: error });
 }
