@@ -4,13 +4,6 @@ import { type Command, Option } from 'commander';
 import { collect } from './arguments.js';
 import { addJsonOption } from './output.js';
 
-/** A stored cron schedule, as the runner returns it. */
-export type CronSchedule = Awaited<ReturnType<DefaultRunner['getCronSchedule']>>;
-/** The fields `schedules add` and `schedules update` pass to the runner. */
-export type CronScheduleInput = Parameters<DefaultRunner['addCronSchedule']>[0];
-/** One row of a schedule's ledger. */
-export type CronExecution = Awaited<ReturnType<DefaultRunner['getCronExecutionHistory']>>[number];
-
 /** Options of every command that opens the database. */
 export interface DatabaseOptions {
   database: string;

@@ -1,3 +1,4 @@
+import type { CronExecution, CronSchedule } from '@orrery/runner';
 import {
   type CliIo,
   type Column,
@@ -8,7 +9,6 @@ import {
   writeRecord,
   writeTable,
 } from './output.js';
-import type { CronExecution, CronSchedule } from './runner-session.js';
 
 // How schedules and their ledger rows look in tables. JSON output is the runner's own objects.
 

@@ -361,7 +361,6 @@ async function advanceSchedules(
   return new Set(advanced.map((row) => row.id));
 }
 
-/** True for Postgres's unique violation on `cron_schedules.name`. */
 /**
  * In-transaction handoff: creates the pipeline of each claimed row whose fire time has come
  * (or finds it by key) and links the rows in one statement, inside the claim transaction.
@@ -399,6 +398,7 @@ async function handOffInTransaction(
   });
 }
 
+/** True for Postgres's unique violation on `cron_schedules.name`. */
 function isNameTaken(error: unknown): boolean {
   const cause = (error as { cause?: { constraint?: unknown } })?.cause;
   const constraint = (error as { constraint?: unknown })?.constraint ?? cause?.constraint;

@@ -25,7 +25,6 @@ export interface ClaimLoopOptions {
  */
 export class ClaimLoop extends BackgroundLoop {
   readonly #options: ClaimLoopOptions;
-  readonly #timers = new Set<NodeJS.Timeout>();
   #nudgeQueued = false;
   /** The last claim filled every free slot, so more work may be waiting for the next free one. */
   #saturated = false;
@@ -57,25 +56,12 @@ export class ClaimLoop extends BackgroundLoop {
     if (this.#saturated) this.nudge();
   }
 
-  /** Wakes the loop at `atMs` on the runner's clock (when a retry's back-off ends). */
+  /**
+   * Wakes the loop at `atMs` on the runner's clock (when a retry's back-off ends). Only the
+   * earliest such time is kept; later ones are found by the next tick or poll.
+   */
   nudgeAt(atMs: number): void {
-    const delayMs = atMs - this.#options.clock.now().getTime();
-    if (delayMs <= 0) {
-      this.nudge();
-      return;
-    }
-    const timer = setTimeout(() => {
-      this.#timers.delete(timer);
-      this.nudge();
-    }, delayMs);
-    timer.unref();
-    this.#timers.add(timer);
-  }
-
-  override async stop(): Promise<void> {
-    for (const timer of this.#timers) clearTimeout(timer);
-    this.#timers.clear();
-    await super.stop();
+    this.wakeIn(atMs - this.#options.clock.now().getTime());
   }
 
   protected async tick(signal: AbortSignal): Promise<void> {

@@ -50,23 +50,19 @@ export interface HeartbeatOptions {
   /** Names of the registered workflows, read at each beat. */
   workflows(): string[];
   logger: Logger;
-  intervalMs?: number;
 }
 
 /** Refreshes this runner's row in `runners` and re-measures the clock offset, every {@link HEARTBEAT_INTERVAL_MS}. */
 export class HeartbeatLoop extends BackgroundLoop {
   readonly #options: HeartbeatOptions;
   readonly #startedAt: Date;
-  readonly #intervalMs: number;
   #beaten = false;
   /** Monotonic time of the last beat: the loop's first tick skips a beat that start() just wrote. */
   #lastBeatMs = Number.NEGATIVE_INFINITY;
 
   constructor(options: HeartbeatOptions) {
-    super({ name: 'heartbeat', intervalMs: options.intervalMs ?? HEARTBEAT_INTERVAL_MS, logger: options.logger });
-
+    super({ name: 'heartbeat', intervalMs: HEARTBEAT_INTERVAL_MS, logger: options.logger });
     this.#options = options;
-    this.#intervalMs = options.intervalMs ?? HEARTBEAT_INTERVAL_MS;
     this.#startedAt = options.clock.now();
   }
 
@@ -92,7 +88,7 @@ export class HeartbeatLoop extends BackgroundLoop {
   }
 
   protected async tick(): Promise<void> {
-    if (performance.now() - this.#lastBeatMs < this.#intervalMs / 2) return;
+    if (performance.now() - this.#lastBeatMs < HEARTBEAT_INTERVAL_MS / 2) return;
     await this.beat();
   }
 }

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ConfigurationError, type OpenStorageOptions, type Storage } from '@orrery/core';
+import { ConfigurationError, type OpenStorageOptions, type Storage, sleep } from '@orrery/core';
 import Database from 'better-sqlite3';
 import { drizzle } from 'drizzle-orm/better-sqlite3';
 import { SqliteCronStore } from './cron-store.js';
@@ -65,7 +65,7 @@ async function connectWhenFree(filename: string, busyTimeoutMs: number): Promise
     } catch (error) {
       const busy = String((error as { code?: unknown }).code).startsWith('SQLITE_BUSY');
       if (!busy || performance.now() >= deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, OPEN_RETRY_MS));
+      await sleep(OPEN_RETRY_MS);
     }
   }
 }

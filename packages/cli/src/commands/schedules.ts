@@ -1,11 +1,11 @@
 import type { Json } from '@orrery/core';
+import type { CronScheduleInput } from '@orrery/runner';
 import type { Command } from 'commander';
 import { integerAtLeast, oneOf, parseInstant, parseJsonObject } from '../arguments.js';
 import { EXIT } from '../failure.js';
 import { type CliIo, formatInstant, type OutputOptions, writeJson, writeLine } from '../output.js';
 import {
   addModuleOption,
-  type CronScheduleInput,
   type DatabaseOptions,
   databaseCommand,
   type ModuleOptions,
