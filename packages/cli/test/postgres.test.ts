@@ -1,6 +1,6 @@
+import type { CronSchedule } from '@orrery/runner';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
-import type { CronSchedule } from '../src/runner-session.js';
 import { expectOneLineError, FIXTURE_WORKFLOWS, orrery, orreryJson } from './support/cli.js';
 
 const schema = freshSchemaName();

@@ -1,5 +1,5 @@
+import type { CronExecution, CronSchedule } from '@orrery/runner';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { CronExecution, CronSchedule } from '../src/runner-session.js';
 import { expectOneLineError, FIXTURE_WORKFLOWS, orrery, orreryJson } from './support/cli.js';
 import { migratedSqliteDatabase } from './support/database.js';
 
