@@ -1,8 +1,8 @@
-import { type NewCronExecution, occurrenceId, ValidationError } from '@orrery/core';
+import { occurrenceId, ValidationError } from '@orrery/core';
 import type { Handoff } from './handoff.js';
 import { occurrencesBetween } from './occurrences.js';
 import type { CronServiceOptions } from './options.js';
-import { occurrenceContext } from './schedule-context.js';
+import { claimedOccurrence } from './schedule-context.js';
 import type { ScheduleManager } from './schedules.js';
 import { assertRunnable } from './trigger.js';
 import { validateBackfillRange } from './validate.js';
@@ -44,21 +44,15 @@ export async function backfillSchedule(
       `The backfill range ${range.start.toISOString()} – ${range.end.toISOString()} holds more than ${MAX_BACKFILL_SLOTS} slots of "${schedule.cronExpression}"; split it into smaller ranges.`,
     );
   }
-  const rows = slots.map(
-    (slot): NewCronExecution => ({
+  const rows = slots.map((slot) =>
+    claimedOccurrence(schedule, slot, {
       id: occurrenceId(schedule.id, slot),
-      scheduleId: schedule.id,
-      workflowName: schedule.workflowName,
-      context: occurrenceContext(schedule, slot),
-      scheduledTime: slot,
-      fireAt: slot,
-      claimedAt: now,
-      claimedBy: deps.runnerId,
-      status: 'claimed',
+      now,
+      runnerId: deps.runnerId,
       source: 'backfill',
-      missedCount: 0,
     }),
   );
+
   let created = 0;
   let existing = 0;
   for (let start = 0; start < rows.length; start += INSERT_CHUNK) {

@@ -8,7 +8,7 @@ import {
   type ScheduleRow,
 } from '@orrery/core';
 import { parseCronExpression } from './occurrences.js';
-import { occurrenceContext } from './schedule-context.js';
+import { claimedOccurrence } from './schedule-context.js';
 import type { CronSettings } from './settings.js';
 
 /** What every plan of one tick shares. */
@@ -173,35 +173,25 @@ function runRow(
   const id = occurrenceId(schedule.id, step.slot);
   const delayMs = step.source === 'schedule' && !skipped ? jitterDelayMs(id, schedule.jitterMs) : 0;
   return {
-    ...ledgerRow(schedule, id, step.slot, context),
+    ...claimedOccurrence(schedule, step.slot, {
+      id,
+      now: context.now,
+      runnerId: context.runnerId,
+      source: step.source,
+    }),
     fireAt: new Date(step.slot.getTime() + delayMs),
     status: skipped ? 'skipped' : 'claimed',
-    source: step.source,
-    missedCount: 0,
   };
 }
 
 function missedRow(schedule: ScheduleRow, slots: readonly Date[], context: PlanContext): NewCronExecution {
   const first = slots[0]!;
   // The slots it stands for never run, so the id of its first slot cannot collide with a run of that slot.
+  const id = occurrenceId(schedule.id, first);
   return {
-    ...ledgerRow(schedule, occurrenceId(schedule.id, first), first, context),
-    fireAt: first,
+    ...claimedOccurrence(schedule, first, { id, now: context.now, runnerId: context.runnerId, source: 'catchup' }),
     status: 'missed',
-    source: 'catchup',
     missedCount: slots.length,
-  };
-}
-
-function ledgerRow(schedule: ScheduleRow, id: string, slot: Date, context: PlanContext) {
-  return {
-    id,
-    scheduleId: schedule.id,
-    workflowName: schedule.workflowName,
-    context: occurrenceContext(schedule, slot),
-    scheduledTime: slot,
-    claimedAt: context.now,
-    claimedBy: context.runnerId,
   };
 }
 

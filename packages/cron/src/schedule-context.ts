@@ -1,4 +1,4 @@
-import type { Json, JsonObject } from '@orrery/core';
+import type { CronExecutionSource, Json, JsonObject, NewCronExecution, ScheduleRow } from '@orrery/core';
 
 /** The parts of a schedule that its occurrences' context keys describe. */
 export interface ScheduleIdentity {
@@ -22,6 +22,34 @@ export function occurrenceContext(schedule: ScheduleIdentity, scheduledTime: Dat
     schedule_name: schedule.name,
     schedule_timezone: schedule.timezone,
     cron_expression: schedule.cronExpression,
+  };
+}
+
+/** Who claims an occurrence, when, under which id and as what. */
+export interface OccurrenceClaim {
+  id: string;
+  now: Date;
+  runnerId: string;
+  source: CronExecutionSource;
+}
+
+/**
+ * A ledger row claiming `slot` of `schedule` to run now, firing at its slot: the row every
+ * source writes (schedule, catch-up, manual, backfill); callers override what differs.
+ */
+export function claimedOccurrence(schedule: ScheduleRow, slot: Date, claim: OccurrenceClaim): NewCronExecution {
+  return {
+    id: claim.id,
+    scheduleId: schedule.id,
+    workflowName: schedule.workflowName,
+    context: occurrenceContext(schedule, slot),
+    scheduledTime: slot,
+    fireAt: slot,
+    claimedAt: claim.now,
+    claimedBy: claim.runnerId,
+    status: 'claimed',
+    source: claim.source,
+    missedCount: 0,
   };
 }
 

@@ -1,14 +1,7 @@
-import {
-  DatabaseError,
-  type NewCronExecution,
-  newId,
-  type PipelineExecution,
-  type ScheduleRow,
-  WorkflowNotFoundError,
-} from '@orrery/core';
+import { DatabaseError, newId, type PipelineExecution, type ScheduleRow, WorkflowNotFoundError } from '@orrery/core';
 import type { Handoff } from './handoff.js';
 import type { CronServiceOptions, WorkflowCatalog } from './options.js';
-import { occurrenceContext } from './schedule-context.js';
+import { claimedOccurrence } from './schedule-context.js';
 import type { ScheduleManager } from './schedules.js';
 
 type TriggerDeps = Pick<CronServiceOptions, 'store' | 'clock' | 'runnerId' | 'workflows'>;
@@ -29,19 +22,7 @@ export async function triggerSchedule(
   const schedule = await schedules.resolve(idOrName);
   assertRunnable(deps.workflows, schedule);
   const now = deps.clock.now();
-  const row: NewCronExecution = {
-    id: newId(),
-    scheduleId: schedule.id,
-    workflowName: schedule.workflowName,
-    context: occurrenceContext(schedule, now),
-    scheduledTime: now,
-    fireAt: now,
-    claimedAt: now,
-    claimedBy: deps.runnerId,
-    status: 'claimed',
-    source: 'manual',
-    missedCount: 0,
-  };
+  const row = claimedOccurrence(schedule, now, { id: newId(), now, runnerId: deps.runnerId, source: 'manual' });
   const [stored] = (await deps.store.insertOccurrences([row])).claimed;
   if (stored === undefined) throw new DatabaseError(`The manual occurrence ${row.id} could not be written; retry.`);
   const result = await handoff.handOff(stored);
