@@ -29,17 +29,17 @@ import {
   type Storage,
   silentLogger,
   systemClock,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import {
   CRON_DEFAULTS,
   type CronEvents,
   CronService,
   type CronSettings,
   type InTransactionHandoff,
-} from '@orrery/cron';
-import { openPostgresStorage } from '@orrery/postgres-adapter';
-import { DefaultRunner, defineWorkflow } from '@orrery/runner';
-import { openSqliteStorage } from '@orrery/sqlite-adapter';
+} from '@orreryjs/cron';
+import { openPostgresStorage } from '@orreryjs/postgres-adapter';
+import { DefaultRunner, defineWorkflow } from '@orreryjs/runner';
+import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
 import pg from 'pg';
 import { StorageExecutor } from '../packages/cron/test/support/storage-executor.js';
 

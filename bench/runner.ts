@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DefaultRunner, type DefaultRunnerConfig, defineWorkflow, type PipelineExecution } from '@orrery/runner';
+import { DefaultRunner, type DefaultRunnerConfig, defineWorkflow, type PipelineExecution } from '@orreryjs/runner';
 import pg from 'pg';
 
 const SCALE = Number(process.env.BENCH_SCALE ?? 1);

@@ -5,7 +5,7 @@
  * a past range that has no ledger row yet, with the same deterministic occurrence ids as the
  * scheduler, so running it a second time over the same range creates nothing.
  */
-import { DefaultRunner, defineWorkflow } from '@orrery/runner';
+import { DefaultRunner, defineWorkflow } from '@orreryjs/runner';
 
 const rollup = defineWorkflow({
   name: 'daily-rollup',

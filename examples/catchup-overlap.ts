@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DefaultRunner, defineWorkflow, ManualClock } from '@orrery/runner';
+import { DefaultRunner, defineWorkflow, ManualClock } from '@orreryjs/runner';
 
 const MINUTE = 60_000;
 const clock = new ManualClock(new Date('2026-01-01T00:00:30Z'));

@@ -18,8 +18,8 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { occurrencesBetween } from '@orrery/cron';
-import { DefaultRunner, defineWorkflow } from '@orrery/runner';
+import { occurrencesBetween } from '@orreryjs/cron';
+import { DefaultRunner, defineWorkflow } from '@orreryjs/runner';
 
 const database = process.env.ORRERY_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const schema = process.env.ORRERY_SCHEMA ?? 'orrery_example';

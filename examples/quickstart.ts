@@ -1,5 +1,5 @@
 /** Quickstart: a 3-task workflow on embedded SQLite. `npx tsx --conditions=source examples/quickstart.ts` */
-import { DefaultRunner, defineWorkflow } from '@orrery/runner';
+import { DefaultRunner, defineWorkflow } from '@orreryjs/runner';
 
 const report = defineWorkflow({
   name: 'nightly-report',

@@ -4,8 +4,8 @@
  * recovery; a healthy runner started afterwards must bring every occurrence of the schedules
  * to exactly one pipeline, linked in the ledger (`handed_off`).
  */
-import type { Storage } from '@orrery/core';
-import type { CronSchedule } from '@orrery/cron';
+import type { Storage } from '@orreryjs/core';
+import type { CronSchedule } from '@orreryjs/cron';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   addSchedules,

@@ -8,7 +8,7 @@
  * every second of [nextRunAt at add, endAt). The runners start a few seconds after the first
  * slot, which stays on time (cronMisfireThresholdMs, 60 s, is the default), so every slot runs.
  */
-import type { Storage } from '@orrery/core';
+import type { Storage } from '@orreryjs/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   addSchedules,

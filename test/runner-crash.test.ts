@@ -1,6 +1,6 @@
-import type { Storage } from '@orrery/core';
-import { openPostgresStorage } from '@orrery/postgres-adapter';
-import { openSqliteStorage } from '@orrery/sqlite-adapter';
+import type { Storage } from '@orreryjs/core';
+import { openPostgresStorage } from '@orreryjs/postgres-adapter';
+import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dropSchema, freshSchemaName, postgresUrl } from './support/postgres.js';
 import { spawnFixture, stopWorker, until, type Worker } from './support/processes.js';

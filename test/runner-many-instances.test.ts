@@ -1,6 +1,6 @@
-import type { Storage } from '@orrery/core';
-import { openPostgresStorage } from '@orrery/postgres-adapter';
-import { DefaultRunner } from '@orrery/runner';
+import type { Storage } from '@orreryjs/core';
+import { openPostgresStorage } from '@orreryjs/postgres-adapter';
+import { DefaultRunner } from '@orreryjs/runner';
 import { afterEach, describe, expect, it } from 'vitest';
 import { expectedDone, MANY_TASK_IDS, MANY_WORKFLOW, manyWorkflow, type RunRecord } from './fixtures/many-workflow.js';
 import { dropSchema, freshSchemaName, postgresUrl } from './support/postgres.js';

@@ -3,8 +3,8 @@
  * ledger (getCronExecutionHistory) against the slots the cron expression says were due, and
  * the pipelines those occurrences started.
  */
-import { occurrencesBetween } from '@orrery/cron';
-import type { DefaultRunner, PipelineResult } from '@orrery/runner';
+import { occurrencesBetween } from '@orreryjs/cron';
+import type { DefaultRunner, PipelineResult } from '@orreryjs/runner';
 import { CRON_EXPRESSION, SCHEDULE_NAME, WORKFLOW_NAME } from './workflow.js';
 
 /** What the parent saw the workers do, keyed by pipeline id. */

@@ -6,7 +6,7 @@
  * Environment: ORRERY_DEMO_DATABASE (a sqlite: URL), ORRERY_DEMO_START_AT (the schedule's
  * startAt, ISO-8601), ORRERY_DEMO_WORKER (a label).
  */
-import { DefaultRunner } from '@orrery/runner';
+import { DefaultRunner } from '@orreryjs/runner';
 import { DEMO_SETTINGS, etl, etlSchedule } from './workflow.js';
 
 const label = process.env.ORRERY_DEMO_WORKER ?? 'worker';

@@ -3,8 +3,8 @@
  * the runner settings (short leases and recovery thresholds, so that a killed worker's work
  * is picked up within seconds rather than the production defaults' minutes).
  */
-import type { CronScheduleInput } from '@orrery/runner';
-import { type DefaultRunnerConfig, defineWorkflow } from '@orrery/runner';
+import type { CronScheduleInput } from '@orreryjs/runner';
+import { type DefaultRunnerConfig, defineWorkflow } from '@orreryjs/runner';
 
 export const WORKFLOW_NAME = 'etl';
 export const SCHEDULE_NAME = 'etl-every-2s';

@@ -1,4 +1,4 @@
-import type { ScheduleRow, Storage } from '@orrery/core';
+import type { ScheduleRow, Storage } from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   at,

@@ -1,4 +1,4 @@
-import { type ClaimLostRequest, type NewCronExecution, newId, type ScheduleRow } from '@orrery/core';
+import { type ClaimLostRequest, type NewCronExecution, newId, type ScheduleRow } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import {
   at,

@@ -7,7 +7,7 @@ import {
   type SchedulePlan,
   type ScheduleRow,
   ValidationError,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import {
   at,

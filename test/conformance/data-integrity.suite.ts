@@ -1,4 +1,4 @@
-import { DatabaseError, type JsonObject, newId, occurrenceId } from '@orrery/core';
+import { DatabaseError, type JsonObject, newId, occurrenceId } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import {
   at,

@@ -1,4 +1,4 @@
-import { newId } from '@orrery/core';
+import { newId } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import {
   at,

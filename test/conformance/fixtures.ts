@@ -11,7 +11,7 @@ import {
   type ScheduleRow,
   type Storage,
   type TaskOutcome,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 
 /** An open storage and the function that closes it and disposes of its database. */

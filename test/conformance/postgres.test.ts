@@ -1,4 +1,4 @@
-import { openPostgresStorage } from '@orrery/postgres-adapter';
+import { openPostgresStorage } from '@orreryjs/postgres-adapter';
 import { dropSchema, freshSchemaName, postgresUrl } from '../support/postgres.js';
 import { describeStorageConformance } from './suite.js';
 

@@ -1,4 +1,4 @@
-import type { RunnerRow } from '@orrery/core';
+import type { RunnerRow } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import { at, type OpenStorage, useStorage } from './fixtures.js';
 

@@ -1,4 +1,4 @@
-import { openSqliteStorage } from '@orrery/sqlite-adapter';
+import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
 import { tempSqliteFile } from '../support/sqlite.js';
 import { describeStorageConformance } from './suite.js';
 

@@ -1,4 +1,4 @@
-import type { Json } from '@orrery/core';
+import type { Json } from '@orreryjs/core';
 import { InvalidArgumentError } from 'commander';
 
 // Parsers for option and argument values. Each throws commander's InvalidArgumentError, so a

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ConfigurationError } from '@orrery/core';
+import { ConfigurationError } from '@orreryjs/core';
 
 /** Prometheus' text exposition format, what prom-client's registries produce. */
 const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';

@@ -1,5 +1,5 @@
-import { ConfigurationError, isOrreryError, type Workflow } from '@orrery/core';
-import type { DefaultRunner } from '@orrery/runner';
+import { ConfigurationError, isOrreryError, type Workflow } from '@orreryjs/core';
+import type { DefaultRunner } from '@orreryjs/runner';
 import { type Command, Option } from 'commander';
 import { collect } from './arguments.js';
 import { addJsonOption } from './output.js';
@@ -76,7 +76,7 @@ export async function withRunner<T>(
  * runner, its database adapters and their drivers.
  */
 export async function loadRunnerClass(): Promise<typeof DefaultRunner> {
-  return (await import('@orrery/runner')).DefaultRunner;
+  return (await import('@orreryjs/runner')).DefaultRunner;
 }
 
 async function openRunner(database: DatabaseOptions, session: SessionOptions): Promise<DefaultRunner> {

@@ -1,4 +1,4 @@
-import type { CronExecution, CronSchedule } from '@orrery/runner';
+import type { CronExecution, CronSchedule } from '@orreryjs/runner';
 import {
   type CliIo,
   type Column,

@@ -1,4 +1,4 @@
-import type { TaskResult, Workflow } from '@orrery/core';
+import type { TaskResult, Workflow } from '@orreryjs/core';
 import { oneLine } from './failure.js';
 import { formatDuration } from './output.js';
 

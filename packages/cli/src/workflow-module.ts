@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ConfigurationError, type Workflow, WorkflowNotFoundError } from '@orrery/core';
+import { ConfigurationError, type Workflow, WorkflowNotFoundError } from '@orreryjs/core';
 
 /**
  * Imports workflow modules and returns every `Workflow` they export: named exports, the
@@ -55,13 +55,13 @@ async function workflowsOf(path: string): Promise<Workflow[]> {
   const found = Object.values(exports).flatMap((value) => (Array.isArray(value) ? value : [value]).filter(isWorkflow));
   if (found.length === 0) {
     throw new ConfigurationError(
-      `Workflow module "${path}" exports no workflow; export the values returned by defineWorkflow() from @orrery/core.`,
+      `Workflow module "${path}" exports no workflow; export the values returned by defineWorkflow() from @orreryjs/core.`,
     );
   }
   return [...new Set(found)];
 }
 
-/** Duck-typed, so that a module bundling its own copy of @orrery/core still counts. */
+/** Duck-typed, so that a module bundling its own copy of @orreryjs/core still counts. */
 function isWorkflow(value: unknown): value is Workflow {
   if (typeof value !== 'object' || value === null) return false;
   const candidate = value as Partial<Record<keyof Workflow, unknown>>;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { PipelineResult, PipelineSummary } from '@orrery/core';
-import { DefaultRunner } from '@orrery/runner';
+import type { PipelineResult, PipelineSummary } from '@orreryjs/core';
+import { DefaultRunner } from '@orreryjs/runner';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaskNode } from '../src/task-tree.js';
 import { flaky, report } from './fixtures/workflows.js';

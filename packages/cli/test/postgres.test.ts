@@ -1,4 +1,4 @@
-import type { CronSchedule } from '@orrery/runner';
+import type { CronSchedule } from '@orreryjs/runner';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { expectOneLineError, FIXTURE_WORKFLOWS, orrery, orreryJson } from './support/cli.js';

@@ -1,4 +1,4 @@
-import type { CronExecution, CronSchedule } from '@orrery/runner';
+import type { CronExecution, CronSchedule } from '@orreryjs/runner';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expectOneLineError, FIXTURE_WORKFLOWS, orrery, orreryJson } from './support/cli.js';
 import { migratedSqliteDatabase } from './support/database.js';

@@ -1,4 +1,4 @@
-import type { TaskResult } from '@orrery/core';
+import type { TaskResult } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import { attachDependencies, drawTaskTree } from '../src/task-tree.js';
 import { flaky, report } from './fixtures/workflows.js';

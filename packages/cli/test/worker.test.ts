@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { PipelineResult } from '@orrery/core';
-import { DefaultRunner } from '@orrery/runner';
+import type { PipelineResult } from '@orreryjs/core';
+import { DefaultRunner } from '@orreryjs/runner';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { report } from './fixtures/workflows.js';
 import { expectOneLineError, FIXTURE_WORKFLOWS, orrery, orreryJson, startOrrery } from './support/cli.js';

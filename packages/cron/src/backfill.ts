@@ -1,4 +1,4 @@
-import { occurrenceId, ValidationError } from '@orrery/core';
+import { occurrenceId, ValidationError } from '@orreryjs/core';
 import type { Handoff } from './handoff.js';
 import { occurrencesBetween } from './occurrences.js';
 import type { CronServiceOptions } from './options.js';

@@ -1,4 +1,4 @@
-import { BackgroundLoop, type LoopOptions } from '@orrery/core';
+import { BackgroundLoop, type LoopOptions } from '@orreryjs/core';
 
 /**
  * A cron background loop: runs its unit of work every `intervalMs`, and sooner when the

@@ -1,4 +1,4 @@
-import { InvalidCronExpressionError } from '@orrery/core';
+import { InvalidCronExpressionError } from '@orreryjs/core';
 
 /** The bounds and names of one field of a 6-field cron expression. */
 export interface FieldSpec {

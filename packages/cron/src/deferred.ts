@@ -1,4 +1,4 @@
-import type { CronExecutionRow } from '@orrery/core';
+import type { CronExecutionRow } from '@orreryjs/core';
 
 /**
  * Claimed occurrences whose fire time (scheduled time plus jitter) has not come yet, kept in

@@ -1,4 +1,4 @@
-import type { CronExecutionSource } from '@orrery/core';
+import type { CronExecutionSource } from '@orreryjs/core';
 
 /** An occurrence was handed to the executor and linked to its pipeline. */
 export interface CronFiredEvent {

@@ -1,4 +1,4 @@
-import type { CronExecutionRow, PipelineExecution } from '@orrery/core';
+import type { CronExecutionRow, PipelineExecution } from '@orreryjs/core';
 import { forEachConcurrently } from './concurrency.js';
 import { linkOccurrence } from './link.js';
 import type { CronServiceOptions } from './options.js';

@@ -1,4 +1,4 @@
-import { ScheduleNotFoundError, UniversalUuid } from '@orrery/core';
+import { ScheduleNotFoundError, UniversalUuid } from '@orreryjs/core';
 import type { CronServiceOptions } from './options.js';
 import type { ScheduleManager } from './schedules.js';
 import { type CronExecution, type CronExecutionStats, type RecoveryStats, toCronExecution } from './types.js';

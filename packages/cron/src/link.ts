@@ -1,4 +1,4 @@
-import type { CronExecutionRow } from '@orrery/core';
+import type { CronExecutionRow } from '@orreryjs/core';
 import type { CronServiceOptions } from './options.js';
 import { emitEvent } from './options.js';
 import { scheduleNameOf } from './schedule-context.js';

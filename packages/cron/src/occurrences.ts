@@ -1,4 +1,4 @@
-import { ValidationError } from '@orrery/core';
+import { ValidationError } from '@orreryjs/core';
 import { IANAZone } from 'luxon';
 import { type CronFields, parseCronFields } from './cron-expression.js';
 import { compileMatcher, type LocalMatcher, nextInstant } from './local-time.js';

@@ -6,7 +6,7 @@ import {
   type Logger,
   type NewPipeline,
   type PipelineExecutor,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import type { CronEmit, CronEvents } from './events.js';
 import type { CronSettings } from './settings.js';
 

@@ -6,7 +6,7 @@ import {
   occurrenceId,
   type SchedulePlan,
   type ScheduleRow,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import { parseCronExpression } from './occurrences.js';
 import { claimedOccurrence } from './schedule-context.js';
 import type { CronSettings } from './settings.js';

@@ -6,7 +6,7 @@ import {
   type RecoveryOutcome,
   type ScheduleRow,
   ValidationError,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import { forEachConcurrently } from './concurrency.js';
 import { HANDOFF_CONCURRENCY } from './handoff.js';
 import type { CronServiceOptions } from './options.js';

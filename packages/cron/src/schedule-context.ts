@@ -1,4 +1,4 @@
-import type { CronExecutionSource, Json, JsonObject, NewCronExecution, ScheduleRow } from '@orrery/core';
+import type { CronExecutionSource, Json, JsonObject, NewCronExecution, ScheduleRow } from '@orreryjs/core';
 
 /** The parts of a schedule that its occurrences' context keys describe. */
 export interface ScheduleIdentity {

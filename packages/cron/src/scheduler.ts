@@ -1,4 +1,4 @@
-import type { CronExecutionRow, NewCronExecution } from '@orrery/core';
+import type { CronExecutionRow, NewCronExecution } from '@orreryjs/core';
 import { DeferredHandoffs } from './deferred.js';
 import type { Handoff } from './handoff.js';
 import { reportFired } from './link.js';

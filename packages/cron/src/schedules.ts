@@ -6,7 +6,7 @@ import {
   type ScheduleRow,
   UniversalUuid,
   ValidationError,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import type { CronServiceOptions } from './options.js';
 import { type CronSchedule, type CronScheduleInput, toCronSchedule } from './types.js';
 import { type ScheduleDefinition, validatePage, validateScheduleInput } from './validate.js';

@@ -1,4 +1,4 @@
-import type { PipelineExecution } from '@orrery/core';
+import type { PipelineExecution } from '@orreryjs/core';
 import { backfillSchedule } from './backfill.js';
 import { CronLoop } from './cron-loop.js';
 import { Handoff } from './handoff.js';

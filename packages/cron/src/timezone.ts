@@ -1,4 +1,4 @@
-import { InvalidTimezoneError } from '@orrery/core';
+import { InvalidTimezoneError } from '@orreryjs/core';
 import { IANAZone } from 'luxon';
 
 const SECOND_MS = 1000;

@@ -1,4 +1,4 @@
-import { DatabaseError, newId, type PipelineExecution, type ScheduleRow, WorkflowNotFoundError } from '@orrery/core';
+import { DatabaseError, newId, type PipelineExecution, type ScheduleRow, WorkflowNotFoundError } from '@orreryjs/core';
 import type { Handoff } from './handoff.js';
 import type { CronServiceOptions, WorkflowCatalog } from './options.js';
 import { claimedOccurrence } from './schedule-context.js';

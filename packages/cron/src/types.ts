@@ -6,7 +6,7 @@ import type {
   Json,
   OverlapPolicy,
   ScheduleRow,
-} from '@orrery/core';
+} from '@orreryjs/core';
 
 /** What `addCronSchedule` takes: a workflow, when to run it, and how to treat missed and overlapping runs. */
 export interface CronScheduleInput {

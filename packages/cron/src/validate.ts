@@ -9,7 +9,7 @@ import {
   UniversalUuid,
   ValidationError,
   WorkflowNotFoundError,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import { normalizeCronExpression } from './cron-expression.js';
 import type { WorkflowCatalog } from './options.js';
 import { occurrenceContext, recoveryContext } from './schedule-context.js';

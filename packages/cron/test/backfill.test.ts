@@ -1,4 +1,4 @@
-import { ValidationError, WorkflowNotFoundError } from '@orrery/core';
+import { ValidationError, WorkflowNotFoundError } from '@orreryjs/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { allPipelines, type CronHarness, HOUR, MINUTE, openHarness, SECOND, T0 } from './support/cron-harness.js';
 

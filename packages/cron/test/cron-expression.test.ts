@@ -1,4 +1,4 @@
-import { InvalidCronExpressionError, isOrreryError } from '@orrery/core';
+import { InvalidCronExpressionError, isOrreryError } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import { nextOccurrences, normalizeCronExpression, parseCronExpression } from '../src/index.js';
 

@@ -1,4 +1,4 @@
-import { InvalidCronExpressionError, InvalidTimezoneError, ValidationError } from '@orrery/core';
+import { InvalidCronExpressionError, InvalidTimezoneError, ValidationError } from '@orreryjs/core';
 import { CronExpressionParser } from 'cron-parser';
 import { describe, expect, it } from 'vitest';
 import { nextOccurrences, occurrencesBetween } from '../src/index.js';

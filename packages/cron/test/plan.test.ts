@@ -1,4 +1,4 @@
-import { type ScheduleRow, silentLogger } from '@orrery/core';
+import { type ScheduleRow, silentLogger } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import { jitterDelayMs, planSchedule, SLOT_SCAN_LIMIT, type TickBudget } from '../src/plan.js';
 import { CRON_DEFAULTS } from '../src/settings.js';

@@ -1,4 +1,4 @@
-import { DatabaseError, OrreryError } from '@orrery/core';
+import { DatabaseError, OrreryError } from '@orreryjs/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   allPipelines,

@@ -1,4 +1,4 @@
-import { occurrenceId } from '@orrery/core';
+import { occurrenceId } from '@orreryjs/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CronScheduleInput } from '../src/index.js';
 import {

@@ -6,7 +6,7 @@ import {
   ScheduleNotFoundError,
   ValidationError,
   WorkflowNotFoundError,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CRON_DEFAULTS } from '../src/index.js';
 import { occurrenceContext, recoveryContext } from '../src/schedule-context.js';

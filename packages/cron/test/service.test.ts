@@ -1,4 +1,4 @@
-import { sleep } from '@orrery/core';
+import { sleep } from '@orreryjs/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { allPipelines, type CronHarness, MINUTE, openHarness, T0 } from './support/cron-harness.js';
 

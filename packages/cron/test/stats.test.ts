@@ -1,4 +1,4 @@
-import { OrreryError } from '@orrery/core';
+import { OrreryError } from '@orreryjs/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type CronHarness, HOUR, MINUTE, openHarness, SECOND, T0 } from './support/cron-harness.js';
 

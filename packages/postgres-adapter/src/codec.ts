@@ -1,4 +1,4 @@
-import { UniversalTimestamp, UniversalUuid } from '@orrery/core';
+import { UniversalTimestamp, UniversalUuid } from '@orreryjs/core';
 import { getTableColumns, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
 import { customType, type PgColumn, type PgInsertValue, type PgTable } from 'drizzle-orm/pg-core';
 

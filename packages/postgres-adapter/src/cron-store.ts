@@ -13,7 +13,7 @@ import {
   ScheduleConflictError,
   type ScheduleFilter,
   type ScheduleRow,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import { and, asc, desc, eq, getTableColumns, gte, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import {
   arrayParam,

@@ -11,7 +11,7 @@ import {
   type PipelineRow,
   type TaskOutcome,
   type TaskRow,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import { and, asc, desc, eq, getTableColumns, inArray, lt, lte, type SQL, sql } from 'drizzle-orm';
 import {
   aliasColumns,

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { ConfigurationError } from '@orrery/core';
+import { ConfigurationError } from '@orreryjs/core';
 import { type MigrationMeta, readMigrationFiles } from 'drizzle-orm/migrator';
 import type pg from 'pg';
 

@@ -1,4 +1,4 @@
-import { ConfigurationError, type OpenStorageOptions, type Storage, validateSchemaName } from '@orrery/core';
+import { ConfigurationError, type OpenStorageOptions, type Storage, validateSchemaName } from '@orreryjs/core';
 import pg from 'pg';
 import { PostgresCronStore } from './cron-store.js';
 import { PostgresExecutionStore } from './execution-store.js';

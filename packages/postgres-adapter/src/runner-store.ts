@@ -1,4 +1,4 @@
-import type { RunnerRow, RunnerStore } from '@orrery/core';
+import type { RunnerRow, RunnerStore } from '@orreryjs/core';
 import { asc, eq, sql } from 'drizzle-orm';
 import { bind, parseTimestamptz } from './codec.js';
 import { runners as r } from './schema.js';

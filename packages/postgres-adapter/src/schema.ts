@@ -7,7 +7,7 @@ import type {
   OverlapPolicy,
   PipelineStatus,
   TaskStatus,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import { sql } from 'drizzle-orm';
 import { boolean, index, integer, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { freeText, json, timestamp, uuid } from './codec.js';

@@ -1,4 +1,4 @@
-import { DatabaseError, isOrreryError } from '@orrery/core';
+import { DatabaseError, isOrreryError } from '@orreryjs/core';
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';

@@ -1,4 +1,4 @@
-import { ValidationError } from '@orrery/core';
+import { ValidationError } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import { canonicalUuid, dateToIso, decodeJson, encodeJson, parseTimestamptz } from '../src/codec.js';
 

@@ -1,4 +1,4 @@
-import { type ClaimedTask, type NewPipeline, newId, type Storage, type TaskOutcome } from '@orrery/core';
+import { type ClaimedTask, type NewPipeline, newId, type Storage, type TaskOutcome } from '@orreryjs/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { openPostgresStorage } from '../src/index.js';

@@ -1,5 +1,5 @@
-import { type JsonObject, newId, occurrenceId, type ScheduleRow, type Storage } from '@orrery/core';
-import { openSqliteStorage } from '@orrery/sqlite-adapter';
+import { type JsonObject, newId, occurrenceId, type ScheduleRow, type Storage } from '@orreryjs/core';
+import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';

@@ -1,4 +1,4 @@
-import { ConfigurationError, DatabaseError, newId, type Storage } from '@orrery/core';
+import { ConfigurationError, DatabaseError, newId, type Storage } from '@orreryjs/core';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';

@@ -1,4 +1,4 @@
-import { DatabaseError, newId, occurrenceId, type ScheduleRow, type Storage } from '@orrery/core';
+import { DatabaseError, newId, occurrenceId, type ScheduleRow, type Storage } from '@orreryjs/core';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';

@@ -1,4 +1,4 @@
-import type { LeaseRef } from '@orrery/core';
+import type { LeaseRef } from '@orreryjs/core';
 
 /** Why a running attempt's signal was aborted. Only a timeout counts as a failed attempt. */
 export type AbortCause = 'timeout' | 'cancelled' | 'paused' | 'shutdown' | 'lease_lost';

@@ -1,4 +1,4 @@
-import { BackgroundLoop, type Clock, type ExecutionStore, type Logger } from '@orrery/core';
+import { BackgroundLoop, type Clock, type ExecutionStore, type Logger } from '@orreryjs/core';
 import type { ActiveTasks } from './active-tasks.js';
 import type { WorkflowRegistry } from './registry.js';
 import { type AttemptEnvironment, startAttempt } from './task-attempt.js';

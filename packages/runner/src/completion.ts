@@ -4,7 +4,7 @@ import {
   type PipelineRow,
   PipelineTimeoutError,
   type TaskRow,
-} from '@orrery/core';
+} from '@orreryjs/core';
 
 /** A terminal pipeline, with its task rows when the process that finished it knew them all. */
 export interface FinishedPipeline {

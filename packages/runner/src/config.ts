@@ -10,7 +10,7 @@ import {
   systemClock,
   validateSchemaName,
   type Workflow,
-} from '@orrery/core';
+} from '@orreryjs/core';
 
 /** How long terminal rows are kept before the hourly retention sweep deletes them. */
 export interface RetentionConfig {
@@ -275,7 +275,7 @@ export function resolveConfig(config: DefaultRunnerConfig = {}): ResolvedRunnerC
 }
 
 /**
- * The cron settings of a resolved config, named as `@orrery/cron`'s `CronSettings` (without
+ * The cron settings of a resolved config, named as `@orreryjs/cron`'s `CronSettings` (without
  * the `cron` prefix), for the CronService the runner composes.
  */
 export function cronSettingsOf(config: ResolvedRunnerConfig) {

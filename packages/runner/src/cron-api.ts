@@ -1,4 +1,4 @@
-import type { PipelineExecution } from '@orrery/core';
+import type { PipelineExecution } from '@orreryjs/core';
 import type {
   CronExecution,
   CronExecutionStats,
@@ -8,7 +8,7 @@ import type {
   HistoryOptions,
   ListSchedulesFilter,
   RecoveryStats,
-} from '@orrery/cron';
+} from '@orreryjs/cron';
 import { EventEmitter } from 'eventemitter3';
 import type { RunnerEvents } from './events.js';
 

@@ -1,5 +1,5 @@
-import type { CronExecutionRow, Logger, NewPipeline } from '@orrery/core';
-import type { InTransactionHandoff } from '@orrery/cron';
+import type { CronExecutionRow, Logger, NewPipeline } from '@orreryjs/core';
+import type { InTransactionHandoff } from '@orreryjs/cron';
 import type { WorkflowRegistry } from './registry.js';
 import { checkPipelineRequest, newPipelineRows } from './start-pipeline.js';
 

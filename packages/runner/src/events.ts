@@ -1,5 +1,5 @@
-import type { PipelineStatus } from '@orrery/core';
-import type { CronEvents } from '@orrery/cron';
+import type { PipelineStatus } from '@orreryjs/core';
+import type { CronEvents } from '@orreryjs/cron';
 
 /** A pipeline execution was committed (not emitted when an idempotency key returned an existing one). */
 export interface PipelineCreatedEvent {
@@ -80,6 +80,6 @@ export interface PipelineEvents {
 /**
  * Every event of {@link DefaultRunner}: the pipeline and task events above, plus the cron
  * events (`cron:fired`, `cron:skipped`, `cron:lost`, `cron:recovered`, `cron:abandoned`)
- * declared by `@orrery/cron`, which its CronService emits through the runner.
+ * declared by `@orreryjs/cron`, which its CronService emits through the runner.
  */
 export type RunnerEvents = PipelineEvents & CronEvents;

@@ -1,5 +1,5 @@
-import type { Clock, CronStore, ExecutionStore } from '@orrery/core';
-import type { CronHealth } from '@orrery/cron';
+import type { Clock, CronStore, ExecutionStore } from '@orreryjs/core';
+import type { CronHealth } from '@orreryjs/cron';
 
 /** What {@link DefaultRunner.health} reports: this process's loops, and what the database says is stuck. */
 export interface RunnerHealth {

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { BackgroundLoop, type Clock, type Logger, type RunnerStore } from '@orrery/core';
+import { BackgroundLoop, type Clock, type Logger, type RunnerStore } from '@orreryjs/core';
 
 /** How often a runner refreshes its row in `runners` and re-measures its clock offset. */
 export const HEARTBEAT_INTERVAL_MS = 10_000;

@@ -1,5 +1,5 @@
 /**
- * @orrery/runner — the DefaultRunner: durable task scheduling and execution for Orrery
+ * @orreryjs/runner — the DefaultRunner: durable task scheduling and execution for Orrery
  * workflows, on SQLite or PostgreSQL.
  */
 
@@ -42,7 +42,7 @@ export {
   type WorkflowDefinition,
   WorkflowNotFoundError,
   WorkflowValidationError,
-} from '@orrery/core';
+} from '@orreryjs/core';
 // Cron types the runner's methods take and return, and its cron event payloads.
 export type {
   CronAbandonedEvent,
@@ -58,7 +58,7 @@ export type {
   HistoryOptions,
   ListSchedulesFilter,
   RecoveryStats,
-} from '@orrery/cron';
+} from '@orreryjs/cron';
 export { type DefaultRunnerConfig, type RetentionConfig, RUNNER_DEFAULTS } from './config.js';
 export type {
   PipelineCancelledEvent,

@@ -1,4 +1,4 @@
-import { BackgroundLoop, type Clock, type ExecutionStore, type Logger } from '@orrery/core';
+import { BackgroundLoop, type Clock, type ExecutionStore, type Logger } from '@orreryjs/core';
 import type { ActiveTasks } from './active-tasks.js';
 
 /** Settings of {@link LeaseLoop}. */

@@ -1,4 +1,4 @@
-import type { Storage } from '@orrery/core';
+import type { Storage } from '@orreryjs/core';
 import type { ResolvedRunnerConfig } from './config.js';
 
 /**
@@ -12,11 +12,11 @@ export async function openStorage(config: ResolvedRunnerConfig): Promise<Storage
   const { location, migrate } = config;
   switch (location.kind) {
     case 'sqlite': {
-      const { openSqliteStorage } = await import('@orrery/sqlite-adapter');
+      const { openSqliteStorage } = await import('@orreryjs/sqlite-adapter');
       return openSqliteStorage({ filename: location.filename, migrate });
     }
     case 'postgres': {
-      const { openPostgresStorage } = await import('@orrery/postgres-adapter');
+      const { openPostgresStorage } = await import('@orreryjs/postgres-adapter');
       return openPostgresStorage({ connectionString: location.connectionString, schema: config.schema, migrate });
     }
   }

@@ -1,4 +1,4 @@
-import type { ExecutionStore, NewPipeline, PipelineRow } from '@orrery/core';
+import type { ExecutionStore, NewPipeline, PipelineRow } from '@orreryjs/core';
 
 /** Most pipelines written in one transaction. */
 export const MAX_PIPELINES_PER_WRITE = 100;

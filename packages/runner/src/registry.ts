@@ -1,4 +1,4 @@
-import { ConfigurationError, type RegisteredTasks, type Workflow, WorkflowNotFoundError } from '@orrery/core';
+import { ConfigurationError, type RegisteredTasks, type Workflow, WorkflowNotFoundError } from '@orreryjs/core';
 
 /**
  * The workflows this process can run, by name. What is registered is also what the runner

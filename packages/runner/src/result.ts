@@ -8,7 +8,7 @@ import {
   type TaskOutcome,
   type TaskResult,
   type TaskRow,
-} from '@orrery/core';
+} from '@orreryjs/core';
 
 function elapsedMs(from: Date | null, to: Date | null): number | undefined {
   return from === null || to === null ? undefined : to.getTime() - from.getTime();

@@ -1,4 +1,4 @@
-import { BackgroundLoop, type Clock, type Logger, type Storage } from '@orrery/core';
+import { BackgroundLoop, type Clock, type Logger, type Storage } from '@orreryjs/core';
 
 /** How often terminal rows are swept. */
 export const RETENTION_INTERVAL_MS = 3_600_000;

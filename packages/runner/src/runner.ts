@@ -17,8 +17,8 @@ import {
   type TaskRow,
   ValidationError,
   type Workflow,
-} from '@orrery/core';
-import { CronService } from '@orrery/cron';
+} from '@orreryjs/core';
+import { CronService } from '@orreryjs/cron';
 import type { Registry } from 'prom-client';
 import { ActiveTasks } from './active-tasks.js';
 import { ClaimLoop } from './claim-loop.js';

@@ -11,7 +11,7 @@ import {
   truncateToMillis,
   ValidationError,
   type Workflow,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import type { PipelineWriter } from './pipeline-writer.js';
 
 /** What {@link startPipeline} needs from the runner. */

@@ -11,7 +11,7 @@ import {
   type TaskOutcome,
   type TaskRow,
   type TaskRunInfo,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import type { ActiveTask, ActiveTasks } from './active-tasks.js';
 import type { RunnerEvents } from './events.js';
 import type { WorkflowRegistry } from './registry.js';

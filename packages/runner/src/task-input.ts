@@ -6,7 +6,7 @@ import {
   type TaskRow,
   type TerminalTaskStatus,
   type Workflow,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import { completedOutputs } from './result.js';
 
 /**

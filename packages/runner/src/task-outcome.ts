@@ -8,7 +8,7 @@ import {
   retryDelayMs,
   shouldRetry,
   type TaskOutcome,
-} from '@orrery/core';
+} from '@orreryjs/core';
 
 /** Total attempts a retry policy allows. */
 export function maxAttempts(policy: RetryPolicy | undefined): number {

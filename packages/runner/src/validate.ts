@@ -5,7 +5,7 @@ import {
   type PipelineStatus,
   UniversalUuid,
   ValidationError,
-} from '@orrery/core';
+} from '@orreryjs/core';
 
 const PIPELINE_STATUSES = new Set<PipelineStatus>(['pending', 'running', 'completed', 'failed', 'cancelled', 'paused']);
 

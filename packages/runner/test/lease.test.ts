@@ -1,5 +1,5 @@
-import { DatabaseError, type ExecutionStore, ManualClock, newId, type Storage, silentLogger } from '@orrery/core';
-import { openSqliteStorage } from '@orrery/sqlite-adapter';
+import { DatabaseError, type ExecutionStore, ManualClock, newId, type Storage, silentLogger } from '@orreryjs/core';
+import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';
 import { type ActiveTask, ActiveTasks } from '../src/active-tasks.js';

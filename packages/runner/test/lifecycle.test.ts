@@ -1,4 +1,4 @@
-import { CRON_DEFAULTS } from '@orrery/cron';
+import { CRON_DEFAULTS } from '@orreryjs/cron';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cronSettingsOf, resolveConfig } from '../src/config.js';
 import {

@@ -1,4 +1,4 @@
-import { DatabaseError, type ExecutionStore, type NewPipeline, newId, type Storage } from '@orrery/core';
+import { DatabaseError, type ExecutionStore, type NewPipeline, newId, type Storage } from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PipelineWriter } from '../src/pipeline-writer.js';
 import { ADAPTERS, type TestDatabase } from './support.js';

@@ -1,5 +1,5 @@
-import { silentLogger } from '@orrery/core';
-import { openSqliteStorage } from '@orrery/sqlite-adapter';
+import { silentLogger } from '@orreryjs/core';
+import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
 import { afterEach, expect, it } from 'vitest';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';
 import { DefaultRunner, defineWorkflow, ManualClock } from '../src/index.js';

@@ -1,6 +1,6 @@
-import type { Storage } from '@orrery/core';
-import { openPostgresStorage } from '@orrery/postgres-adapter';
-import { openSqliteStorage } from '@orrery/sqlite-adapter';
+import type { Storage } from '@orreryjs/core';
+import { openPostgresStorage } from '@orreryjs/postgres-adapter';
+import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';
 import type { DefaultRunnerConfig } from '../src/index.js';

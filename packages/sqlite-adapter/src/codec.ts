@@ -1,4 +1,4 @@
-import { UniversalTimestamp, UniversalUuid } from '@orrery/core';
+import { UniversalTimestamp, UniversalUuid } from '@orreryjs/core';
 import { getTableColumns, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
 import { customType, type SQLiteColumn, type SQLiteInsertValue, type SQLiteTable } from 'drizzle-orm/sqlite-core';
 

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { ConfigurationError } from '@orrery/core';
+import { ConfigurationError } from '@orreryjs/core';
 import type BetterSqlite3 from 'better-sqlite3';
 import { type MigrationMeta, readMigrationFiles } from 'drizzle-orm/migrator';
 

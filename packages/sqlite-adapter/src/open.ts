@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ConfigurationError, type OpenStorageOptions, type Storage, sleep } from '@orrery/core';
+import { ConfigurationError, type OpenStorageOptions, type Storage, sleep } from '@orreryjs/core';
 import Database from 'better-sqlite3';
 import { drizzle } from 'drizzle-orm/better-sqlite3';
 import { SqliteCronStore } from './cron-store.js';

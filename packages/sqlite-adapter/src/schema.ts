@@ -7,7 +7,7 @@ import type {
   OverlapPolicy,
   PipelineStatus,
   TaskStatus,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import { sql } from 'drizzle-orm';
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { bool, json, timestamp, uuid } from './codec.js';

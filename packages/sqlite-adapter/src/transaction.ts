@@ -1,4 +1,4 @@
-import { DatabaseError, isOrreryError } from '@orrery/core';
+import { DatabaseError, isOrreryError } from '@orreryjs/core';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import type * as schema from './schema.js';

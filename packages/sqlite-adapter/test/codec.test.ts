@@ -1,4 +1,4 @@
-import { ValidationError } from '@orrery/core';
+import { ValidationError } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import { bytesToUuid, dateToMillis, encodeUuidList, uuidToBytes } from '../src/codec.js';
 

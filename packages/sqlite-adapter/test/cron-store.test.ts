@@ -5,7 +5,7 @@ import {
   ScheduleConflictError,
   type ScheduleRow,
   type Storage,
-} from '@orrery/core';
+} from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteStorage } from '../src/index.js';
 

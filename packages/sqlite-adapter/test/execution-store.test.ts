@@ -1,4 +1,4 @@
-import { newId, type Storage } from '@orrery/core';
+import { newId, type Storage } from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteStorage } from '../src/index.js';
 

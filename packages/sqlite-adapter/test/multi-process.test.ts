@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { newId } from '@orrery/core';
+import { newId } from '@orreryjs/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';
 import { openSqliteStorage } from '../src/index.js';

@@ -1,4 +1,4 @@
-import { ConfigurationError, newId, parseDatabaseUrl, type Storage } from '@orrery/core';
+import { ConfigurationError, newId, parseDatabaseUrl, type Storage } from '@orreryjs/core';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';

@@ -1,4 +1,4 @@
-import { DatabaseError, newId, type Storage } from '@orrery/core';
+import { DatabaseError, newId, type Storage } from '@orreryjs/core';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';

@@ -1,4 +1,4 @@
-import type { PipelineStatus, PipelineSummary } from '@orrery/core';
+import type { PipelineStatus, PipelineSummary } from '@orreryjs/core';
 import type { Command } from 'commander';
 import { integerAtLeast, oneOf } from '../arguments.js';
 import { oneLine } from '../failure.js';

@@ -1,4 +1,4 @@
-import { isOrreryError } from '@orrery/core';
+import { isOrreryError } from '@orreryjs/core';
 import type { Command } from 'commander';
 import { type CliIo, type OutputOptions, writeJson, writeRecord } from '../output.js';
 import { type DatabaseOptions, databaseCommand, redactDatabaseUrl, withRunner } from '../runner-session.js';

@@ -1,4 +1,4 @@
-import { nextOccurrences, validateTimezone } from '@orrery/cron';
+import { nextOccurrences, validateTimezone } from '@orreryjs/cron';
 import type { Command } from 'commander';
 import { integerAtLeast, parseInstant } from '../arguments.js';
 import { addJsonOption, type CliIo, type OutputOptions, writeJson, writeTable } from '../output.js';

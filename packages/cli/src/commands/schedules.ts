@@ -1,5 +1,5 @@
-import type { Json } from '@orrery/core';
-import type { CronScheduleInput } from '@orrery/runner';
+import type { Json } from '@orreryjs/core';
+import type { CronScheduleInput } from '@orreryjs/runner';
 import type { Command } from 'commander';
 import { integerAtLeast, oneOf, parseInstant, parseJsonObject } from '../arguments.js';
 import { EXIT } from '../failure.js';

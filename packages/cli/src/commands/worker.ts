@@ -1,4 +1,4 @@
-import type { DefaultRunner } from '@orrery/runner';
+import type { DefaultRunner } from '@orreryjs/runner';
 import type { Command } from 'commander';
 import { integerAtLeast, parseDurationMs } from '../arguments.js';
 import { type MetricsServer, serveMetrics } from '../metrics-server.js';

@@ -1,5 +1,5 @@
-import { type CronStore, ManualClock, type Storage, silentLogger } from '@orrery/core';
-import { openSqliteStorage } from '@orrery/sqlite-adapter';
+import { type CronStore, ManualClock, type Storage, silentLogger } from '@orreryjs/core';
+import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
 import { tempSqliteFile } from '../../../../test/support/sqlite.js';
 import { CRON_DEFAULTS, type CronEvents, type CronFaults, CronService, type CronSettings } from '../../src/index.js';
 import { StorageExecutor } from './storage-executor.js';

@@ -15,7 +15,7 @@ import {
   type PipelineSummary,
   type Storage,
   sleep,
-} from '@orrery/core';
+} from '@orreryjs/core';
 
 const TERMINAL: readonly PipelineStatus[] = ['completed', 'failed', 'cancelled'];
 const TASK_ID = 'only';
