@@ -46,7 +46,11 @@ export interface DefaultRunnerConfig {
   runnerId?: string;
   /** Most tasks this process runs at once. @default 16 */
   maxConcurrentTasks?: number;
-  /** Time limit of one task attempt unless the task sets `timeoutMs`. @default 300_000 */
+  /**
+   * Time limit of one task attempt unless the task sets `timeoutMs`: a positive integer of
+   * milliseconds of any length (a 30-day limit waits 30 days), or `Infinity` for no limit.
+   * @default 300_000
+   */
   taskTimeoutMs?: number;
   /** How long `execute()` and `wait()` wait for a pipeline unless told otherwise. @default 3_600_000 */
   pipelineTimeoutMs?: number;
@@ -135,10 +139,13 @@ export interface ResolvedRunnerConfig
 
 type NumberRule = { min: number; integer: boolean; infinite?: boolean };
 
+/** The longest finite duration option (100 years): waits of any length work, but instants must stay valid dates. */
+const MAX_DURATION_MS = 100 * 365.25 * 86_400_000;
+
 const POSITIVE_MS: NumberRule = { min: 1, integer: true };
 const NUMBER_FIELDS = {
   maxConcurrentTasks: { min: 1, integer: true },
-  taskTimeoutMs: POSITIVE_MS,
+  taskTimeoutMs: { min: 1, integer: true, infinite: true },
   pipelineTimeoutMs: POSITIVE_MS,
   taskLeaseMs: { min: 30, integer: true },
   pollIntervalMs: POSITIVE_MS,
@@ -169,6 +176,13 @@ function checkNumber(field: string, value: unknown, rule: NumberRule): number {
     const kind = rule.integer ? 'an integer' : 'a number';
     const extra = rule.infinite ? ' (or Infinity)' : '';
     throw new ConfigurationError(`${field} must be ${kind} ≥ ${rule.min}${extra}, got ${JSON.stringify(value)}.`);
+  }
+  if (field.endsWith('Ms') && finite && value > MAX_DURATION_MS) {
+    // Any length waits (timers are chained past setTimeout's 2³¹ ms), but now + duration must stay a valid date.
+    const extra = rule.infinite ? '; use Infinity for no limit' : '';
+    throw new ConfigurationError(
+      `${field} is ${value} ms, over the limit of ${MAX_DURATION_MS} ms (100 years)${extra}.`,
+    );
   }
   return value as number;
 }
@@ -205,9 +219,9 @@ function checkRetention(value: unknown): Required<RetentionConfig> {
 
 function checkRunnerId(value: unknown): string {
   if (value === undefined) return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-  if (typeof value !== 'string' || value.trim() === '' || value.length > 200) {
+  if (typeof value !== 'string' || value.trim() === '' || value.length > 200 || value.includes('\u0000')) {
     throw new ConfigurationError(
-      `runnerId must be a non-empty string of at most 200 characters, got ${JSON.stringify(value)}.`,
+      `runnerId must be a non-empty string of at most 200 characters without NUL characters, got ${JSON.stringify(value)}.`,
     );
   }
   return value;
