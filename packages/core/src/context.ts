@@ -1,6 +1,5 @@
 import { ContextError } from './errors.js';
 import { deepMerge, type Json, type JsonObject, jsonByteLength, toJson } from './json.js';
-import { assertNoNul, hasNul } from './text.js';
 
 /** The default cap on a serialised context, in bytes (1 MiB). */
 export const DEFAULT_MAX_CONTEXT_BYTES = 1_048_576;
@@ -41,13 +40,10 @@ export class Context {
 
   /**
    * Stores a copy of `value` under `key`.
-   * @throws ContextError unless the value survives a JSON round trip unchanged, or when the key
-   *   or a string in the value holds a NUL character (PostgreSQL cannot store it).
+   * @throws ContextError unless the value survives a JSON round trip unchanged.
    */
   set(key: string, value: Json): this {
     if (key === '__proto__') throw new ContextError('Context key "__proto__" is not allowed; choose another key.');
-    if (typeof key !== 'string') throw new ContextError(`A context key must be a string, got ${typeof key}.`);
-    assertNoNul(key, `Context key ${JSON.stringify(key)}`, (message) => new ContextError(message));
     const copy = toJson(value, key);
     this.#data.set(key, copy);
     this.#delta.set.set(key, copy);
@@ -60,12 +56,8 @@ export class Context {
     return this.#data.has(key);
   }
 
-  /**
-   * Removes `key`; true when it was present. A key holding a NUL character can never be
-   * present (`set` refuses it), so deleting one changes nothing and returns false.
-   */
+  /** Removes `key`; true when it was present. */
   delete(key: string): boolean {
-    if (typeof key !== 'string' || hasNul(key)) return false;
     this.#delta.set.delete(key);
     this.#delta.deleted.add(key);
     return this.#data.delete(key);

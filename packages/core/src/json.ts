@@ -1,5 +1,4 @@
 import { ContextError } from './errors.js';
-import { hasNul } from './text.js';
 
 /** A value that survives `JSON.stringify` then `JSON.parse` unchanged. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -9,8 +8,7 @@ export type JsonObject = { [key: string]: Json };
 
 /**
  * Checks that `value` is plain JSON (no undefined, functions, BigInt, NaN, Infinity, Date,
- * Map, class instances, cycles, `__proto__` keys) that every adapter can store (no NUL
- * character in a string or key: PostgreSQL's jsonb refuses it) and returns a deep copy of it.
+ * Map, class instances, cycles, `__proto__` keys) and returns a deep copy of it.
  * @throws ContextError naming the path of the first offending value.
  */
 export function toJson(value: unknown, path: string): Json {
@@ -18,8 +16,7 @@ export function toJson(value: unknown, path: string): Json {
 }
 
 function copyJson(value: unknown, path: string, seen: Set<object>): Json {
-  if (typeof value === 'string') return hasNul(value) ? refuseNul(path) : value;
-  if (value === null || typeof value === 'boolean') return value;
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
   if (typeof value === 'number') {
     if (Number.isFinite(value)) return Object.is(value, -0) ? 0 : value;
     return refuse(path, `${value} is not a finite number`);
@@ -36,7 +33,6 @@ function copyJson(value: unknown, path: string, seen: Set<object>): Json {
     const copy: JsonObject = {};
     for (const key of Object.keys(value)) {
       if (key === '__proto__') return refuse(path, 'the key "__proto__" is not allowed');
-      if (hasNul(key)) return refuseNul(`${path}.${JSON.stringify(key)}`, 'key');
       const item = (value as Record<string, unknown>)[key];
       copy[key] = copyJson(item, `${path}.${key}`, seen);
     }
@@ -49,12 +45,6 @@ function copyJson(value: unknown, path: string, seen: Set<object>): Json {
 function refuse(path: string, why: string): never {
   throw new ContextError(
     `Context value at "${path}" is not JSON: ${why}. Store only strings, finite numbers, booleans, null, arrays and plain objects (convert a Date with toISOString()).`,
-  );
-}
-
-function refuseNul(path: string, what = 'string'): never {
-  throw new ContextError(
-    `Context ${what} at "${path}" contains a NUL character (\\u0000), which PostgreSQL cannot store; remove it (or encode binary data, e.g. as base64).`,
   );
 }
 
