@@ -26,7 +26,7 @@ import {
   inTextList,
 } from './codec.js';
 import { createPipelinesIn } from './execution-store.js';
-import { cronExecutions as c, cronSchedules as s } from './schema.js';
+import { cronExecutions as c, pipelineExecutions as p, cronSchedules as s } from './schema.js';
 import { type PostgresDb, type PostgresHandle, sqlState, statement, transaction } from './transaction.js';
 
 /**
@@ -119,6 +119,8 @@ async function reclaimForBackfill(tx: PostgresDb, rows: readonly NewCronExecutio
       claimedBy: sql`v.claimed_by`,
       fireAt: sql`v.fire_at`,
       missedCount: 1,
+      // A fresh request: the attempts an earlier recovery used up do not count against it.
+      recoveryAttempts: 0,
       workflowName: sql`v.workflow_name`,
       context: sql`v.context::jsonb`,
       nextRecoveryAt: null,
@@ -137,6 +139,14 @@ async function reclaimForBackfill(tx: PostgresDb, rows: readonly NewCronExecutio
     )
     .returning();
 }
+
+/**
+ * Not a `handed_off` row whose pipeline is still pending, running or paused: the overlap check
+ * reads those rows, so retention keeps them however old their slot is (a fresh backfill of old
+ * slots). Raw SQL: a probe of the pipeline table, which the cron schema does not reference.
+ */
+const NOT_OVERLAPPING = sql`NOT EXISTS (SELECT 1 FROM pipeline_executions pe
+  WHERE pe.id = ${c.pipelineExecutionId} AND pe.status IN ('pending', 'running', 'paused'))`;
 
 /** Builds every statement once; `.prepare()` names it, so each connection parses it once. */
 function prepareStatements(handle: PostgresHandle) {
@@ -283,6 +293,11 @@ function prepareStatements(handle: PostgresHandle) {
       })
       .from(c)
       .prepare('orrery_recovery_counts'),
+    findOccurrencePipeline: db
+      .select({ id: p.id })
+      .from(p)
+      .where(eq(p.idempotencyKey, bind(p.idempotencyKey, 'key')))
+      .prepare('orrery_find_occurrence_pipeline'),
     deleteTerminalOccurrences: db
       .delete(c)
       .where(
@@ -291,7 +306,13 @@ function prepareStatements(handle: PostgresHandle) {
           db
             .select({ id: c.id })
             .from(c)
-            .where(and(sql`${c.status} <> 'claimed'`, lt(c.scheduledTime, bind(c.scheduledTime, 'before'))))
+            .where(
+              and(
+                sql`${c.status} <> 'claimed'`,
+                lt(sql`coalesce(${c.handedOffAt}, ${c.claimedAt})`, bind(c.claimedAt, 'before')),
+                NOT_OVERLAPPING,
+              ),
+            )
             .limit(placeholder('batchSize'))
             .for('update', { skipLocked: true }),
         ),
@@ -603,6 +624,13 @@ export class PostgresCronStore implements CronStore {
     return statement(
       'countLostOccurrences',
       async () => (await this.#q.countLost.execute({ lostBefore }))[0]?.count ?? 0,
+    );
+  }
+
+  findOccurrencePipeline(occurrenceId: string): Promise<string | null> {
+    return statement(
+      'findOccurrencePipeline',
+      async () => (await this.#q.findOccurrencePipeline.execute({ key: occurrenceId }))[0]?.id ?? null,
     );
   }
 

@@ -25,7 +25,7 @@ import {
   uuidListSql,
 } from './codec.js';
 import type { SqliteExecutionStore } from './execution-store.js';
-import { cronExecutions as c, cronSchedules as s } from './schema.js';
+import { cronExecutions as c, pipelineExecutions as p, cronSchedules as s } from './schema.js';
 import { readTransaction, type SqliteHandle, writeTransaction } from './transaction.js';
 
 /**
@@ -46,6 +46,14 @@ const recoveryLeaseFence = and(
   IS_CLAIMED,
 );
 const clearedRecoveryLease = { recoveryLeaseOwner: null, recoveryLeaseExpiresAt: null };
+
+/**
+ * Not a `handed_off` row whose pipeline is still pending, running or paused: the overlap check
+ * reads those rows, so retention keeps them however old their slot is (a fresh backfill of old
+ * slots). Raw SQL: a probe of the pipeline table, which the cron schema does not reference.
+ */
+const NOT_OVERLAPPING = sql`NOT EXISTS (SELECT 1 FROM pipeline_executions pe
+  WHERE pe.id = ${c.pipelineExecutionId} AND pe.status IN ('pending', 'running', 'paused'))`;
 
 /** Builds every statement once; `.prepare()` compiles it on the connection. */
 function prepareStatements(handle: SqliteHandle) {
@@ -122,6 +130,8 @@ function prepareStatements(handle: SqliteHandle) {
         claimedBy: bind(c.claimedBy, 'claimedBy'),
         fireAt: bind(c.fireAt, 'fireAt'),
         missedCount: 1,
+        // A fresh request: the attempts an earlier recovery used up do not count against it.
+        recoveryAttempts: 0,
         workflowName: bind(c.workflowName, 'workflowName'),
         context: bind(c.context, 'context'),
         nextRecoveryAt: null,
@@ -254,6 +264,11 @@ function prepareStatements(handle: SqliteHandle) {
       })
       .from(c)
       .prepare(),
+    findOccurrencePipeline: db
+      .select({ id: p.id })
+      .from(p)
+      .where(eq(p.idempotencyKey, bind(p.idempotencyKey, 'key')))
+      .prepare(),
     deleteTerminalOccurrences: db
       .delete(c)
       .where(
@@ -262,7 +277,13 @@ function prepareStatements(handle: SqliteHandle) {
           db
             .select({ id: c.id })
             .from(c)
-            .where(and(sql`${c.status} <> 'claimed'`, lt(c.scheduledTime, bind(c.scheduledTime, 'before'))))
+            .where(
+              and(
+                sql`${c.status} <> 'claimed'`,
+                lt(sql`coalesce(${c.handedOffAt}, ${c.claimedAt})`, bind(c.claimedAt, 'before')),
+                NOT_OVERLAPPING,
+              ),
+            )
             .limit(placeholder('batchSize')),
         ),
       )
@@ -495,6 +516,14 @@ export class SqliteCronStore implements CronStore {
       this.#handle,
       'countLostOccurrences',
       () => this.#q.countLost.get({ lostBefore })?.count ?? 0,
+    );
+  }
+
+  findOccurrencePipeline(occurrenceId: string): Promise<string | null> {
+    return readTransaction(
+      this.#handle,
+      'findOccurrencePipeline',
+      () => this.#q.findOccurrencePipeline.get({ key: occurrenceId })?.id ?? null,
     );
   }
 
