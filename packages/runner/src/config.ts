@@ -203,6 +203,24 @@ function checkRetention(value: unknown): Required<RetentionConfig> {
   };
 }
 
+/**
+ * Retention must outlast the recovery window: a pipeline or ledger row deleted while recovery
+ * may still need it (lost threshold, then up to cronMaxRecoveryAgeMs of attempts) lets an
+ * occurrence run twice or vanish.
+ */
+function checkRetentionWindow(
+  retention: Required<RetentionConfig>,
+  cron: { cronMaxRecoveryAgeMs: number; cronLostThresholdMs: number },
+): void {
+  const windowMs = cron.cronMaxRecoveryAgeMs + cron.cronLostThresholdMs;
+  for (const option of ['executionsMs', 'cronLedgerMs'] as const) {
+    if (retention[option] > windowMs) continue;
+    throw new ConfigurationError(
+      `retention.${option} (${retention[option]}) must exceed cronMaxRecoveryAgeMs + cronLostThresholdMs (${windowMs}): recovery may still need those rows. Raise retention.${option} or lower cronMaxRecoveryAgeMs.`,
+    );
+  }
+}
+
 function checkRunnerId(value: unknown): string {
   if (value === undefined) return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   if (typeof value !== 'string' || value.trim() === '' || value.length > 200) {
@@ -260,6 +278,8 @@ export function resolveConfig(config: DefaultRunnerConfig = {}): ResolvedRunnerC
     }),
   ) as Record<(typeof BOOLEAN_FIELDS)[number], boolean>;
   const database = config.database ?? RUNNER_DEFAULTS.database;
+  const retention = checkRetention(config.retention);
+  checkRetentionWindow(retention, numbers);
   return {
     ...numbers,
     ...booleans,
@@ -268,7 +288,7 @@ export function resolveConfig(config: DefaultRunnerConfig = {}): ResolvedRunnerC
     schema: validateSchemaName(config.schema ?? RUNNER_DEFAULTS.schema),
     workflows: checkWorkflows(config.workflows ?? []),
     runnerId: checkRunnerId(config.runnerId),
-    retention: checkRetention(config.retention),
+    retention,
     clock: checkClock(config.clock),
     logger: checkLogger(config.logger),
   };
