@@ -354,6 +354,43 @@ async function selectActiveSchedules(tx: PostgresDb, scheduleIds: readonly strin
 }
 
 /**
+ * The slots in [nextRunAt, missedBefore) that already hold a non-manual ledger row, for each
+ * schedule that may have missed slots (nextRunAt before missedBefore): a `missed` summary must
+ * skip them. One statement over the schedule-time index; nothing to read on a punctual tick.
+ */
+async function selectTakenSlots(
+  tx: PostgresDb,
+  due: readonly ScheduleRow[],
+  missedBefore: Date | undefined,
+): Promise<Map<string, Date[]>> {
+  const taken = new Map<string, Date[]>();
+  if (missedBefore === undefined) return taken;
+  const late = due.filter((schedule) => schedule.nextRunAt !== null && schedule.nextRunAt < missedBefore);
+  if (late.length === 0) return taken;
+  for (const schedule of late) taken.set(schedule.id, []);
+  const from = new Date(Math.min(...late.map((schedule) => schedule.nextRunAt!.getTime())));
+  const rows = await tx
+    .select({ scheduleId: c.scheduleId, scheduledTime: c.scheduledTime })
+    .from(c)
+    .where(
+      and(
+        // Raw SQL: a uuid array parameter, which drizzle's inArray would expand into one parameter per id.
+        sql`${c.scheduleId} = ANY(${arrayParam(encodeUuidList(late.map((schedule) => schedule.id)))}::uuid[])`,
+        gte(c.scheduledTime, from),
+        lt(c.scheduledTime, missedBefore),
+        sql`${c.source} <> 'manual'`,
+      ),
+    )
+    .orderBy(asc(c.scheduledTime));
+  const nextRunAt = new Map(late.map((schedule) => [schedule.id, schedule.nextRunAt!.getTime()]));
+  for (const row of rows) {
+    if (row.scheduledTime.getTime() >= nextRunAt.get(row.scheduleId)!)
+      taken.get(row.scheduleId)!.push(row.scheduledTime);
+  }
+  return taken;
+}
+
+/**
  * Advances planned schedules by compare-and-set on `version`, one statement for all of them;
  * returns the ids it advanced (all of them: their rows are locked).
  */
@@ -516,9 +553,14 @@ export class PostgresCronStore implements CronStore {
         tx,
         due.filter((schedule) => schedule.overlapPolicy === 'skip').map((schedule) => schedule.id),
       );
+      const taken = await selectTakenSlots(tx, due, request.missedBefore);
       const plans = [];
       for (const schedule of due) {
-        const plan = request.plan(schedule, { hasActiveOccurrence: active.has(schedule.id) });
+        const takenSlots = taken.get(schedule.id);
+        const plan = request.plan(schedule, {
+          hasActiveOccurrence: active.has(schedule.id),
+          ...(takenSlots !== undefined && { takenSlots }),
+        });
         if (plan !== null) plans.push({ schedule, ...plan });
       }
       const advanced = await advanceSchedules(tx, plans, request.now);

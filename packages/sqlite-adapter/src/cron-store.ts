@@ -110,6 +110,20 @@ function prepareStatements(handle: SqliteHandle) {
       .from(s)
       .where(eq(s.id, bind(s.id, 'scheduleId')))
       .prepare(),
+    // Slots of a late schedule that already hold a row (a backfill during the outage): a `missed` summary skips them.
+    selectTakenSlots: db
+      .select({ scheduledTime: c.scheduledTime })
+      .from(c)
+      .where(
+        and(
+          eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')),
+          gte(c.scheduledTime, bind(c.scheduledTime, 'from')),
+          lt(c.scheduledTime, bind(c.scheduledTime, 'missedBefore')),
+          sql`${c.source} <> 'manual'`,
+        ),
+      )
+      .orderBy(asc(c.scheduledTime))
+      .prepare(),
     advanceSchedule: db
       .update(s)
       .set({
@@ -388,7 +402,8 @@ export class SqliteCronStore implements CronStore {
         const hasActiveOccurrence =
           schedule.overlapPolicy === 'skip' &&
           this.#q.selectHasActiveOccurrence.get({ scheduleId: schedule.id })?.active === 1;
-        const plan = request.plan(schedule, { hasActiveOccurrence });
+        const takenSlots = this.#takenSlots(schedule, request.missedBefore);
+        const plan = request.plan(schedule, { hasActiveOccurrence, ...(takenSlots !== undefined && { takenSlots }) });
         if (plan === null) continue;
         const advanced = this.#q.advanceSchedule.run({
           id: schedule.id,
@@ -533,6 +548,14 @@ export class SqliteCronStore implements CronStore {
       'deleteTerminalOccurrences',
       () => this.#q.deleteTerminalOccurrences.run({ before, batchSize }).changes,
     );
+  }
+
+  /** The slots in [nextRunAt, missedBefore) that already hold a non-manual row; undefined when none can be missed. */
+  #takenSlots(schedule: ScheduleRow, missedBefore: Date | undefined): Date[] | undefined {
+    if (missedBefore === undefined || schedule.nextRunAt === null || schedule.nextRunAt >= missedBefore)
+      return undefined;
+    const rows = this.#q.selectTakenSlots.all({ scheduleId: schedule.id, from: schedule.nextRunAt, missedBefore });
+    return rows.map((row) => row.scheduledTime);
   }
 
   /** Inserts one ledger row ON CONFLICT DO NOTHING; undefined when its occurrence already had a row. */
