@@ -15,14 +15,16 @@ import {
 /** How long terminal rows are kept before the hourly retention sweep deletes them. */
 export interface RetentionConfig {
   /**
-   * Age (since completion) after which completed, failed and cancelled pipelines and their tasks are deleted.
-   * `Infinity` keeps them forever.
+   * Age (since completion) after which completed, failed and cancelled pipelines and their tasks are deleted
+   * (not while their cron ledger row is still `claimed`), and after which silent runners' rows are deleted.
+   * Must exceed cronMaxRecoveryAgeMs + cronLostThresholdMs. `Infinity` keeps them forever.
    * @default 2_592_000_000 (30 days)
    */
   executionsMs?: number;
   /**
-   * Age (since the scheduled time) after which cron ledger rows that are no longer `claimed` are deleted.
-   * `Infinity` keeps them forever.
+   * Age (since the row became terminal: handed off, else claimed) after which cron ledger rows that are no
+   * longer `claimed` are deleted, except handed-off rows whose pipeline is unfinished. Must exceed
+   * cronMaxRecoveryAgeMs + cronLostThresholdMs. `Infinity` keeps them forever.
    * @default 7_776_000_000 (90 days)
    */
   cronLedgerMs?: number;
@@ -78,7 +80,7 @@ export interface DefaultRunnerConfig {
   cronRecoveryIntervalMs?: number;
   /** An occurrence still `claimed` this long after its fire time and its claim is lost and recovered. @default 60_000 */
   cronLostThresholdMs?: number;
-  /** A lost occurrence older than this (since claim) is abandoned. @default 86_400_000 */
+  /** A lost occurrence due (the later of claim and fire time) longer ago than this is abandoned, unless its pipeline exists. @default 86_400_000 */
   cronMaxRecoveryAgeMs?: number;
   /** Recovery attempts before a lost occurrence is abandoned. @default 3 */
   cronMaxRecoveryAttempts?: number;
