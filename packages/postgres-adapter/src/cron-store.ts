@@ -26,7 +26,7 @@ import {
   inTextList,
 } from './codec.js';
 import { createPipelinesIn } from './execution-store.js';
-import { cronExecutions as c, cronSchedules as s } from './schema.js';
+import { cronExecutions as c, pipelineExecutions as p, cronSchedules as s } from './schema.js';
 import { type PostgresDb, type PostgresHandle, sqlState, statement, transaction } from './transaction.js';
 
 /**
@@ -119,6 +119,8 @@ async function reclaimForBackfill(tx: PostgresDb, rows: readonly NewCronExecutio
       claimedBy: sql`v.claimed_by`,
       fireAt: sql`v.fire_at`,
       missedCount: 1,
+      // A fresh request: the attempts an earlier recovery used up do not count against it.
+      recoveryAttempts: 0,
       workflowName: sql`v.workflow_name`,
       context: sql`v.context::jsonb`,
       nextRecoveryAt: null,
@@ -137,6 +139,14 @@ async function reclaimForBackfill(tx: PostgresDb, rows: readonly NewCronExecutio
     )
     .returning();
 }
+
+/**
+ * Not a `handed_off` row whose pipeline is still pending, running or paused: the overlap check
+ * reads those rows, so retention keeps them however old their slot is (a fresh backfill of old
+ * slots). Raw SQL: a probe of the pipeline table, which the cron schema does not reference.
+ */
+const NOT_OVERLAPPING = sql`NOT EXISTS (SELECT 1 FROM pipeline_executions pe
+  WHERE pe.id = ${c.pipelineExecutionId} AND pe.status IN ('pending', 'running', 'paused'))`;
 
 /** Builds every statement once; `.prepare()` names it, so each connection parses it once. */
 function prepareStatements(handle: PostgresHandle) {
@@ -283,6 +293,11 @@ function prepareStatements(handle: PostgresHandle) {
       })
       .from(c)
       .prepare('orrery_recovery_counts'),
+    findOccurrencePipeline: db
+      .select({ id: p.id })
+      .from(p)
+      .where(eq(p.idempotencyKey, bind(p.idempotencyKey, 'key')))
+      .prepare('orrery_find_occurrence_pipeline'),
     deleteTerminalOccurrences: db
       .delete(c)
       .where(
@@ -291,7 +306,13 @@ function prepareStatements(handle: PostgresHandle) {
           db
             .select({ id: c.id })
             .from(c)
-            .where(and(sql`${c.status} <> 'claimed'`, lt(c.scheduledTime, bind(c.scheduledTime, 'before'))))
+            .where(
+              and(
+                sql`${c.status} <> 'claimed'`,
+                lt(sql`coalesce(${c.handedOffAt}, ${c.claimedAt})`, bind(c.claimedAt, 'before')),
+                NOT_OVERLAPPING,
+              ),
+            )
             .limit(placeholder('batchSize'))
             .for('update', { skipLocked: true }),
         ),
@@ -330,6 +351,43 @@ async function selectActiveSchedules(tx: PostgresDb, scheduleIds: readonly strin
         WHERE pe.status IN ('pending', 'running', 'paused') AND pe.scheduled_time IS NOT NULL
           AND ce.schedule_id = d.id AND ce.status = 'handed_off' AND ce.pipeline_execution_id = pe.id)`);
   return new Set(result.rows.map((row) => row.id));
+}
+
+/**
+ * The slots in [nextRunAt, missedBefore) that already hold a non-manual ledger row, for each
+ * schedule that may have missed slots (nextRunAt before missedBefore): a `missed` summary must
+ * skip them. One statement over the schedule-time index; nothing to read on a punctual tick.
+ */
+async function selectTakenSlots(
+  tx: PostgresDb,
+  due: readonly ScheduleRow[],
+  missedBefore: Date | undefined,
+): Promise<Map<string, Date[]>> {
+  const taken = new Map<string, Date[]>();
+  if (missedBefore === undefined) return taken;
+  const late = due.filter((schedule) => schedule.nextRunAt !== null && schedule.nextRunAt < missedBefore);
+  if (late.length === 0) return taken;
+  for (const schedule of late) taken.set(schedule.id, []);
+  const from = new Date(Math.min(...late.map((schedule) => schedule.nextRunAt!.getTime())));
+  const rows = await tx
+    .select({ scheduleId: c.scheduleId, scheduledTime: c.scheduledTime })
+    .from(c)
+    .where(
+      and(
+        // Raw SQL: a uuid array parameter, which drizzle's inArray would expand into one parameter per id.
+        sql`${c.scheduleId} = ANY(${arrayParam(encodeUuidList(late.map((schedule) => schedule.id)))}::uuid[])`,
+        gte(c.scheduledTime, from),
+        lt(c.scheduledTime, missedBefore),
+        sql`${c.source} <> 'manual'`,
+      ),
+    )
+    .orderBy(asc(c.scheduledTime));
+  const nextRunAt = new Map(late.map((schedule) => [schedule.id, schedule.nextRunAt!.getTime()]));
+  for (const row of rows) {
+    if (row.scheduledTime.getTime() >= nextRunAt.get(row.scheduleId)!)
+      taken.get(row.scheduleId)!.push(row.scheduledTime);
+  }
+  return taken;
 }
 
 /**
@@ -495,9 +553,14 @@ export class PostgresCronStore implements CronStore {
         tx,
         due.filter((schedule) => schedule.overlapPolicy === 'skip').map((schedule) => schedule.id),
       );
+      const taken = await selectTakenSlots(tx, due, request.missedBefore);
       const plans = [];
       for (const schedule of due) {
-        const plan = request.plan(schedule, { hasActiveOccurrence: active.has(schedule.id) });
+        const takenSlots = taken.get(schedule.id);
+        const plan = request.plan(schedule, {
+          hasActiveOccurrence: active.has(schedule.id),
+          ...(takenSlots !== undefined && { takenSlots }),
+        });
         if (plan !== null) plans.push({ schedule, ...plan });
       }
       const advanced = await advanceSchedules(tx, plans, request.now);
@@ -603,6 +666,13 @@ export class PostgresCronStore implements CronStore {
     return statement(
       'countLostOccurrences',
       async () => (await this.#q.countLost.execute({ lostBefore }))[0]?.count ?? 0,
+    );
+  }
+
+  findOccurrencePipeline(occurrenceId: string): Promise<string | null> {
+    return statement(
+      'findOccurrencePipeline',
+      async () => (await this.#q.findOccurrencePipeline.execute({ key: occurrenceId }))[0]?.id ?? null,
     );
   }
 

@@ -39,6 +39,15 @@ const pipelineRow = getTableColumns(p);
 const ACTIVE_PIPELINE = sql`${p.status} IN ('pending', 'running')`;
 const UNFINISHED_PIPELINE = sql`${p.status} IN ('pending', 'running', 'paused')`;
 const TERMINAL_PIPELINE = sql`${p.status} IN ('completed', 'failed', 'cancelled')`;
+/**
+ * A pipeline no `claimed` ledger row waits for: a cron pipeline's idempotency key is its
+ * occurrence's id, and recovery of a claimed row looks its pipeline up by that key, so deleting
+ * it would start the occurrence a second time. Raw SQL: a key cast guarded so that a key that
+ * is not a UUID cannot fail it.
+ */
+const NOT_AWAITED_BY_RECOVERY = sql`(${p.scheduledTime} IS NULL OR NOT EXISTS (SELECT 1 FROM cron_executions ce
+  WHERE ce.status = 'claimed' AND ce.id = (CASE WHEN ${p.idempotencyKey}
+    ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN ${p.idempotencyKey}::uuid END)))`;
 const TERMINAL_TASK = sql`${t.status} IN ('completed', 'failed', 'skipped', 'cancelled')`;
 const IS_READY = sql`${t.status} = 'ready'`;
 const IS_RUNNING = sql`${t.status} = 'running'`;
@@ -327,7 +336,7 @@ function prepareStatements(handle: PostgresHandle) {
           db
             .select({ id: p.id })
             .from(p)
-            .where(and(TERMINAL_PIPELINE, lt(p.completedAt, bind(p.completedAt, 'before'))))
+            .where(and(TERMINAL_PIPELINE, lt(p.completedAt, bind(p.completedAt, 'before')), NOT_AWAITED_BY_RECOVERY))
             .limit(placeholder('batchSize'))
             // Concurrent sweeps split the work instead of waiting on each other's rows.
             .for('update', { skipLocked: true }),

@@ -15,14 +15,16 @@ import {
 /** How long terminal rows are kept before the hourly retention sweep deletes them. */
 export interface RetentionConfig {
   /**
-   * Age (since completion) after which completed, failed and cancelled pipelines and their tasks are deleted.
-   * `Infinity` keeps them forever.
+   * Age (since completion) after which completed, failed and cancelled pipelines and their tasks are deleted
+   * (not while their cron ledger row is still `claimed`), and after which silent runners' rows are deleted.
+   * Must exceed cronMaxRecoveryAgeMs + cronLostThresholdMs. `Infinity` keeps them forever.
    * @default 2_592_000_000 (30 days)
    */
   executionsMs?: number;
   /**
-   * Age (since the scheduled time) after which cron ledger rows that are no longer `claimed` are deleted.
-   * `Infinity` keeps them forever.
+   * Age (since the row became terminal: handed off, else claimed) after which cron ledger rows that are no
+   * longer `claimed` are deleted, except handed-off rows whose pipeline is unfinished. Must exceed
+   * cronMaxRecoveryAgeMs + cronLostThresholdMs. `Infinity` keeps them forever.
    * @default 7_776_000_000 (90 days)
    */
   cronLedgerMs?: number;
@@ -82,7 +84,7 @@ export interface DefaultRunnerConfig {
   cronRecoveryIntervalMs?: number;
   /** An occurrence still `claimed` this long after its fire time and its claim is lost and recovered. @default 60_000 */
   cronLostThresholdMs?: number;
-  /** A lost occurrence older than this (since claim) is abandoned. @default 86_400_000 */
+  /** A lost occurrence due (the later of claim and fire time) longer ago than this is abandoned, unless its pipeline exists. @default 86_400_000 */
   cronMaxRecoveryAgeMs?: number;
   /** Recovery attempts before a lost occurrence is abandoned. @default 3 */
   cronMaxRecoveryAttempts?: number;
@@ -217,6 +219,24 @@ function checkRetention(value: unknown): Required<RetentionConfig> {
   };
 }
 
+/**
+ * Retention must outlast the recovery window: a pipeline or ledger row deleted while recovery
+ * may still need it (lost threshold, then up to cronMaxRecoveryAgeMs of attempts) lets an
+ * occurrence run twice or vanish.
+ */
+function checkRetentionWindow(
+  retention: Required<RetentionConfig>,
+  cron: { cronMaxRecoveryAgeMs: number; cronLostThresholdMs: number },
+): void {
+  const windowMs = cron.cronMaxRecoveryAgeMs + cron.cronLostThresholdMs;
+  for (const option of ['executionsMs', 'cronLedgerMs'] as const) {
+    if (retention[option] > windowMs) continue;
+    throw new ConfigurationError(
+      `retention.${option} (${retention[option]}) must exceed cronMaxRecoveryAgeMs + cronLostThresholdMs (${windowMs}): recovery may still need those rows. Raise retention.${option} or lower cronMaxRecoveryAgeMs.`,
+    );
+  }
+}
+
 function checkRunnerId(value: unknown): string {
   if (value === undefined) return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   if (typeof value !== 'string' || value.trim() === '' || value.length > 200 || value.includes('\u0000')) {
@@ -274,6 +294,8 @@ export function resolveConfig(config: DefaultRunnerConfig = {}): ResolvedRunnerC
     }),
   ) as Record<(typeof BOOLEAN_FIELDS)[number], boolean>;
   const database = config.database ?? RUNNER_DEFAULTS.database;
+  const retention = checkRetention(config.retention);
+  checkRetentionWindow(retention, numbers);
   return {
     ...numbers,
     ...booleans,
@@ -282,7 +304,7 @@ export function resolveConfig(config: DefaultRunnerConfig = {}): ResolvedRunnerC
     schema: validateSchemaName(config.schema ?? RUNNER_DEFAULTS.schema),
     workflows: checkWorkflows(config.workflows ?? []),
     runnerId: checkRunnerId(config.runnerId),
-    retention: checkRetention(config.retention),
+    retention,
     clock: checkClock(config.clock),
     logger: checkLogger(config.logger),
   };

@@ -25,7 +25,7 @@ import {
   uuidListSql,
 } from './codec.js';
 import type { SqliteExecutionStore } from './execution-store.js';
-import { cronExecutions as c, cronSchedules as s } from './schema.js';
+import { cronExecutions as c, pipelineExecutions as p, cronSchedules as s } from './schema.js';
 import { readTransaction, type SqliteHandle, writeTransaction } from './transaction.js';
 
 /**
@@ -46,6 +46,14 @@ const recoveryLeaseFence = and(
   IS_CLAIMED,
 );
 const clearedRecoveryLease = { recoveryLeaseOwner: null, recoveryLeaseExpiresAt: null };
+
+/**
+ * Not a `handed_off` row whose pipeline is still pending, running or paused: the overlap check
+ * reads those rows, so retention keeps them however old their slot is (a fresh backfill of old
+ * slots). Raw SQL: a probe of the pipeline table, which the cron schema does not reference.
+ */
+const NOT_OVERLAPPING = sql`NOT EXISTS (SELECT 1 FROM pipeline_executions pe
+  WHERE pe.id = ${c.pipelineExecutionId} AND pe.status IN ('pending', 'running', 'paused'))`;
 
 /** Builds every statement once; `.prepare()` compiles it on the connection. */
 function prepareStatements(handle: SqliteHandle) {
@@ -102,6 +110,20 @@ function prepareStatements(handle: SqliteHandle) {
       .from(s)
       .where(eq(s.id, bind(s.id, 'scheduleId')))
       .prepare(),
+    // Slots of a late schedule that already hold a row (a backfill during the outage): a `missed` summary skips them.
+    selectTakenSlots: db
+      .select({ scheduledTime: c.scheduledTime })
+      .from(c)
+      .where(
+        and(
+          eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')),
+          gte(c.scheduledTime, bind(c.scheduledTime, 'from')),
+          lt(c.scheduledTime, bind(c.scheduledTime, 'missedBefore')),
+          sql`${c.source} <> 'manual'`,
+        ),
+      )
+      .orderBy(asc(c.scheduledTime))
+      .prepare(),
     advanceSchedule: db
       .update(s)
       .set({
@@ -122,6 +144,8 @@ function prepareStatements(handle: SqliteHandle) {
         claimedBy: bind(c.claimedBy, 'claimedBy'),
         fireAt: bind(c.fireAt, 'fireAt'),
         missedCount: 1,
+        // A fresh request: the attempts an earlier recovery used up do not count against it.
+        recoveryAttempts: 0,
         workflowName: bind(c.workflowName, 'workflowName'),
         context: bind(c.context, 'context'),
         nextRecoveryAt: null,
@@ -254,6 +278,11 @@ function prepareStatements(handle: SqliteHandle) {
       })
       .from(c)
       .prepare(),
+    findOccurrencePipeline: db
+      .select({ id: p.id })
+      .from(p)
+      .where(eq(p.idempotencyKey, bind(p.idempotencyKey, 'key')))
+      .prepare(),
     deleteTerminalOccurrences: db
       .delete(c)
       .where(
@@ -262,7 +291,13 @@ function prepareStatements(handle: SqliteHandle) {
           db
             .select({ id: c.id })
             .from(c)
-            .where(and(sql`${c.status} <> 'claimed'`, lt(c.scheduledTime, bind(c.scheduledTime, 'before'))))
+            .where(
+              and(
+                sql`${c.status} <> 'claimed'`,
+                lt(sql`coalesce(${c.handedOffAt}, ${c.claimedAt})`, bind(c.claimedAt, 'before')),
+                NOT_OVERLAPPING,
+              ),
+            )
             .limit(placeholder('batchSize')),
         ),
       )
@@ -367,7 +402,8 @@ export class SqliteCronStore implements CronStore {
         const hasActiveOccurrence =
           schedule.overlapPolicy === 'skip' &&
           this.#q.selectHasActiveOccurrence.get({ scheduleId: schedule.id })?.active === 1;
-        const plan = request.plan(schedule, { hasActiveOccurrence });
+        const takenSlots = this.#takenSlots(schedule, request.missedBefore);
+        const plan = request.plan(schedule, { hasActiveOccurrence, ...(takenSlots !== undefined && { takenSlots }) });
         if (plan === null) continue;
         const advanced = this.#q.advanceSchedule.run({
           id: schedule.id,
@@ -498,12 +534,28 @@ export class SqliteCronStore implements CronStore {
     );
   }
 
+  findOccurrencePipeline(occurrenceId: string): Promise<string | null> {
+    return readTransaction(
+      this.#handle,
+      'findOccurrencePipeline',
+      () => this.#q.findOccurrencePipeline.get({ key: occurrenceId })?.id ?? null,
+    );
+  }
+
   deleteTerminalOccurrences(before: Date, batchSize: number): Promise<number> {
     return writeTransaction(
       this.#handle,
       'deleteTerminalOccurrences',
       () => this.#q.deleteTerminalOccurrences.run({ before, batchSize }).changes,
     );
+  }
+
+  /** The slots in [nextRunAt, missedBefore) that already hold a non-manual row; undefined when none can be missed. */
+  #takenSlots(schedule: ScheduleRow, missedBefore: Date | undefined): Date[] | undefined {
+    if (missedBefore === undefined || schedule.nextRunAt === null || schedule.nextRunAt >= missedBefore)
+      return undefined;
+    const rows = this.#q.selectTakenSlots.all({ scheduleId: schedule.id, from: schedule.nextRunAt, missedBefore });
+    return rows.map((row) => row.scheduledTime);
   }
 
   /** Inserts one ledger row ON CONFLICT DO NOTHING; undefined when its occurrence already had a row. */

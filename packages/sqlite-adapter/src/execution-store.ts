@@ -25,6 +25,13 @@ const { updatedAt: _taskUpdatedAt, ...taskRow } = getTableColumns(t);
 const ACTIVE_PIPELINE = sql`${p.status} IN ('pending', 'running')`;
 const UNFINISHED_PIPELINE = sql`${p.status} IN ('pending', 'running', 'paused')`;
 const TERMINAL_PIPELINE = sql`${p.status} IN ('completed', 'failed', 'cancelled')`;
+/**
+ * A pipeline no `claimed` ledger row waits for: a cron pipeline's idempotency key is its
+ * occurrence's id, and recovery of a claimed row looks its pipeline up by that key, so deleting
+ * it would start the occurrence a second time. Raw SQL: the key read as the row's BLOB id.
+ */
+const NOT_AWAITED_BY_RECOVERY = sql`(${p.scheduledTime} IS NULL OR NOT EXISTS (SELECT 1 FROM cron_executions ce
+  WHERE ce.id = unhex(replace(${p.idempotencyKey}, '-', '')) AND ce.status = 'claimed'))`;
 const TERMINAL_TASK = sql`${t.status} IN ('completed', 'failed', 'skipped', 'cancelled')`;
 const IS_READY = sql`${t.status} = 'ready'`;
 const IS_RUNNING = sql`${t.status} = 'running'`;
@@ -292,7 +299,7 @@ function prepareStatements(handle: SqliteHandle) {
           db
             .select({ id: p.id })
             .from(p)
-            .where(and(TERMINAL_PIPELINE, lt(p.completedAt, bind(p.completedAt, 'before'))))
+            .where(and(TERMINAL_PIPELINE, lt(p.completedAt, bind(p.completedAt, 'before')), NOT_AWAITED_BY_RECOVERY))
             .limit(placeholder('batchSize')),
         ),
       )
