@@ -1,5 +1,13 @@
 export { type Clock, ManualClock, systemClock } from './clock.js';
 export {
+  defaultApplicationName,
+  POOL_DEFAULTS,
+  type PoolOptions,
+  type ResolvedPoolOptions,
+  resolvePoolOptions,
+  validateApplicationName,
+} from './connection-options.js';
+export {
   assertContextSize,
   Context,
   type ContextDelta,
