@@ -89,7 +89,13 @@ export {
   type Storage,
   validateSchemaName,
 } from './storage.js';
-export { truncateToMillis, UniversalTimestamp } from './timestamp.js';
+export {
+  assertStorableDate,
+  MAX_STORABLE_DATE,
+  MIN_STORABLE_DATE,
+  truncateToMillis,
+  UniversalTimestamp,
+} from './timestamp.js';
 export { isTriggerMet, type TerminalTaskStatus } from './trigger.js';
 export { newId, occurrenceId, UniversalUuid } from './uuid.js';
 export {

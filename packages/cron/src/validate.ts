@@ -1,5 +1,6 @@
 import {
   assertContextSize,
+  assertStorableDate,
   type CatchupPolicy,
   ContextError,
   isJsonObject,
@@ -185,6 +186,7 @@ function checkDate(field: string, value: unknown): Date | null {
   if (!(value instanceof Date) || Number.isNaN(value.getTime())) {
     throw new ValidationError(`${field} must be a valid Date, got ${describe(value)}.`);
   }
+  assertStorableDate(value, field);
   return new Date(Math.trunc(value.getTime()));
 }
 

@@ -108,8 +108,9 @@ export async function statement<T>(method: string, work: () => Promise<T>): Prom
  * (drizzle's "Failed query" wrapper, which repeats the SQL and every parameter, is dropped).
  */
 export function toOrreryError(method: string, error: unknown): Error {
-  if (isOrreryError(error)) return error;
   const driverError = unwrap(error);
+  // A codec's ValidationError (an id or instant no column holds) stays what it is, even inside drizzle's wrapper.
+  if (isOrreryError(driverError)) return driverError;
   const message = driverError instanceof Error ? driverError.message : String(driverError);
   return new DatabaseError(`${method} failed: ${message}`, { cause: driverError });
 }
