@@ -254,6 +254,37 @@ describe('openPostgresStorage', () => {
     }
   });
 
+  it('fails open with a DatabaseError, not a crash, when the migration connection is terminated', async () => {
+    const schema = newSchema();
+    const applicationName = `orrery-migrate-test-${newId().slice(0, 8)}`;
+    // Another session holds the migration lock, so the open waits on it, mid-transaction, until its backend is terminated.
+    const blocker = new pg.Client({ connectionString: postgresUrl() });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`orrery:migrate:${schema}`]);
+      const opening = openPostgresStorage({ connectionString: postgresUrl(), schema, applicationName }).catch(
+        (error: unknown) => error,
+      );
+      let terminated = 0;
+      while (terminated === 0) {
+        const rows = await query<{ done: boolean }>(
+          `SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity
+           WHERE application_name = $1 AND wait_event_type = 'Lock'`,
+          [applicationName],
+        );
+        terminated = rows.length;
+        if (terminated === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const failure = await opening;
+      expect(failure).toBeInstanceOf(DatabaseError);
+      expect((failure as Error).message).toMatch(/^openPostgresStorage failed: /);
+    } finally {
+      await blocker.query('ROLLBACK');
+      await blocker.end();
+    }
+  });
+
   it('reports a database that does not exist as a ConfigurationError saying so', async () => {
     const url = urlWith((u) => {
       u.pathname = `/orrery_missing_${newId().slice(0, 8)}`;
