@@ -3,6 +3,7 @@ import { describeConcurrentClaims } from './concurrency.suite.js';
 import { describeCronLedger } from './cron-ledger.suite.js';
 import { describeCronSchedules } from './cron-schedules.suite.js';
 import { describeDataIntegrity } from './data-integrity.suite.js';
+import { describeEdgeInput } from './edge-input.suite.js';
 import { describeExecutionStore } from './execution-store.suite.js';
 import type { ConformanceOptions, OpenStorage } from './fixtures.js';
 import { describeRunnerStore } from './runner-store.suite.js';
@@ -26,6 +27,7 @@ export function describeStorageConformance(name: string, open: OpenStorage, opti
     describeCronLedger(open);
     describeRunnerStore(open);
     describeDataIntegrity(open);
+    describeEdgeInput(open);
     if (options.concurrentClaims && options.openSecond !== undefined)
       describeConcurrentClaims(open, options.openSecond);
   });

@@ -1,9 +1,6 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
+import { startThrowawayCluster } from './throwaway-cluster.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -23,7 +20,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   let url = process.env.TEST_DATABASE_URL;
   if (url === undefined && (await canConnect(LOCAL_URL))) url = LOCAL_URL;
   if (url === undefined) {
-    const cluster = startThrowawayCluster();
+    const cluster = await startThrowawayCluster(THROWAWAY_PORT);
     url = cluster.url;
     stop = cluster.stop;
   }
@@ -47,45 +44,4 @@ async function canConnect(url: string): Promise<boolean> {
   } finally {
     await client.end().catch(() => {});
   }
-}
-
-/** initdb refuses root, so the cluster is created and run as the `postgres` OS user. */
-function startThrowawayCluster(): { url: string; stop: () => Promise<void> } {
-  const bin = findPostgresBin();
-  const dir = mkdtempSync(join(tmpdir(), 'orrery-pg-'));
-  chmodSync(dir, 0o777);
-  const asPostgres = (cmd: string, args: string[]) => {
-    const isRoot = process.getuid?.() === 0;
-    const [file, argv] = isRoot ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
-    execFileSync(file, argv, { stdio: 'pipe' });
-  };
-  const data = join(dir, 'data');
-  asPostgres(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8']);
-  asPostgres(join(bin, 'pg_ctl'), [
-    '-D',
-    data,
-    '-l',
-    join(dir, 'log'),
-    '-w',
-    '-o',
-    `-p ${THROWAWAY_PORT} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
-    'start',
-  ]);
-  asPostgres(join(bin, 'createdb'), ['-h', '127.0.0.1', '-p', String(THROWAWAY_PORT), '-U', 'postgres', 'test']);
-  return {
-    url: `postgres://postgres@127.0.0.1:${THROWAWAY_PORT}/test`,
-    stop: async () => {
-      spawnSync('runuser', ['-u', 'postgres', '--', join(bin, 'pg_ctl'), '-D', data, '-m', 'fast', 'stop']);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-function findPostgresBin(): string {
-  const root = '/usr/lib/postgresql';
-  const versions = existsSync(root) ? readdirSync(root).sort().reverse() : [];
-  const found = versions.map((v) => join(root, v, 'bin')).find((d) => existsSync(join(d, 'initdb')));
-  if (found === undefined)
-    throw new Error('No PostgreSQL server binaries under /usr/lib/postgresql; install postgresql-15.');
-  return found;
 }

@@ -1,5 +1,13 @@
 export { type Clock, ManualClock, systemClock } from './clock.js';
 export {
+  defaultApplicationName,
+  POOL_DEFAULTS,
+  type PoolOptions,
+  type ResolvedPoolOptions,
+  resolvePoolOptions,
+  validateApplicationName,
+} from './connection-options.js';
+export {
   assertContextSize,
   Context,
   type ContextDelta,
@@ -89,7 +97,13 @@ export {
   NUL_REPLACEMENT,
   replaceNul,
 } from './text.js';
-export { truncateToMillis, UniversalTimestamp } from './timestamp.js';
+export {
+  assertStorableDate,
+  MAX_STORABLE_DATE,
+  MIN_STORABLE_DATE,
+  truncateToMillis,
+  UniversalTimestamp,
+} from './timestamp.js';
 export { isTriggerMet, type TerminalTaskStatus } from './trigger.js';
 export { newId, occurrenceId, UniversalUuid } from './uuid.js';
 export {

@@ -48,12 +48,24 @@ export function parseDatabaseUrl(url: string): DatabaseLocation {
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /**
+ * System schemas Orrery must never create tables in: `information_schema` and, by prefix, every
+ * `pg_` schema (`pg_catalog`, `pg_toast`, `pg_temp_N`, …), which Postgres reserves.
+ */
+const SYSTEM_SCHEMAS: ReadonlySet<string> = new Set(['information_schema']);
+
+/**
  * Checks a Postgres schema name before it reaches SQL: lower-case letters, digits and `_`,
- * not starting with a digit, at most 63 characters, not `pg_`-prefixed.
+ * not starting with a digit, at most 63 characters, not a system schema (`information_schema`,
+ * any `pg_`-prefixed name).
  * @throws ConfigurationError naming the schema and the rule.
  */
 export function validateSchemaName(schema: string): string {
-  if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema) || schema.startsWith('pg_')) {
+  if (typeof schema === 'string' && (SYSTEM_SCHEMAS.has(schema) || schema.startsWith('pg_'))) {
+    throw new ConfigurationError(
+      `Schema name ${JSON.stringify(schema)} is invalid: it is a PostgreSQL system schema (information_schema and every "pg_" name are reserved); give Orrery a schema of its own, e.g. "orrery" or "orrery_tenant_a".`,
+    );
+  }
+  if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
     throw new ConfigurationError(
       `Schema name ${JSON.stringify(schema)} is invalid: use 1-63 lower-case letters, digits or "_", starting with a letter or "_" and not with "pg_" (e.g. "orrery_tenant_a").`,
     );

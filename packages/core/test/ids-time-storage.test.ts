@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
+  assertStorableDate,
   ConfigurationError,
   isOrreryError,
+  MAX_STORABLE_DATE,
+  MIN_STORABLE_DATE,
   occurrenceId,
   parseDatabaseUrl,
   ScheduleNotFoundError,
@@ -45,6 +48,17 @@ describe('UniversalTimestamp', () => {
     );
     expect(() => UniversalTimestamp.fromDate(new Date('nope'))).toThrow(ValidationError);
   });
+
+  it('refuses instants outside the years 1 to 9999 that every adapter stores, naming the value', () => {
+    expect(UniversalTimestamp.fromDate(MAX_STORABLE_DATE).toISOString()).toBe('9999-12-31T23:59:59.999Z');
+    expect(UniversalTimestamp.fromDate(MIN_STORABLE_DATE).toISOString()).toBe('0001-01-01T00:00:00.000Z');
+    expect(() => UniversalTimestamp.fromMillis(MAX_STORABLE_DATE.getTime() + 1)).toThrow(ValidationError);
+    expect(() => UniversalTimestamp.fromDate(new Date('+010000-01-01T00:00:00Z'))).toThrow(
+      /\+010000-01-01T00:00:00\.000Z is outside the instants Orrery can store/,
+    );
+    expect(() => truncateToMillis(new Date(MIN_STORABLE_DATE.getTime() - 1))).toThrow(ValidationError);
+    expect(() => assertStorableDate(new Date('+020000-01-01T00:00:00Z'), 'endAt')).toThrow(/^endAt \+020000/);
+  });
 });
 
 describe('parseDatabaseUrl', () => {
@@ -71,13 +85,25 @@ describe('validateSchemaName', () => {
     expect(validateSchemaName(name)).toBe(name);
   });
 
-  it.each(['Tenant', '1abc', 'a-b', 'x"; drop table y; --', 'pg_catalog', '', 'a'.repeat(64)])(
-    'refuses %j with a ConfigurationError',
-    (name) => {
-      expect(() => validateSchemaName(name)).toThrow(ConfigurationError);
-      expect(() => validateSchemaName(name)).toThrow(`Schema name ${JSON.stringify(name)} is invalid`);
-    },
-  );
+  it.each([
+    'Tenant',
+    '1abc',
+    'a-b',
+    'x"; drop table y; --',
+    'pg_catalog',
+    'pg_toast',
+    'pg_temp_3',
+    'information_schema',
+    '',
+    'a'.repeat(64),
+  ])('refuses %j with a ConfigurationError', (name) => {
+    expect(() => validateSchemaName(name)).toThrow(ConfigurationError);
+    expect(() => validateSchemaName(name)).toThrow(`Schema name ${JSON.stringify(name)} is invalid`);
+  });
+
+  it('says a system schema is one, and what to use instead', () => {
+    expect(() => validateSchemaName('information_schema')).toThrow(/PostgreSQL system schema.*schema of its own/);
+  });
 });
 
 describe('isOrreryError', () => {

@@ -1,6 +1,7 @@
 import {
   assertContextSize,
   assertNoNul,
+  assertStorableDate,
   type CatchupPolicy,
   ContextError,
   isJsonObject,
@@ -187,6 +188,7 @@ function checkDate(field: string, value: unknown): Date | null {
   if (!(value instanceof Date) || Number.isNaN(value.getTime())) {
     throw new ValidationError(`${field} must be a valid Date, got ${describe(value)}.`);
   }
+  assertStorableDate(value, field);
   return new Date(Math.trunc(value.getTime()));
 }
 

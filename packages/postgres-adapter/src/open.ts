@@ -1,10 +1,21 @@
-import { ConfigurationError, type OpenStorageOptions, type Storage, validateSchemaName } from '@orreryjs/core';
+import {
+  ConfigurationError,
+  DatabaseError,
+  type OpenStorageOptions,
+  POOL_DEFAULTS,
+  type PoolOptions,
+  type ResolvedPoolOptions,
+  resolvePoolOptions,
+  type Storage,
+  validateApplicationName,
+  validateSchemaName,
+} from '@orreryjs/core';
 import pg from 'pg';
 import { PostgresCronStore } from './cron-store.js';
 import { PostgresExecutionStore } from './execution-store.js';
 import { applyMigrations, assertSchemaCurrent } from './migrate.js';
 import { PostgresRunnerStore } from './runner-store.js';
-import { createHandle, sqlState, toOrreryError } from './transaction.js';
+import { createHandle, sqlState, toOrreryError, withClient } from './transaction.js';
 
 /** Options of {@link openPostgresStorage}. */
 export interface PostgresStorageOptions extends OpenStorageOptions {
@@ -23,14 +34,24 @@ export interface PostgresStorageOptions extends OpenStorageOptions {
    */
   migrate?: boolean;
   /**
-   * Most connections the storage holds open at once.
-   * @default 10
+   * Connection pool: size, connect and idle timeouts, statement timeout.
+   * @default { max: 10, connectionTimeoutMs: 10_000, idleTimeoutMs: 30_000 } (no statement timeout)
    */
-  poolSize?: number;
+  pool?: PoolOptions;
+  /**
+   * `application_name` of every connection, shown in `pg_stat_activity`: 1-63 printable ASCII characters.
+   * @default 'orrery'
+   */
+  applicationName?: string;
 }
 
 /** Defaults of {@link PostgresStorageOptions}. */
-export const POSTGRES_DEFAULTS = { schema: 'public', migrate: true, poolSize: 10 } as const;
+export const POSTGRES_DEFAULTS = Object.freeze({
+  schema: 'public',
+  migrate: true,
+  pool: POOL_DEFAULTS,
+  applicationName: 'orrery',
+});
 
 /** SQLSTATEs of a refused login: the URL names a user, password or database the server does not accept. */
 const CONFIGURATION_STATES: Record<string, string> = {
@@ -66,7 +87,14 @@ export function withSessionSettings(connectionString: string, schema: string): s
   return url.toString();
 }
 
-function validateOptions(options: PostgresStorageOptions): { schema: string; migrate: boolean; poolSize: number } {
+interface ResolvedOptions {
+  schema: string;
+  migrate: boolean;
+  pool: ResolvedPoolOptions;
+  applicationName: string;
+}
+
+function validateOptions(options: PostgresStorageOptions): ResolvedOptions {
   const { connectionString } = options;
   if (
     typeof connectionString !== 'string' ||
@@ -76,16 +104,33 @@ function validateOptions(options: PostgresStorageOptions): { schema: string; mig
       `PostgreSQL connection string ${JSON.stringify(typeof connectionString === 'string' ? redact(connectionString) : connectionString)} is invalid; use postgres://user:password@host:5432/database.`,
     );
   }
-  const schema = validateSchemaName(options.schema ?? POSTGRES_DEFAULTS.schema);
-  const poolSize = options.poolSize ?? POSTGRES_DEFAULTS.poolSize;
-  if (!Number.isInteger(poolSize) || poolSize < 1) {
-    throw new ConfigurationError(`poolSize must be a positive integer number of connections, got ${poolSize}.`);
+  return {
+    schema: validateSchemaName(options.schema ?? POSTGRES_DEFAULTS.schema),
+    migrate: options.migrate ?? POSTGRES_DEFAULTS.migrate,
+    pool: resolvePoolOptions(options.pool),
+    applicationName: validateApplicationName(options.applicationName ?? POSTGRES_DEFAULTS.applicationName),
+  };
+}
+
+/** True when pg gave up on a connection because its connect timeout ran out. */
+function isConnectTimeout(error: unknown): boolean {
+  // pg-pool: "Connection terminated due to connection timeout"; pg's client: "timeout expired".
+  for (let e = error; e instanceof Error; e = e.cause) {
+    if (/connection timeout|timeout expired|timeout exceeded when trying to connect/.test(e.message)) return true;
   }
-  return { schema, migrate: options.migrate ?? POSTGRES_DEFAULTS.migrate, poolSize };
+  return false;
 }
 
 /** A connection failure at open, as the error that tells the user what to fix. */
-function connectionError(connectionString: string, error: unknown): Error {
+function connectionError(connectionString: string, connectionTimeoutMs: number, error: unknown): Error {
+  if (isConnectTimeout(error)) {
+    const url = new URL(connectionString);
+    const host = url.hostname === '' ? 'localhost' : url.hostname;
+    return new DatabaseError(
+      `PostgreSQL at host ${host}, port ${url.port === '' ? '5432' : url.port} did not answer within connectionTimeoutMs ${connectionTimeoutMs} ms. Check that the server is up and not overloaded, that the host and port are right, or raise pool.connectionTimeoutMs.`,
+      { cause: error },
+    );
+  }
   const reason = CONFIGURATION_STATES[sqlState(error) ?? ''];
   const message = error instanceof Error ? error.message : String(error);
   const what = reason === undefined ? message : `${reason} (${message})`;
@@ -99,33 +144,34 @@ function connectionError(connectionString: string, error: unknown): Error {
  * Opens PostgreSQL as Orrery storage: a pool whose connections work in `schema` (search_path)
  * and UTC, then applies pending migrations under an advisory lock on the schema name (or, with
  * `migrate: false`, checks that none is pending). Several processes may open one schema at once.
- * @throws ConfigurationError for an invalid schema name, pool size or URL, a server that cannot
- *   be reached or refuses the login, or (with `migrate: false`) a schema older than the code.
- * @throws DatabaseError when a migration fails.
+ * @throws ConfigurationError for an invalid schema name, pool option, application name or URL, a
+ *   server that refuses the connection or the login, or (with `migrate: false`) a schema older than the code.
+ * @throws DatabaseError naming host, port and timeout when the server does not answer within
+ *   `pool.connectionTimeoutMs`, or when a migration fails (a connection lost midway included).
  */
 export async function openPostgresStorage(options: PostgresStorageOptions): Promise<Storage> {
-  const { schema, migrate, poolSize } = validateOptions(options);
+  const { schema, migrate, pool: poolOptions, applicationName } = validateOptions(options);
   const pool = new pg.Pool({
     connectionString: withSessionSettings(options.connectionString, schema),
-    max: poolSize,
-    application_name: 'orrery',
+    max: poolOptions.max,
+    connectionTimeoutMillis: poolOptions.connectionTimeoutMs,
+    idleTimeoutMillis: poolOptions.idleTimeoutMs,
+    ...(poolOptions.statementTimeoutMs === undefined ? {} : { statement_timeout: poolOptions.statementTimeoutMs }),
+    application_name: applicationName,
   });
   // An idle connection that the server drops emits 'error' on the pool, which would crash the process
   // without a listener; the pool discards that connection and the next query opens a fresh one.
   pool.on('error', () => undefined);
-  let client: pg.PoolClient;
+  let connected = false;
   try {
-    client = await pool.connect();
+    await withClient(pool, async (client) => {
+      connected = true;
+      if (migrate) await applyMigrations(client, schema);
+      else await assertSchemaCurrent(client, schema);
+    });
   } catch (error) {
     await pool.end().catch(() => undefined);
-    throw connectionError(options.connectionString, error);
-  }
-  try {
-    if (migrate) await applyMigrations(client, schema);
-    else await assertSchemaCurrent(client, schema);
-  } catch (error) {
-    client.release();
-    await pool.end().catch(() => undefined);
+    if (!connected) throw connectionError(options.connectionString, poolOptions.connectionTimeoutMs, error);
     if (sqlState(error) === '42501') {
       throw new ConfigurationError(
         `PostgreSQL user in ${redact(options.connectionString)} may not create or migrate schema "${schema}": ${(error as Error).message}. Grant it CREATE on the database (or on the schema), or migrate once as a user who may.`,
@@ -134,7 +180,6 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     }
     throw toOrreryError('openPostgresStorage', error);
   }
-  client.release();
   const handle = createHandle(pool);
   let closed: Promise<void> | undefined;
   return {

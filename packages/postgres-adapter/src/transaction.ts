@@ -31,9 +31,38 @@ function databaseOf(client: pg.PoolClient): PostgresDb {
 }
 
 /**
+ * Runs `use` on a connection checked out of `pool` for it alone, and gives the connection back.
+ * A connection the server drops while it is checked out (`pg_terminate_backend`, a failover, a
+ * restart) emits `'error'` on its client, which would crash the process with no listener: the
+ * listener here holds it for the whole checkout, the statement in flight (or the next one) fails
+ * with the driver's error, and the connection is discarded (`release(error)`) rather than
+ * handed to the next caller. `use` may mark the connection broken itself with `discard`.
+ * @throws whatever `pool.connect()` or `use` throws, unwrapped.
+ */
+export async function withClient<T>(
+  pool: pg.Pool,
+  use: (client: pg.PoolClient, discard: (error: Error) => void) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const discard = (error: Error) => {
+    broken ??= error;
+  };
+  client.on('error', discard);
+  try {
+    return await use(client, discard);
+  } finally {
+    // Released first: the pool attaches its own idle listener before this one goes.
+    client.release(broken);
+    client.removeListener('error', discard);
+  }
+}
+
+/**
  * Runs a unit of work of several statements in one `BEGIN … COMMIT` on one pooled connection;
  * any failure rolls it back. Most port methods need no such block: they are written as a
- * single statement (data-modifying CTEs), which Postgres runs as its own transaction.
+ * single statement (data-modifying CTEs), which Postgres runs as its own transaction. A
+ * connection lost midway fails the unit of work with a `DatabaseError`, never the process.
  * @throws DatabaseError wrapping a driver error as "<method> failed: <message>"; Orrery errors pass through.
  */
 export async function transaction<T>(
@@ -41,28 +70,23 @@ export async function transaction<T>(
   method: string,
   work: (tx: PostgresDb) => Promise<T>,
 ): Promise<T> {
-  let client: pg.PoolClient;
   try {
-    client = await handle.pool.connect();
+    return await withClient(handle.pool, async (client, discard) => {
+      await client.query('BEGIN');
+      try {
+        const result = await work(databaseOf(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+          // A connection that cannot even roll back is discarded rather than handed to the next caller.
+          discard(rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError)));
+        });
+        throw error;
+      }
+    });
   } catch (error) {
     throw toOrreryError(method, error);
-  }
-  let broken: Error | undefined;
-  try {
-    await client.query('BEGIN');
-    const result = await work(databaseOf(client));
-    await client.query('COMMIT');
-    return result;
-  } catch (error) {
-    try {
-      await client.query('ROLLBACK');
-    } catch (rollbackError) {
-      // A connection that cannot even roll back is discarded rather than handed to the next caller.
-      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
-    }
-    throw toOrreryError(method, error);
-  } finally {
-    client.release(broken);
   }
 }
 
@@ -84,8 +108,9 @@ export async function statement<T>(method: string, work: () => Promise<T>): Prom
  * (drizzle's "Failed query" wrapper, which repeats the SQL and every parameter, is dropped).
  */
 export function toOrreryError(method: string, error: unknown): Error {
-  if (isOrreryError(error)) return error;
   const driverError = unwrap(error);
+  // A codec's ValidationError (an id or instant no column holds) stays what it is, even inside drizzle's wrapper.
+  if (isOrreryError(driverError)) return driverError;
   const message = driverError instanceof Error ? driverError.message : String(driverError);
   return new DatabaseError(`${method} failed: ${message}`, { cause: driverError });
 }

@@ -8,7 +8,7 @@ let storages: Storage[] = [];
 beforeAll(async () => {
   // Separate pools: as separate runner processes would, they share nothing but the database.
   storages = await Promise.all(
-    Array.from({ length: 3 }, () => openPostgresStorage({ connectionString: postgresUrl(), schema, poolSize: 4 })),
+    Array.from({ length: 3 }, () => openPostgresStorage({ connectionString: postgresUrl(), schema, pool: { max: 4 } })),
   );
 });
 afterAll(async () => {

@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { createServer, type Socket } from 'node:net';
 import { ConfigurationError, DatabaseError, newId, type Storage } from '@orreryjs/core';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -126,6 +128,9 @@ describe('openPostgresStorage', () => {
     ['a hyphen', 'tenant-a'],
     ['a leading digit', '1tenant'],
     ['the pg_ prefix', 'pg_tenant'],
+    ['the system schema information_schema', 'information_schema'],
+    ['the system schema pg_catalog', 'pg_catalog'],
+    ['the system schema pg_toast', 'pg_toast'],
     ['SQL in it', 'x"; DROP SCHEMA public; --'],
     ['64 characters', 'a'.repeat(64)],
     ['nothing', ''],
@@ -139,13 +144,72 @@ describe('openPostgresStorage', () => {
     expect((failure as Error).message).toContain(`Schema name ${JSON.stringify(schema)} is invalid`);
   });
 
-  it('uses the public schema unless told otherwise', () => {
-    expect(POSTGRES_DEFAULTS).toEqual({ schema: 'public', migrate: true, poolSize: 10 });
+  it('uses the public schema, 10 connections and the application name orrery unless told otherwise', () => {
+    expect(POSTGRES_DEFAULTS).toEqual({
+      schema: 'public',
+      migrate: true,
+      pool: { max: 10, connectionTimeoutMs: 10_000, idleTimeoutMs: 30_000, statementTimeoutMs: undefined },
+      applicationName: 'orrery',
+    });
   });
 
-  it('refuses a pool size that is not a positive integer', async () => {
-    for (const poolSize of [0, -1, 1.5]) {
-      await expect(openPostgresStorage({ connectionString: postgresUrl(), poolSize })).rejects.toThrow(/poolSize/);
+  it.each([
+    ['pool.max', { pool: { max: 0 } }],
+    ['pool.max', { pool: { max: 1.5 } }],
+    ['pool.connectionTimeoutMs', { pool: { connectionTimeoutMs: -1 } }],
+    ['pool.idleTimeoutMs', { pool: { idleTimeoutMs: Number.NaN } }],
+    ['pool.statementTimeoutMs', { pool: { statementTimeoutMs: 2 ** 31 } }],
+    ['pool.size', { pool: { size: 4 } }],
+    ['applicationName', { applicationName: '' }],
+    ['applicationName', { applicationName: 'a'.repeat(64) }],
+    ['applicationName', { applicationName: 'caf\u00e9' }],
+  ])('refuses an invalid %s before connecting, naming it', async (name, options) => {
+    const unreachable = 'postgres://nobody@127.0.0.1:1/none';
+    const failure = await openPostgresStorage({ connectionString: unreachable, ...options } as never).catch(
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(ConfigurationError);
+    expect((failure as Error).message).toContain(name);
+  });
+
+  it('names its connections with applicationName and holds at most pool.max of them', async () => {
+    const applicationName = `orrery-open-test-${newId().slice(0, 8)}`;
+    const storage = await openPostgresStorage({
+      connectionString: postgresUrl(),
+      schema: newSchema(),
+      applicationName,
+      pool: { max: 2 },
+    });
+    opened.push(storage);
+    await Promise.all([1, 2, 3, 4].map(() => storage.runners.listRunners()));
+    const [row] = await query<{ count: number }>(
+      'SELECT count(*)::int AS count FROM pg_stat_activity WHERE application_name = $1',
+      [applicationName],
+    );
+    expect(row!.count).toBeGreaterThanOrEqual(1);
+    expect(row!.count).toBeLessThanOrEqual(2);
+  });
+
+  it('cancels a statement that runs past pool.statementTimeoutMs with a DatabaseError', async () => {
+    const schema = newSchema();
+    const storage = await openPostgresStorage({
+      connectionString: postgresUrl(),
+      schema,
+      pool: { statementTimeoutMs: 300 },
+    });
+    opened.push(storage);
+    // Another session holds the table: the storage's read waits on the lock until its timeout cancels it.
+    const blocker = new pg.Client({ connectionString: postgresUrl() });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(`LOCK TABLE "${schema}".runners IN ACCESS EXCLUSIVE MODE`);
+      const failure = await storage.runners.listRunners().catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(DatabaseError);
+      expect((failure as Error).message).toMatch(/statement timeout/);
+    } finally {
+      await blocker.query('ROLLBACK');
+      await blocker.end();
     }
   });
 
@@ -155,7 +219,7 @@ describe('openPostgresStorage', () => {
     expect((failure as Error).message).toMatch(/postgres:\/\/user:password@host:5432\/database/);
   });
 
-  it('reports a server that does not answer as a ConfigurationError naming the URL without its password', async () => {
+  it('reports a server that refuses the connection as a ConfigurationError naming the URL without its password', async () => {
     const url = 'postgres://orrery:s3cret@127.0.0.1:1/orrery';
     const failure = await openPostgresStorage({ connectionString: url, schema: newSchema() }).catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(ConfigurationError);
@@ -164,6 +228,61 @@ describe('openPostgresStorage', () => {
     expect(message).toMatch(/server is running/);
     expect(message).not.toContain('s3cret');
     expect((failure as Error).cause).toBeInstanceOf(Error);
+  });
+
+  it('fails with a DatabaseError naming host, port and timeout when the server accepts TCP but never answers', async () => {
+    // A server that takes the connection and never says a word: before pool.connectionTimeoutMs, open hung forever.
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => sockets.push(socket));
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    const { port } = silent.address() as { port: number };
+    try {
+      const failure = await openPostgresStorage({
+        connectionString: `postgres://nobody@127.0.0.1:${port}/none`,
+        pool: { connectionTimeoutMs: 300 },
+      }).catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(DatabaseError);
+      const message = (failure as Error).message;
+      expect(message).toContain('host 127.0.0.1');
+      expect(message).toContain(`port ${port}`);
+      expect(message).toContain('300 ms');
+      expect(sockets.length).toBeGreaterThan(0);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
+  });
+
+  it('fails open with a DatabaseError, not a crash, when the migration connection is terminated', async () => {
+    const schema = newSchema();
+    const applicationName = `orrery-migrate-test-${newId().slice(0, 8)}`;
+    // Another session holds the migration lock, so the open waits on it, mid-transaction, until its backend is terminated.
+    const blocker = new pg.Client({ connectionString: postgresUrl() });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`orrery:migrate:${schema}`]);
+      const opening = openPostgresStorage({ connectionString: postgresUrl(), schema, applicationName }).catch(
+        (error: unknown) => error,
+      );
+      let terminated = 0;
+      while (terminated === 0) {
+        const rows = await query<{ done: boolean }>(
+          `SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity
+           WHERE application_name = $1 AND wait_event_type = 'Lock'`,
+          [applicationName],
+        );
+        terminated = rows.length;
+        if (terminated === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const failure = await opening;
+      expect(failure).toBeInstanceOf(DatabaseError);
+      expect((failure as Error).message).toMatch(/^openPostgresStorage failed: /);
+    } finally {
+      await blocker.query('ROLLBACK');
+      await blocker.end();
+    }
   });
 
   it('reports a database that does not exist as a ConfigurationError saying so', async () => {

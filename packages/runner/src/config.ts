@@ -4,10 +4,16 @@ import {
   type Clock,
   ConfigurationError,
   type DatabaseLocation,
+  defaultApplicationName,
   type Logger,
+  POOL_DEFAULTS,
+  type PoolOptions,
   parseDatabaseUrl,
+  type ResolvedPoolOptions,
+  resolvePoolOptions,
   silentLogger,
   systemClock,
+  validateApplicationName,
   validateSchemaName,
   type Workflow,
 } from '@orreryjs/core';
@@ -42,6 +48,19 @@ export interface DefaultRunnerConfig {
    * @default 'public'
    */
   schema?: string;
+  /**
+   * PostgreSQL connection pool (ignored for SQLite): size, connect and idle timeouts, statement timeout.
+   * A server that accepts TCP but never answers fails `create()` after `connectionTimeoutMs`
+   * with a `DatabaseError` naming host, port and timeout.
+   * @default { max: 10, connectionTimeoutMs: 10_000, idleTimeoutMs: 30_000 } (no statement timeout)
+   */
+  pool?: PoolOptions;
+  /**
+   * PostgreSQL `application_name` of this runner's connections, shown in `pg_stat_activity`
+   * (ignored for SQLite): 1-63 printable ASCII characters.
+   * @default `orrery:${runnerId}` (cut to 63 characters)
+   */
+  applicationName?: string;
   /** Workflows to register at creation; more can be added with `register()`. @default [] */
   workflows?: Workflow[];
   /** This runner's name in the `runners` table and in task leases. @default `${hostname}-${pid}-${random}` */
@@ -108,6 +127,7 @@ export interface DefaultRunnerConfig {
 export const RUNNER_DEFAULTS = Object.freeze({
   database: 'sqlite:./orrery.db',
   schema: 'public',
+  pool: POOL_DEFAULTS,
   maxConcurrentTasks: 16,
   taskTimeoutMs: 300_000,
   pipelineTimeoutMs: 3_600_000,
@@ -132,9 +152,11 @@ export const RUNNER_DEFAULTS = Object.freeze({
 
 /** {@link DefaultRunnerConfig} with every field set and checked: all that internals ever see. */
 export interface ResolvedRunnerConfig
-  extends Required<Omit<DefaultRunnerConfig, 'workflows' | 'retention' | 'schema'>> {
+  extends Required<Omit<DefaultRunnerConfig, 'workflows' | 'retention' | 'schema' | 'pool' | 'applicationName'>> {
   location: DatabaseLocation;
   schema: string;
+  pool: ResolvedPoolOptions;
+  applicationName: string;
   workflows: Workflow[];
   retention: Required<RetentionConfig>;
 }
@@ -166,7 +188,13 @@ const NUMBER_FIELDS = {
 
 const BOOLEAN_FIELDS = ['enableCronScheduling', 'cronEnableRecovery', 'migrate'] as const;
 const OTHER_FIELDS = ['database', 'schema', 'workflows', 'runnerId', 'retention', 'clock', 'logger'] as const;
-const KNOWN_FIELDS = new Set<string>([...Object.keys(NUMBER_FIELDS), ...BOOLEAN_FIELDS, ...OTHER_FIELDS]);
+const CONNECTION_FIELDS = ['pool', 'applicationName'] as const;
+const KNOWN_FIELDS = new Set<string>([
+  ...Object.keys(NUMBER_FIELDS),
+  ...BOOLEAN_FIELDS,
+  ...OTHER_FIELDS,
+  ...CONNECTION_FIELDS,
+]);
 const LOGGER_METHODS = ['debug', 'info', 'warn', 'error'] as const;
 
 function checkNumber(field: string, value: unknown, rule: NumberRule): number {
@@ -296,14 +324,20 @@ export function resolveConfig(config: DefaultRunnerConfig = {}): ResolvedRunnerC
   const database = config.database ?? RUNNER_DEFAULTS.database;
   const retention = checkRetention(config.retention);
   checkRetentionWindow(retention, numbers);
+  const runnerId = checkRunnerId(config.runnerId);
   return {
     ...numbers,
     ...booleans,
     database,
     location: parseDatabaseUrl(database),
     schema: validateSchemaName(config.schema ?? RUNNER_DEFAULTS.schema),
+    pool: resolvePoolOptions(config.pool),
+    applicationName:
+      config.applicationName === undefined
+        ? defaultApplicationName(runnerId)
+        : validateApplicationName(config.applicationName),
     workflows: checkWorkflows(config.workflows ?? []),
-    runnerId: checkRunnerId(config.runnerId),
+    runnerId,
     retention,
     clock: checkClock(config.clock),
     logger: checkLogger(config.logger),

@@ -17,7 +17,13 @@ export async function openStorage(config: ResolvedRunnerConfig): Promise<Storage
     }
     case 'postgres': {
       const { openPostgresStorage } = await import('@orreryjs/postgres-adapter');
-      return openPostgresStorage({ connectionString: location.connectionString, schema: config.schema, migrate });
+      return openPostgresStorage({
+        connectionString: location.connectionString,
+        schema: config.schema,
+        migrate,
+        pool: config.pool,
+        applicationName: config.applicationName,
+      });
     }
   }
 }

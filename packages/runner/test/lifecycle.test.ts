@@ -1,8 +1,11 @@
+import { once } from 'node:events';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { CRON_DEFAULTS } from '@orreryjs/cron';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cronSettingsOf, resolveConfig } from '../src/config.js';
 import {
   ConfigurationError,
+  DatabaseError,
   DefaultRunner,
   type DefaultRunnerConfig,
   defineWorkflow,
@@ -53,6 +56,10 @@ describe('configuration', () => {
     ['a bad schema name', { schema: 'Bad-Name' }, /Schema name/],
     ['two workflows of one name', { workflows: [quick, twin] }, /already registered/],
     ['a workflow not built by defineWorkflow', { workflows: [{ name: 'fake' } as never] }, /workflows\[0\]/],
+    ['pool.max: 0', { pool: { max: 0 } }, /pool\.max/],
+    ['a negative pool.connectionTimeoutMs', { pool: { connectionTimeoutMs: -5 } }, /pool\.connectionTimeoutMs/],
+    ['an unknown pool option', { pool: { size: 3 } as never }, /pool\.size is not an option/],
+    ['a non-ASCII applicationName', { applicationName: 'r\u00e9sum\u00e9' }, /applicationName/],
   ])('refuses %s with a ConfigurationError naming it', async (_label, config, message) => {
     const created = DefaultRunner.create({ database: 'sqlite::memory:', ...config });
     await expect(created).rejects.toBeInstanceOf(ConfigurationError);
@@ -61,6 +68,41 @@ describe('configuration', () => {
 
   it('documents its defaults', () => {
     expect(RUNNER_DEFAULTS).toMatchObject({ maxConcurrentTasks: 16, taskLeaseMs: 30_000, pollIntervalMs: 250 });
+  });
+
+  it('names Postgres connections orrery:<runnerId> and uses the documented pool defaults', () => {
+    const resolved = resolveConfig({ runnerId: 'worker-7' });
+    expect(resolved.applicationName).toBe('orrery:worker-7');
+    expect(resolved.pool).toEqual({
+      max: 10,
+      connectionTimeoutMs: 10_000,
+      idleTimeoutMs: 30_000,
+      statementTimeoutMs: undefined,
+    });
+    expect(RUNNER_DEFAULTS.pool).toEqual(resolved.pool);
+    // Postgres keeps 63 bytes of printable ASCII: a long or non-ASCII runnerId still gives a name it keeps as is.
+    expect(resolveConfig({ runnerId: `h\u00f4te-${'x'.repeat(80)}` }).applicationName).toBe(
+      `orrery:h?te-${'x'.repeat(51)}`,
+    );
+  });
+
+  it('fails create() with a DatabaseError naming host, port and timeout when the server never answers', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => sockets.push(socket));
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    const { port } = silent.address() as AddressInfo;
+    try {
+      const created = DefaultRunner.create({
+        database: `postgres://nobody@127.0.0.1:${port}/none`,
+        pool: { connectionTimeoutMs: 250 },
+      });
+      await expect(created).rejects.toBeInstanceOf(DatabaseError);
+      await expect(created).rejects.toThrow(new RegExp(`host 127\\.0\\.0\\.1, port ${port} .*250 ms`));
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
   });
 
   it('hands the cron service exactly the cron defaults it documents', () => {
