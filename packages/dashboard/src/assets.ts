@@ -21,7 +21,7 @@ header.top .live.on::before{content:"";display:inline-block;width:8px;height:8px
 main{max-width:1240px;margin:0 auto;padding:18px 20px 40px}
 h1{font-size:1.45em;margin:4px 0 14px;overflow-wrap:anywhere}h2{font-size:1.1em;margin:22px 0 10px}
 .panel{background:var(--panel);border:1px solid var(--line);border-radius:10px;padding:14px 16px;margin-bottom:16px}
-.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(180px,1fr));gap:12px;margin-bottom:16px}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:12px;margin-bottom:16px}
 .stat{background:var(--panel);border:1px solid var(--line);border-radius:10px;padding:12px 14px}
 .stat .v{font-size:1.6em;font-weight:650}.stat .k{color:var(--muted);font-size:.88em}
 .muted{color:var(--muted)}.small{font-size:.86em}
@@ -29,7 +29,7 @@ table{width:100%;border-collapse:collapse;background:var(--panel);border:1px sol
 th,td{text-align:left;padding:8px 10px;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-size:.82em;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);background:#fafbfc}
 tr:last-child td{border-bottom:0}
-td ol{margin:0;padding-left:1.1em}td .name{font-weight:600;overflow-wrap:anywhere}
+td ol{margin:0;padding-left:1.1em}ol.runs{list-style:none;padding-left:0;white-space:nowrap}td>div{min-width:0}td .name{font-weight:600;overflow-wrap:anywhere}
 .badge{display:inline-block;padding:1px 8px;border-radius:999px;font-size:.82em;font-weight:600;white-space:nowrap;background:var(--idlebg);color:var(--idle)}
 .st-completed,.st-handed_off,.st-ok,.st-enabled{background:var(--okbg);color:var(--ok)}
 .st-failed,.st-abandoned,.st-degraded,.st-lost{background:var(--badbg);color:var(--bad)}
@@ -70,7 +70,7 @@ table.cards tr{background:var(--panel);border:1px solid var(--line);border-radiu
 table.cards td{border:0;padding:4px 10px;display:grid;grid-template-columns:7.5em 1fr;gap:8px}
 table.cards td::before{content:attr(data-label);color:var(--muted);font-size:.82em;text-transform:uppercase;letter-spacing:.03em;padding-top:2px}
 table.cards td.wide{display:block}table.cards td.wide::before{display:block}
-dl.kv{grid-template-columns:1fr}dl.kv dt{margin-top:6px}
+dl.kv{grid-template-columns:1fr}.grid{grid-template-columns:repeat(2,1fr);gap:8px}.stat .v{font-size:1.3em}dl.kv dt{margin-top:6px}
 }
 `;
 

@@ -191,8 +191,8 @@ export interface Overview {
   orphanSchedules: DashboardSchedule[] | null;
 }
 
-/** Executions counted per status on the overview before it says "1000+". */
-export const COUNT_CAP = 1000;
+/** Executions counted per status on the overview before it says "500+". */
+export const COUNT_CAP = 500;
 
 /** Health, execution counts, cron lag and lost work, live runners and orphaned schedules. */
 export async function loadOverview(client: DashboardClient): Promise<Overview> {

@@ -46,6 +46,18 @@ export function formatInstant(at: Date | null | undefined, timeZone = 'UTC'): st
   return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second}`;
 }
 
+/**
+ * One upcoming run, short: `2026-11-24 02:30` in the schedule's zone and `07:30 UTC` (with the
+ * UTC date when it differs); seconds only when they are not zero.
+ */
+export function formatRun(at: Date, timeZone: string): { local: string; utc: string } {
+  const trim = (text: string) => text.replace(/:00$/, '');
+  const local = formatInstant(at, timeZone);
+  const utc = formatInstant(at);
+  const sameDay = local.slice(0, 10) === utc.slice(0, 10);
+  return { local: trim(local), utc: `${sameDay ? '' : `${utc.slice(5, 10)} `}${trim(utc.slice(11))} UTC` };
+}
+
 /** A duration for people: `850 ms`, `12.3 s`, `4 min 05 s`, `2 h 10 min`. */
 export function formatDuration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';

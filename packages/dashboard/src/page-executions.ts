@@ -16,13 +16,13 @@ export async function renderExecutions(
   const list = await loadExecutions(ctx.client, filter, window);
   const rows = list.items.map(
     (e) => html`<tr>
-<td data-label="Execution"><a class="mono" href="${link(ctx, `executions/${e.executionId}`)}">${e.executionId.slice(0, 8)}</a></td>
-<td data-label="Workflow">${e.workflowName}</td>
-<td data-label="Status">${badge(e.status)}</td>
-<td data-label="Created" class="mono small">${formatInstant(e.createdAt)} UTC</td>
-<td data-label="Duration">${formatDuration(e.durationMs)}</td>
-<td data-label="Scheduled for" class="mono small">${e.scheduledTime ? `${formatInstant(e.scheduledTime)} UTC` : '—'}</td>
-<td data-label="Error" class="small">${e.error ?? ''}</td></tr>`,
+<td data-label="Execution"><div><a class="mono" href="${link(ctx, `executions/${e.executionId}`)}">${e.executionId.slice(0, 8)}</a></div></td>
+<td data-label="Workflow"><div>${e.workflowName}</div></td>
+<td data-label="Status"><div>${badge(e.status)}</div></td>
+<td data-label="Created" class="mono small"><div>${formatInstant(e.createdAt)} UTC</div></td>
+<td data-label="Duration"><div>${formatDuration(e.durationMs)}</div></td>
+<td data-label="Scheduled for" class="mono small"><div>${e.scheduledTime ? `${formatInstant(e.scheduledTime)} UTC` : '—'}</div></td>
+<td data-label="Error" class="small"><div>${e.error ?? ''}</div></td></tr>`,
   );
   const body = html`<h1>Executions</h1>
 <form class="filters" method="get" action="${link(ctx, 'executions')}">

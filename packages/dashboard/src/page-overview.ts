@@ -18,10 +18,10 @@ export async function renderOverview(ctx: PageContext): Promise<SafeHtml> {
 <div class="grid">
 ${stat(badge(o.health.status), 'health')}
 ${alive === undefined ? '' : stat(alive, 'runners alive', link(ctx, 'runners'))}
-${stat(formatDuration(o.cron.meanDelayMs), 'cron fire lag, mean (24 h)')}
-${stat(formatDuration(o.cron.p99DelayMs), 'cron fire lag, p99 (24 h)')}
-${stat(o.cron.lostExecutions, 'lost occurrences (24 h)')}
-${stat(o.cron.abandonedExecutions, 'abandoned occurrences (24 h)')}
+${stat(formatDuration(o.cron.meanDelayMs), 'mean fire lag (24 h)')}
+${stat(formatDuration(o.cron.p99DelayMs), 'p99 fire lag (24 h)')}
+${stat(o.cron.lostExecutions, 'lost (24 h)')}
+${stat(o.cron.abandonedExecutions, 'abandoned (24 h)')}
 ${stat(o.cron.missedExecutions, 'missed (24 h)')}
 ${stat(`${o.cron.successRate.toFixed(1)} %`, 'hand-off success (24 h)')}
 </div>

@@ -1,6 +1,6 @@
 import type { CronExecution } from '@orreryjs/runner';
 import { type LedgerStats, loadScheduleDetail, loadSchedules, type ScheduleView, STATS_WINDOW } from './data.js';
-import { formatDuration, formatInstant } from './format.js';
+import { formatDuration, formatInstant, formatRun } from './format.js';
 import { html, type SafeHtml } from './html.js';
 import type { PageWindow } from './input.js';
 import { actionForm, badge, layout, link, type PageContext, pager } from './layout.js';
@@ -53,12 +53,10 @@ function stateCell(view: ScheduleView): SafeHtml {
 function nextRunsList(view: ScheduleView): SafeHtml {
   if (view.nextRuns.length === 0) return html`<span class="muted">${view.schedule.enabled ? 'none' : 'paused'}</span>`;
   const zone = view.schedule.timezone;
-  return html`<ol class="small">${view.nextRuns.map(
-    (at) =>
-      html`<li><span class="mono">${formatInstant(at, zone)}</span>${
-        zone === 'UTC' ? '' : html` <span class="muted mono">(${formatInstant(at)} UTC)</span>`
-      }</li>`,
-  )}</ol>`;
+  return html`<ol class="runs small">${view.nextRuns.map((at) => {
+    const run = formatRun(at, zone);
+    return html`<li><span class="mono">${run.local}</span>${zone === 'UTC' ? ' UTC' : html` <span class="muted mono">· ${run.utc}</span>`}</li>`;
+  })}</ol>`;
 }
 
 function lastRunCell(ctx: PageContext, view: ScheduleView): SafeHtml {
@@ -80,16 +78,16 @@ export async function renderSchedules(ctx: PageContext, window: PageWindow): Pro
   const list = await loadSchedules(ctx.client, window, ctx.now);
   const rows = list.items.map(
     (view) => html`<tr data-schedule="${scheduleName(view)}">
-<td data-label="Name"><a class="name" href="${link(ctx, schedulePath(view))}">${scheduleName(view)}</a><div class="small muted">${view.schedule.workflowName}</div></td>
-<td data-label="Schedule">${expressionCell(view)}<div class="small muted">${view.schedule.timezone}</div></td>
-<td data-label="Next runs">${nextRunsList(view)}</td>
-<td data-label="Last run">${lastRunCell(ctx, view)}</td>
-<td data-label="State">${stateCell(view)}</td>
-<td data-label="Actions" class="${ctx.readOnly ? '' : 'wide'}"><div class="actions">${primaryActions(ctx, view)}</div>${
+<td data-label="Name"><div><a class="name" href="${link(ctx, schedulePath(view))}">${scheduleName(view)}</a><div class="small muted">${view.schedule.workflowName}</div></div></td>
+<td data-label="Schedule"><div>${expressionCell(view)}<div class="small muted">${view.schedule.timezone}</div></div></td>
+<td data-label="Next runs"><div>${nextRunsList(view)}</div></td>
+<td data-label="Last run"><div>${lastRunCell(ctx, view)}</div></td>
+<td data-label="State"><div>${stateCell(view)}</div></td>
+<td data-label="Actions" class="${ctx.readOnly ? '' : 'wide'}"><div><div class="actions">${primaryActions(ctx, view)}</div>${
       ctx.readOnly
         ? ''
         : html`<details class="more" id="more-${view.schedule.id}"><summary>Backfill or delete</summary>${moreActions(ctx, view)}</details>`
-    }</td></tr>`,
+    }</div></td></tr>`,
   );
   const body = html`<h1>Schedules</h1>
 ${
@@ -101,12 +99,17 @@ ${pager(ctx, list)}`;
   return layout(ctx, 'schedules', 'Schedules', body);
 }
 
-function ledgerEntry(ctx: PageContext, row: CronExecution): SafeHtml {
+function ledgerEntry(ctx: PageContext, row: CronExecution, timezone: string): SafeHtml {
   const label = row.status === 'missed' ? `missed ×${row.missedCount}` : row.status.replace('_', ' ');
-  const lag = row.handedOffAt === null ? null : row.handedOffAt.getTime() - row.scheduledTime.getTime();
-  return html`<li class="t-${row.status}" data-status="${row.status}"><span class="when mono">${formatInstant(row.scheduledTime)} UTC</span>
+  const onCadence = row.source === 'schedule' || row.source === 'catchup';
+  const lag = row.handedOffAt === null || !onCadence ? null : row.handedOffAt.getTime() - row.scheduledTime.getTime();
+  const local =
+    timezone === 'UTC'
+      ? ''
+      : html` <span class="muted mono small">${formatRun(row.scheduledTime, timezone).local} ${timezone}</span>`;
+  return html`<li class="t-${row.status}" data-status="${row.status}"><span class="when mono">${formatInstant(row.scheduledTime)} UTC</span>${local}
 ${badge(row.status, label)}${row.recovered ? html` ${badge('recovered')}` : ''}${row.source === 'schedule' ? '' : html` <span class="badge">${row.source}</span>`}
-<div class="meta"><span>lag ${formatDuration(lag)}</span>${row.recoveryAttempts > 0 ? html`<span>recovery attempts ${row.recoveryAttempts}</span>` : ''}${
+<div class="meta">${lag === null ? (row.handedOffAt === null ? '' : html`<span>ran ${formatInstant(row.handedOffAt)} UTC</span>`) : html`<span>lag ${formatDuration(lag)}</span>`}${row.recoveryAttempts > 0 ? html`<span>recovery attempts ${row.recoveryAttempts}</span>` : ''}${
     row.pipelineExecutionId === null
       ? ''
       : html`<a href="${link(ctx, `executions/${row.pipelineExecutionId}`)}">pipeline ${row.pipelineExecutionId.slice(0, 8)}</a>`
@@ -141,7 +144,7 @@ ${ctx.readOnly ? '' : html`<div class="actions" style="margin-top:12px">${primar
 <p class="small"><a href="${link(ctx, `executions?schedule=${encodeURIComponent(s.id)}`)}">Executions of this schedule →</a></p></div>
 <h2>Stats</h2>${statsPanel(stats)}
 <h2>Ledger</h2>
-${ledger.items.length === 0 ? html`<p class="panel muted">No occurrences yet.</p>` : html`<div class="panel"><ol class="timeline" aria-label="Ledger">${ledger.items.map((row) => ledgerEntry(ctx, row))}</ol></div>`}
+${ledger.items.length === 0 ? html`<p class="panel muted">No occurrences yet.</p>` : html`<div class="panel"><ol class="timeline" aria-label="Ledger">${ledger.items.map((row) => ledgerEntry(ctx, row, s.timezone))}</ol></div>`}
 ${pager(ctx, ledger)}`;
   return layout(ctx, 'schedules', scheduleName(view), body);
 }

@@ -209,6 +209,14 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     expect(page).toContain('warehouse refused the batch');
   });
 
+  it('reports the overview: health, executions by status and cron counts', async () => {
+    const overview = await getJson(dashboard, '/api/overview');
+    expect(overview.status).toBe(200);
+    expect(overview.body.health.status).toBe('ok');
+    expect(overview.body.executionsByStatus.failed.count).toBeGreaterThanOrEqual(1);
+    expect(overview.body.cron.lostExecutions).toBe(0);
+  });
+
   it('deletes a schedule with DELETE and keeps the others', async () => {
     const response = await post(dashboard, '/api/schedules/doomed', undefined, { 'X-Orrery-Csrf': csrf }, 'DELETE');
     expect(response.status).toBe(200);
