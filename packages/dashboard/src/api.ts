@@ -54,10 +54,12 @@ export function mountReadApi(app: Hono, client: DashboardClient, watcher: Change
       });
       await stream.writeSSE({ event: 'ready', data: '{}' });
       while (!stream.aborted && !stream.closed) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
         await new Promise<void>((resolve) => {
           wake = resolve;
-          setTimeout(resolve, KEEPALIVE_MS).unref?.();
+          timer = setTimeout(resolve, KEEPALIVE_MS);
         });
+        clearTimeout(timer);
         if (stream.aborted || stream.closed) break;
         if (changed) {
           changed = false;

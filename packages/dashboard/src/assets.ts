@@ -69,7 +69,7 @@ table.cards thead{display:none}table.cards{border:0;background:none}
 table.cards tr{background:var(--panel);border:1px solid var(--line);border-radius:10px;margin-bottom:10px;padding:6px 4px}
 table.cards td{border:0;padding:4px 10px;display:grid;grid-template-columns:7.5em 1fr;gap:8px}
 table.cards td::before{content:attr(data-label);color:var(--muted);font-size:.82em;text-transform:uppercase;letter-spacing:.03em;padding-top:2px}
-table.cards td.wide{display:block}table.cards td.wide::before{display:block}
+table.cards td:has(> div:empty){display:none}table.cards td.wide{display:block}table.cards td.wide::before{display:block}
 dl.kv{grid-template-columns:1fr}.grid{grid-template-columns:repeat(2,1fr);gap:8px}.stat .v{font-size:1.3em}dl.kv dt{margin-top:6px}
 }
 `;

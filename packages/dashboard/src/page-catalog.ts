@@ -28,9 +28,9 @@ export async function renderRunners(ctx: PageContext): Promise<SafeHtml> {
   const rows = runners.map(
     (
       r,
-    ) => html`<tr><td data-label="Runner" class="mono small"><div>${r.id}</div></td><td data-label="Host"><div>${r.hostname} <span class="muted">pid ${r.pid}</span></div></td>
+    ) => html`<tr><td data-label="Runner"><div class="mono small">${r.id}</div></td><td data-label="Host"><div>${r.hostname} <span class="muted">pid ${r.pid}</span></div></td>
 <td data-label="State"><div>${badge(r.alive ? 'ok' : 'stopped', r.alive ? 'alive' : r.stoppedAt ? 'stopped' : 'silent')}</div></td>
-<td data-label="Heartbeat" class="mono small"><div>${formatInstant(r.heartbeatAt)} UTC</div></td><td data-label="Started" class="mono small"><div>${formatInstant(r.startedAt)} UTC</div></td>
+<td data-label="Heartbeat"><div class="mono small">${formatInstant(r.heartbeatAt)} UTC</div></td><td data-label="Started"><div class="mono small">${formatInstant(r.startedAt)} UTC</div></td>
 <td data-label="Workflows"><div>${r.workflows.join(', ')}</div></td></tr>`,
   );
   const body = html`<h1>Runners</h1>${

@@ -19,10 +19,10 @@ export async function renderExecutions(
 <td data-label="Execution"><div><a class="mono" href="${link(ctx, `executions/${e.executionId}`)}">${e.executionId.slice(0, 8)}</a></div></td>
 <td data-label="Workflow"><div>${e.workflowName}</div></td>
 <td data-label="Status"><div>${badge(e.status)}</div></td>
-<td data-label="Created" class="mono small"><div>${formatInstant(e.createdAt)} UTC</div></td>
+<td data-label="Created"><div class="mono small">${formatInstant(e.createdAt)} UTC</div></td>
 <td data-label="Duration"><div>${formatDuration(e.durationMs)}</div></td>
-<td data-label="Scheduled for" class="mono small"><div>${e.scheduledTime ? `${formatInstant(e.scheduledTime)} UTC` : '—'}</div></td>
-<td data-label="Error" class="small"><div>${e.error ?? ''}</div></td></tr>`,
+<td data-label="Scheduled for"><div class="mono small">${e.scheduledTime ? `${formatInstant(e.scheduledTime)} UTC` : ''}</div></td>
+<td data-label="Error"><div class="small">${e.error ?? ''}</div></td></tr>`,
   );
   const body = html`<h1>Executions</h1>
 <form class="filters" method="get" action="${link(ctx, 'executions')}">

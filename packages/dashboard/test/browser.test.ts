@@ -117,7 +117,9 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
       /^\d{4}-\d\d-\d\d 02:30 · 0[67]:30 UTC$/,
     );
     await expect(page.getByRole('link', { name: HOSTILE_NAME }).isVisible()).resolves.toBe(true);
-    await expect(page.evaluate(() => (globalThis as unknown as { alerted?: boolean }).alerted)).resolves.toBeUndefined();
+    await expect(
+      page.evaluate(() => (globalThis as unknown as { alerted?: boolean }).alerted),
+    ).resolves.toBeUndefined();
     await screenshots('schedules');
   });
 
