@@ -1,0 +1,221 @@
+import type { CronExecution, PipelineResult, PipelineStatus } from '@orreryjs/runner';
+import type { DashboardClient, DashboardExecution, DashboardRunner, DashboardSchedule } from './client.js';
+import { describeCron, nextRuns } from './format.js';
+import { type PageWindow, PIPELINE_STATUSES } from './input.js';
+
+/** A page of a list, and whether another follows. */
+export interface Page<T> {
+  items: T[];
+  limit: number;
+  offset: number;
+  hasMore: boolean;
+}
+
+/** A schedule with what the Schedules page shows beside it. */
+export interface ScheduleView {
+  schedule: DashboardSchedule;
+  /** The expression in words, or null when it cannot be described. */
+  description: string | null;
+  /** The next 5 runs (UTC instants; pages show them in the schedule's zone and in UTC). */
+  nextRuns: Date[];
+  /** The newest ledger row and the status of its pipeline, if any. */
+  lastOccurrence: (CronExecution & { pipelineStatus: PipelineStatus | null }) | null;
+}
+
+/** Counts and fire lag of a set of ledger rows. */
+export interface LedgerStats {
+  rows: number;
+  byStatus: Record<string, number>;
+  recovered: number;
+  meanLagMs: number | null;
+  p99LagMs: number | null;
+}
+
+async function page<T>(
+  window: PageWindow,
+  fetchRows: (limit: number, offset: number) => Promise<T[]>,
+): Promise<Page<T>> {
+  const rows = await fetchRows(window.limit + 1, window.offset);
+  return {
+    items: rows.slice(0, window.limit),
+    limit: window.limit,
+    offset: window.offset,
+    hasMore: rows.length > window.limit,
+  };
+}
+
+async function lastOccurrence(client: DashboardClient, scheduleId: string): Promise<ScheduleView['lastOccurrence']> {
+  const [row] = await client.getCronExecutionHistory(scheduleId, { limit: 1 });
+  if (row === undefined) return null;
+  const pipelineStatus =
+    row.pipelineExecutionId === null
+      ? null
+      : await client.getExecutionStatus(row.pipelineExecutionId).catch(() => null);
+  return { ...row, pipelineStatus };
+}
+
+/** Describes one schedule: words, next runs and its latest occurrence. */
+export async function viewSchedule(
+  client: DashboardClient,
+  schedule: DashboardSchedule,
+  now: Date,
+): Promise<ScheduleView> {
+  return {
+    schedule,
+    description: describeCron(schedule.cronExpression),
+    nextRuns: schedule.enabled ? nextRuns(schedule.cronExpression, schedule.timezone, now) : [],
+    lastOccurrence: await lastOccurrence(client, schedule.id),
+  };
+}
+
+/** One page of schedules, each described. */
+export async function loadSchedules(
+  client: DashboardClient,
+  window: PageWindow,
+  now: Date,
+): Promise<Page<ScheduleView>> {
+  const schedules = await page(window, (limit, offset) => client.listCronSchedules({ limit, offset }));
+  return { ...schedules, items: await Promise.all(schedules.items.map((s) => viewSchedule(client, s, now))) };
+}
+
+/** Ledger counts by status and fire lag (handedOffAt − scheduledTime) of the given rows. */
+export function ledgerStats(rows: CronExecution[]): LedgerStats {
+  const byStatus: Record<string, number> = {};
+  const lags: number[] = [];
+  let recovered = 0;
+  for (const row of rows) {
+    byStatus[row.status] = (byStatus[row.status] ?? 0) + (row.status === 'missed' ? Math.max(1, row.missedCount) : 1);
+    if (row.recovered) recovered += 1;
+    if (row.handedOffAt !== null && row.source !== 'manual' && row.source !== 'backfill') {
+      lags.push(row.handedOffAt.getTime() - row.scheduledTime.getTime());
+    }
+  }
+  lags.sort((a, b) => a - b);
+  const mean = lags.length === 0 ? null : lags.reduce((a, b) => a + b, 0) / lags.length;
+  const p99 = lags.length === 0 ? null : (lags[Math.min(lags.length - 1, Math.ceil(lags.length * 0.99) - 1)] ?? null);
+  return { rows: rows.length, byStatus, recovered, meanLagMs: mean, p99LagMs: p99 };
+}
+
+/** How many recent ledger rows the schedule detail's stats cover. */
+export const STATS_WINDOW = 1000;
+
+/** A schedule, its stats over its latest {@link STATS_WINDOW} slots, and one page of its ledger. */
+export async function loadScheduleDetail(
+  client: DashboardClient,
+  idOrName: string,
+  window: PageWindow,
+  now: Date,
+): Promise<{ view: ScheduleView; stats: LedgerStats; ledger: Page<CronExecution> }> {
+  const schedule = await client.getCronSchedule(idOrName);
+  const [view, recent, ledger] = await Promise.all([
+    viewSchedule(client, schedule, now),
+    client.getCronExecutionHistory(schedule.id, { limit: STATS_WINDOW }),
+    page(window, (limit, offset) => client.getCronExecutionHistory(schedule.id, { limit, offset })),
+  ]);
+  return { view, stats: ledgerStats(recent), ledger };
+}
+
+/** A page of a schedule's ledger alone. */
+export function loadLedger(
+  client: DashboardClient,
+  idOrName: string,
+  window: PageWindow,
+): Promise<Page<CronExecution>> {
+  return page(window, (limit, offset) => client.getCronExecutionHistory(idOrName, { limit, offset }));
+}
+
+/** Filters of the Executions page. */
+export interface ExecutionFilter {
+  status?: PipelineStatus;
+  workflowName?: string;
+  /** A schedule id or name. */
+  schedule?: string;
+}
+
+function summarize(result: PipelineResult, row: CronExecution): DashboardExecution {
+  const { finalContext: _context, tasks: _tasks, ...summary } = result;
+  return { ...summary, scheduleId: row.scheduleId, scheduledTime: row.scheduledTime };
+}
+
+/**
+ * One page of executions, newest first. With a schedule, the rows come from its ledger when
+ * the client's summaries do not carry `scheduleId` (older runners), so the filter always holds.
+ */
+export async function loadExecutions(
+  client: DashboardClient,
+  filter: ExecutionFilter,
+  window: PageWindow,
+): Promise<Page<DashboardExecution>> {
+  const base = { status: filter.status, workflowName: filter.workflowName };
+  if (filter.schedule === undefined)
+    return page(window, (limit, offset) => client.listExecutions({ ...base, limit, offset }));
+  const schedule = await client.getCronSchedule(filter.schedule);
+  const probe = await client.listExecutions({
+    ...base,
+    scheduleId: schedule.id,
+    limit: window.limit + 1,
+    offset: window.offset,
+  });
+  if (probe.every((e) => 'scheduleId' in e)) {
+    const items = probe.filter((e) => e.scheduleId === schedule.id);
+    return {
+      items: items.slice(0, window.limit),
+      limit: window.limit,
+      offset: window.offset,
+      hasMore: items.length > window.limit,
+    };
+  }
+  return page(window, async (limit, offset) => {
+    const rows = await client.getCronExecutionHistory(schedule.id, { limit, offset });
+    const linked = rows.filter((r) => r.pipelineExecutionId !== null);
+    const results = await Promise.all(linked.map((r) => client.getExecutionResult(r.pipelineExecutionId as string)));
+    return results
+      .map((result, i) => summarize(result, linked[i] as CronExecution))
+      .filter(
+        (e) =>
+          (base.status === undefined || e.status === base.status) &&
+          (base.workflowName === undefined || e.workflowName === base.workflowName),
+      );
+  });
+}
+
+/** What the Overview page shows. */
+export interface Overview {
+  health: Awaited<ReturnType<DashboardClient['health']>>;
+  /** Executions per status among the latest {@link COUNT_CAP}; `capped` when there may be more. */
+  executionsByStatus: Record<string, { count: number; capped: boolean }>;
+  cron: Awaited<ReturnType<DashboardClient['getCronExecutionStats']>>;
+  /** Null when the client cannot list runners. */
+  runners: DashboardRunner[] | null;
+  /** Enabled schedules whose workflow no live runner has registered (null without runners). */
+  orphanSchedules: DashboardSchedule[] | null;
+}
+
+/** Executions counted per status on the overview before it says "500+". */
+export const COUNT_CAP = 500;
+
+/** Health, execution counts, cron lag and lost work, live runners and orphaned schedules. */
+export async function loadOverview(client: DashboardClient): Promise<Overview> {
+  const [health, counts, cron, runners] = await Promise.all([
+    client.health(),
+    Promise.all(PIPELINE_STATUSES.map((status) => client.listExecutions({ status, limit: COUNT_CAP + 1 }))),
+    client.getCronExecutionStats(),
+    client.listRunners === undefined ? Promise.resolve(null) : client.listRunners(),
+  ]);
+  const executionsByStatus: Overview['executionsByStatus'] = {};
+  PIPELINE_STATUSES.forEach((status, i) => {
+    const n = counts[i]?.length ?? 0;
+    executionsByStatus[status] = { count: Math.min(n, COUNT_CAP), capped: n > COUNT_CAP };
+  });
+  let orphanSchedules: DashboardSchedule[] | null = null;
+  if (runners !== null) {
+    const served = new Set(runners.filter((r) => r.alive).flatMap((r) => r.workflows));
+    orphanSchedules = [];
+    for (let offset = 0; offset < 20_000; offset += 500) {
+      const batch = await client.listCronSchedules({ enabledOnly: true, limit: 500, offset });
+      orphanSchedules.push(...batch.filter((s) => !served.has(s.workflowName)));
+      if (batch.length < 500) break;
+    }
+  }
+  return { health, executionsByStatus, cron, runners, orphanSchedules };
+}

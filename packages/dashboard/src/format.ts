@@ -1,0 +1,74 @@
+import { nextOccurrences } from '@orreryjs/cron';
+import cronstrue from 'cronstrue';
+
+/** The expression in English ("At 09:00 AM, Monday through Friday"), or null when cronstrue cannot read it. */
+export function describeCron(expression: string): string | null {
+  try {
+    return cronstrue.toString(expression, { verbose: false });
+  } catch {
+    return null;
+  }
+}
+
+/** The next `count` fire times of a schedule after `after` (UTC instants), or [] for an unreadable one. */
+export function nextRuns(expression: string, timezone: string, after: Date, count = 5): Date[] {
+  try {
+    return nextOccurrences(expression, { timezone, after, count });
+  } catch {
+    return [];
+  }
+}
+
+const zoneFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** `2026-11-23 09:00:00` in `timeZone` (default UTC): sortable, unambiguous, locale-free. */
+export function formatInstant(at: Date | null | undefined, timeZone = 'UTC'): string {
+  if (at === null || at === undefined) return '—';
+  let format = zoneFormats.get(timeZone);
+  if (format === undefined) {
+    try {
+      format = new Intl.DateTimeFormat('en-CA', {
+        timeZone,
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        hour: '2-digit',
+        minute: '2-digit',
+        second: '2-digit',
+        hourCycle: 'h23',
+      });
+    } catch {
+      return at.toISOString();
+    }
+    zoneFormats.set(timeZone, format);
+  }
+  const parts = Object.fromEntries(format.formatToParts(at).map((p) => [p.type, p.value]));
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second}`;
+}
+
+/**
+ * One upcoming run, short: `2026-11-24 02:30` in the schedule's zone and `07:30 UTC` (with the
+ * UTC date when it differs); seconds only when they are not zero.
+ */
+export function formatRun(at: Date, timeZone: string): { local: string; utc: string } {
+  const trim = (text: string) => text.replace(/:00$/, '');
+  const local = formatInstant(at, timeZone);
+  const utc = formatInstant(at);
+  const sameDay = local.slice(0, 10) === utc.slice(0, 10);
+  return { local: trim(local), utc: `${sameDay ? '' : `${utc.slice(5, 10)} `}${trim(utc.slice(11))} UTC` };
+}
+
+/** A duration for people: `850 ms`, `12.3 s`, `4 min 05 s`, `2 h 10 min`. */
+export function formatDuration(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
+  const sign = ms < 0 ? '−' : '';
+  const abs = Math.abs(ms);
+  if (abs < 1000) return `${sign}${Math.round(abs)} ms`;
+  if (abs < 60_000) return `${sign}${(abs / 1000).toFixed(1)} s`;
+  if (abs < 3_600_000) {
+    const s = Math.floor(abs / 1000);
+    return `${sign}${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+  }
+  const m = Math.floor(abs / 60_000);
+  return `${sign}${Math.floor(m / 60)} h ${String(m % 60).padStart(2, '0')} min`;
+}

@@ -1,0 +1,117 @@
+import type { PipelineResult, TaskResult } from '@orreryjs/runner';
+import type { DashboardWorkflowTask } from './client.js';
+import { type DagNode, renderDag } from './dag.js';
+import { type ExecutionFilter, loadExecutions } from './data.js';
+import { formatDuration, formatInstant } from './format.js';
+import { html, type SafeHtml } from './html.js';
+import { type PageWindow, PIPELINE_STATUSES } from './input.js';
+import { actionForm, badge, layout, link, type PageContext, pager } from './layout.js';
+
+/** The Executions page: filters by status, workflow and schedule, newest first. */
+export async function renderExecutions(
+  ctx: PageContext,
+  filter: ExecutionFilter,
+  window: PageWindow,
+): Promise<SafeHtml> {
+  const list = await loadExecutions(ctx.client, filter, window);
+  const rows = list.items.map(
+    (e) => html`<tr>
+<td data-label="Execution"><div><a class="mono" href="${link(ctx, `executions/${e.executionId}`)}">${e.executionId.slice(0, 8)}</a></div></td>
+<td data-label="Workflow"><div>${e.workflowName}</div></td>
+<td data-label="Status"><div>${badge(e.status)}</div></td>
+<td data-label="Created"><div class="mono small">${formatInstant(e.createdAt)} UTC</div></td>
+<td data-label="Duration"><div>${formatDuration(e.durationMs)}</div></td>
+<td data-label="Scheduled for"><div class="mono small">${e.scheduledTime ? `${formatInstant(e.scheduledTime)} UTC` : ''}</div></td>
+<td data-label="Error"><div class="small">${e.error ?? ''}</div></td></tr>`,
+  );
+  const body = html`<h1>Executions</h1>
+<form class="filters" method="get" action="${link(ctx, 'executions')}">
+<label>Status <select name="status"><option value="">any</option>${PIPELINE_STATUSES.map(
+    (s) => html`<option${filter.status === s ? html` selected` : ''}>${s}</option>`,
+  )}</select></label>
+<label>Workflow <input name="workflow" value="${filter.workflowName ?? ''}" size="14"></label>
+<label>Schedule <input name="schedule" value="${filter.schedule ?? ''}" size="14" placeholder="name or id"></label>
+<button type="submit" class="primary">Filter</button></form>
+${
+  list.items.length === 0
+    ? html`<p class="panel muted">No executions match.</p>`
+    : html`<table class="cards"><thead><tr><th>Execution</th><th>Workflow</th><th>Status</th><th>Created</th><th>Duration</th><th>Scheduled for</th><th>Error</th></tr></thead><tbody>${rows}</tbody></table>`
+}
+${pager(ctx, list)}`;
+  return layout(ctx, 'executions', 'Executions', body);
+}
+
+/** The definition of the execution's workflow when the client can list workflows (for the DAG's edges). */
+async function definitionOf(ctx: PageContext, result: PipelineResult): Promise<DashboardWorkflowTask[] | null> {
+  if (ctx.client.listWorkflows === undefined) return null;
+  const workflows = await ctx.client.listWorkflows();
+  const match =
+    workflows.find((w) => w.name === result.workflowName && w.version === result.workflowVersion) ??
+    workflows.find((w) => w.name === result.workflowName);
+  return match?.tasks ?? null;
+}
+
+function taskDetail(task: TaskResult): string {
+  const attempts = `${task.attempts} attempt${task.attempts === 1 ? '' : 's'}`;
+  return task.durationMs === undefined ? attempts : `${attempts} · ${formatDuration(task.durationMs)}`;
+}
+
+function taskSection(task: TaskResult & { output?: unknown }): SafeHtml {
+  return html`<section class="panel task st-${task.status}" id="task-${task.taskId}" data-task="${task.taskId}">
+<h3><span class="mono">${task.taskId}</span> ${badge(task.status)}</h3>
+<dl class="kv small"><dt>Attempts</dt><dd>${task.attempts}</dd><dt>Started</dt><dd class="mono">${formatInstant(task.startedAt)}</dd>
+<dt>Finished</dt><dd class="mono">${formatInstant(task.completedAt)}</dd><dt>Duration</dt><dd>${formatDuration(task.durationMs)}</dd></dl>
+${task.error ? html`<h4 class="small">Error</h4><pre class="error">${task.error}</pre>` : ''}
+${task.output === undefined ? '' : html`<h4 class="small">Output</h4><pre>${JSON.stringify(task.output, null, 2)}</pre>`}
+</section>`;
+}
+
+function executionActions(ctx: PageContext, result: PipelineResult): SafeHtml {
+  const path = `api/executions/${result.executionId}`;
+  const s = result.status;
+  const live = s === 'pending' || s === 'running' || s === 'paused';
+  return html`<div class="actions">${live ? actionForm(ctx, { action: `${path}/cancel`, label: 'Cancel', danger: true, confirm: 'Cancel this execution?' }) : ''}${
+    s === 'pending' || s === 'running'
+      ? actionForm(ctx, {
+          action: `${path}/pause`,
+          label: 'Pause',
+          fields: html`<input name="reason" placeholder="Reason (optional)" aria-label="Pause reason" size="16">`,
+        })
+      : ''
+  }${s === 'paused' ? actionForm(ctx, { action: `${path}/resume`, label: 'Resume' }) : ''}${
+    (s === 'failed' || s === 'cancelled') && ctx.client.retryExecution !== undefined
+      ? actionForm(ctx, { action: `${path}/retry`, label: 'Retry' })
+      : ''
+  }</div>`;
+}
+
+/** The execution detail page: the task DAG as a graph, each task's attempts, error and output, the final context. */
+export async function renderExecutionDetail(ctx: PageContext, id: string): Promise<SafeHtml> {
+  const result = await ctx.client.getExecutionResult(id);
+  const definition = await definitionOf(ctx, result);
+  const deps = new Map((definition ?? []).map((t) => [t.id, t.dependsOn]));
+  const nodes: DagNode[] = result.tasks.map((task) => ({
+    id: task.taskId,
+    dependsOn: deps.get(task.taskId) ?? [],
+    status: task.status,
+    detail: taskDetail(task),
+    href: `#task-${task.taskId}`,
+  }));
+  const failed = result.tasks.filter((t) => t.status === 'failed').map((t) => t.taskId);
+  const body = html`<p class="small"><a href="${link(ctx, 'executions')}">← Executions</a></p>
+<h1>${result.workflowName} ${badge(result.status)}</h1>
+<div class="panel"><dl class="kv">
+<dt>Execution</dt><dd class="mono small">${result.executionId}</dd>
+<dt>Version</dt><dd class="mono small">${result.workflowVersion}</dd>
+<dt>Created</dt><dd class="mono">${formatInstant(result.createdAt)} UTC</dd>
+<dt>Duration</dt><dd>${formatDuration(result.durationMs)}</dd>
+${result.error ? html`<dt>Error</dt><dd>${result.error}</dd>` : ''}
+${failed.length > 0 ? html`<dt>Failed tasks</dt><dd>${failed.map((t, i) => html`${i > 0 ? ', ' : ''}<a href="#task-${t}" class="mono">${t}</a>`)}</dd>` : ''}
+</dl>${executionActions(ctx, result)}</div>
+<h2>Tasks</h2>
+${renderDag(nodes, `Task graph of ${result.workflowName}`)}
+${definition === null ? html`<p class="small muted">Dependencies are drawn when the client can list workflow definitions.</p>` : ''}
+${result.tasks.map(taskSection)}
+<h2>Final context</h2><pre>${JSON.stringify(result.finalContext, null, 2)}</pre>`;
+  return layout(ctx, 'executions', `${result.workflowName} ${result.executionId.slice(0, 8)}`, body);
+}

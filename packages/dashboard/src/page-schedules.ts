@@ -1,0 +1,150 @@
+import type { CronExecution } from '@orreryjs/runner';
+import { type LedgerStats, loadScheduleDetail, loadSchedules, type ScheduleView, STATS_WINDOW } from './data.js';
+import { formatDuration, formatInstant, formatRun } from './format.js';
+import { html, type SafeHtml } from './html.js';
+import type { PageWindow } from './input.js';
+import { actionForm, badge, layout, link, type PageContext, pager } from './layout.js';
+
+function scheduleName(view: ScheduleView): string {
+  return view.schedule.name ?? view.schedule.id;
+}
+
+function schedulePath(view: ScheduleView): string {
+  return `schedules/${encodeURIComponent(view.schedule.id)}`;
+}
+
+/** Pause (with a note) or Resume, and Trigger now. */
+function primaryActions(ctx: PageContext, view: ScheduleView): SafeHtml {
+  const path = `api/${schedulePath(view)}`;
+  const toggle = view.schedule.enabled
+    ? actionForm(ctx, {
+        action: `${path}/pause`,
+        label: 'Pause',
+        fields: html`<input name="note" placeholder="Note (optional)" aria-label="Pause note for ${scheduleName(view)}" size="14">`,
+      })
+    : actionForm(ctx, { action: `${path}/resume`, label: 'Resume' });
+  return html`${toggle}${actionForm(ctx, { action: `${path}/trigger`, label: 'Trigger now' })}`;
+}
+
+/** Backfill a range, and Delete. */
+function moreActions(ctx: PageContext, view: ScheduleView): SafeHtml {
+  const path = `api/${schedulePath(view)}`;
+  return html`${actionForm(ctx, {
+    action: `${path}/backfill`,
+    label: 'Backfill',
+    fields: html`<label class="small muted">From (UTC) <input type="datetime-local" step="1" name="start" required></label>
+<label class="small muted">To (UTC) <input type="datetime-local" step="1" name="end" required></label>`,
+  })}${actionForm(ctx, {
+    action: path,
+    method: 'DELETE',
+    label: 'Delete',
+    danger: true,
+    confirm: `Delete schedule ${scheduleName(view)}? Its ledger is kept.`,
+  })}`;
+}
+
+function stateCell(view: ScheduleView): SafeHtml {
+  const { schedule } = view;
+  return html`${schedule.enabled ? badge('enabled') : badge('paused')}${
+    schedule.note ? html`<div class="small muted">${schedule.note}</div>` : ''
+  }`;
+}
+
+function nextRunsList(view: ScheduleView): SafeHtml {
+  if (view.nextRuns.length === 0) return html`<span class="muted">${view.schedule.enabled ? 'none' : 'paused'}</span>`;
+  const zone = view.schedule.timezone;
+  return html`<ol class="runs small">${view.nextRuns.map((at) => {
+    const run = formatRun(at, zone);
+    return html`<li><span class="mono">${run.local}</span>${zone === 'UTC' ? ' UTC' : html` <span class="muted mono">· ${run.utc}</span>`}</li>`;
+  })}</ol>`;
+}
+
+function lastRunCell(ctx: PageContext, view: ScheduleView): SafeHtml {
+  const last = view.lastOccurrence;
+  if (last === null) return html`<span class="muted">never</span>`;
+  const outcome = last.pipelineStatus ?? last.status;
+  const target = last.pipelineExecutionId === null ? null : link(ctx, `executions/${last.pipelineExecutionId}`);
+  return html`<span class="mono small">${formatInstant(last.scheduledTime)} UTC</span><br>${
+    target === null ? badge(outcome) : html`<a href="${target}">${badge(outcome)}</a>`
+  }`;
+}
+
+function expressionCell(view: ScheduleView): SafeHtml {
+  return html`${view.description ?? ''}<div class="mono small muted">${view.schedule.cronExpression}</div>`;
+}
+
+/** The Schedules page: one page of schedules with words, next runs, last outcome and actions. */
+export async function renderSchedules(ctx: PageContext, window: PageWindow): Promise<SafeHtml> {
+  const list = await loadSchedules(ctx.client, window, ctx.now);
+  const rows = list.items.map(
+    (view) => html`<tr data-schedule="${scheduleName(view)}">
+<td data-label="Name"><div><a class="name" href="${link(ctx, schedulePath(view))}">${scheduleName(view)}</a><div class="small muted">${view.schedule.workflowName}</div></div></td>
+<td data-label="Schedule"><div>${expressionCell(view)}<div class="small muted">${view.schedule.timezone}</div></div></td>
+<td data-label="Next runs"><div>${nextRunsList(view)}</div></td>
+<td data-label="Last run"><div>${lastRunCell(ctx, view)}</div></td>
+<td data-label="State"><div>${stateCell(view)}</div></td>
+<td data-label="Actions" class="${ctx.readOnly ? '' : 'wide'}"><div><div class="actions">${primaryActions(ctx, view)}</div>${
+      ctx.readOnly
+        ? ''
+        : html`<details class="more" id="more-${view.schedule.id}"><summary>Backfill or delete</summary>${moreActions(ctx, view)}</details>`
+    }</div></td></tr>`,
+  );
+  const body = html`<h1>Schedules</h1>
+${
+  list.items.length === 0
+    ? html`<p class="panel muted">No schedules${list.offset > 0 ? ' on this page' : ' yet: add one with runner.addCronSchedule() or the orrery CLI'}.</p>`
+    : html`<table class="cards"><thead><tr><th>Name</th><th>Schedule</th><th>Next runs (zone · UTC)</th><th>Last run</th><th>State</th><th>Actions</th></tr></thead><tbody>${rows}</tbody></table>`
+}
+${pager(ctx, list)}`;
+  return layout(ctx, 'schedules', 'Schedules', body);
+}
+
+function ledgerEntry(ctx: PageContext, row: CronExecution, timezone: string): SafeHtml {
+  const label = row.status === 'missed' ? `missed ×${row.missedCount}` : row.status.replace('_', ' ');
+  const onCadence = row.source === 'schedule' || row.source === 'catchup';
+  const lag = row.handedOffAt === null || !onCadence ? null : row.handedOffAt.getTime() - row.scheduledTime.getTime();
+  const local =
+    timezone === 'UTC'
+      ? ''
+      : html` <span class="muted mono small">${formatRun(row.scheduledTime, timezone).local} ${timezone}</span>`;
+  return html`<li class="t-${row.status}" data-status="${row.status}"><span class="when mono">${formatInstant(row.scheduledTime)} UTC</span>${local}
+${badge(row.status, label)}${row.recovered ? html` ${badge('recovered')}` : ''}${row.source === 'schedule' ? '' : html` <span class="badge">${row.source}</span>`}
+<div class="meta">${lag === null ? (row.handedOffAt === null ? '' : html`<span>ran ${formatInstant(row.handedOffAt)} UTC</span>`) : html`<span>lag ${formatDuration(lag)}</span>`}${row.recoveryAttempts > 0 ? html`<span>recovery attempts ${row.recoveryAttempts}</span>` : ''}${
+    row.pipelineExecutionId === null
+      ? ''
+      : html`<a href="${link(ctx, `executions/${row.pipelineExecutionId}`)}">pipeline ${row.pipelineExecutionId.slice(0, 8)}</a>`
+  }</div></li>`;
+}
+
+function statsPanel(stats: LedgerStats): SafeHtml {
+  const entries = Object.entries(stats.byStatus).sort(([a], [b]) => a.localeCompare(b));
+  return html`<div class="grid">
+<div class="stat"><div class="v">${stats.rows}</div><div class="k">ledger rows (latest ${STATS_WINDOW})</div></div>
+${entries.map(([status, n]) => html`<div class="stat"><div class="v">${n}</div><div class="k">${status.replace('_', ' ')} slots</div></div>`)}
+<div class="stat"><div class="v">${formatDuration(stats.meanLagMs)}</div><div class="k">mean fire lag</div></div>
+<div class="stat"><div class="v">${formatDuration(stats.p99LagMs)}</div><div class="k">p99 fire lag</div></div>
+</div>`;
+}
+
+/** The schedule detail page: definition, next runs, actions, stats and the ledger as a timeline. */
+export async function renderScheduleDetail(ctx: PageContext, idOrName: string, window: PageWindow): Promise<SafeHtml> {
+  const { view, stats, ledger } = await loadScheduleDetail(ctx.client, idOrName, window, ctx.now);
+  const s = view.schedule;
+  const body = html`<p class="small"><a href="${link(ctx, 'schedules')}">← Schedules</a></p>
+<h1>${scheduleName(view)} ${stateCell(view)}</h1>
+<div class="panel"><dl class="kv">
+<dt>Workflow</dt><dd>${s.workflowName}</dd>
+<dt>Schedule</dt><dd>${expressionCell(view)}</dd>
+<dt>Zone</dt><dd>${s.timezone}</dd>
+<dt>Policies</dt><dd>catch-up ${s.catchupPolicy}, overlap ${s.overlapPolicy}${s.jitterMs > 0 ? `, jitter ${formatDuration(s.jitterMs)}` : ''}</dd>
+<dt>Next runs</dt><dd>${nextRunsList(view)}</dd>
+<dt>Id</dt><dd class="mono small">${s.id}</dd>
+</dl>
+${ctx.readOnly ? '' : html`<div class="actions" style="margin-top:12px">${primaryActions(ctx, view)}</div><div class="actions">${moreActions(ctx, view)}</div>`}
+<p class="small"><a href="${link(ctx, `executions?schedule=${encodeURIComponent(s.id)}`)}">Executions of this schedule →</a></p></div>
+<h2>Stats</h2>${statsPanel(stats)}
+<h2>Ledger</h2>
+${ledger.items.length === 0 ? html`<p class="panel muted">No occurrences yet.</p>` : html`<div class="panel"><ol class="timeline" aria-label="Ledger">${ledger.items.map((row) => ledgerEntry(ctx, row, s.timezone))}</ol></div>`}
+${pager(ctx, ledger)}`;
+  return layout(ctx, 'schedules', scheduleName(view), body);
+}

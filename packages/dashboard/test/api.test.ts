@@ -1,0 +1,243 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { DefaultRunner } from '@orreryjs/runner';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDashboard, type Dashboard } from '../src/index.js';
+import { asClient, BACKENDS, createRunner, HOSTILE_NAME } from './support.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: the API's JSON bodies, read field by field
+type Loose = any;
+
+const ORIGIN = 'http://dashboard.test';
+
+async function csrfOf(dashboard: Dashboard, base = '/'): Promise<string> {
+  const page = await (await dashboard.fetch(new Request(`${ORIGIN}${base}`))).text();
+  const token = /<meta name="orrery-csrf" content="([^"]+)">/.exec(page)?.[1];
+  if (token === undefined) throw new Error('the page embeds no CSRF token');
+  return token;
+}
+
+function post(
+  dashboard: Dashboard,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  method = 'POST',
+) {
+  return dashboard.fetch(
+    new Request(`${ORIGIN}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...headers },
+      body: method === 'DELETE' ? null : JSON.stringify(body),
+    }),
+  );
+}
+
+async function getJson(dashboard: Dashboard, path: string): Promise<{ status: number; body: Loose }> {
+  const response = await dashboard.fetch(new Request(`${ORIGIN}${path}`));
+  return { status: response.status, body: await response.json() };
+}
+
+describe.each(BACKENDS)('dashboard API on $name', (backend) => {
+  let db: ReturnType<(typeof BACKENDS)[number]['open']>;
+  let runner: DefaultRunner;
+  let dashboard: Dashboard;
+  let csrf: string;
+
+  beforeAll(async () => {
+    db = backend.open();
+    runner = await createRunner(db.config, { enableCronScheduling: false });
+    await runner.start();
+    await runner.addCronSchedule({
+      name: 'nightly',
+      workflowName: 'etl',
+      cronExpression: '30 2 * * *',
+      timezone: 'America/New_York',
+    });
+    await runner.addCronSchedule({ name: HOSTILE_NAME, workflowName: 'etl', cronExpression: '0 9 * * MON-FRI' });
+    await runner.addCronSchedule({ name: 'doomed', workflowName: 'etl', cronExpression: '@hourly' });
+    dashboard = createDashboard({ client: asClient(runner) });
+    csrf = await csrfOf(dashboard);
+  });
+
+  afterAll(async () => {
+    await runner?.shutdown();
+    await db?.remove();
+  });
+
+  it('lists schedules with the expression in words and the next 5 runs, paginated', async () => {
+    const all = await getJson(dashboard, '/api/schedules');
+    expect(all.status).toBe(200);
+    const nightly = all.body.items.find((v: Loose) => v.schedule.name === 'nightly');
+    expect(nightly.description).toBe('At 02:30 AM');
+    expect(nightly.nextRuns).toHaveLength(5);
+    expect(new Date(nightly.nextRuns[0]).getTime()).toBeGreaterThan(Date.now());
+    const first = await getJson(dashboard, '/api/schedules?limit=1');
+    expect(first.body.items).toHaveLength(1);
+    expect(first.body.hasMore).toBe(true);
+    const last = await getJson(dashboard, '/api/schedules?limit=2&offset=2');
+    expect(last.body.items).toHaveLength(1);
+    expect(last.body.hasMore).toBe(false);
+  });
+
+  it('triggers a schedule and shows the manual slot in its ledger and its execution', async () => {
+    const response = await post(dashboard, '/api/schedules/nightly/trigger', {}, { 'X-Orrery-Csrf': csrf });
+    expect(response.status).toBe(200);
+    const { executionId } = (await response.json()) as { executionId: string };
+    const ledger = await getJson(dashboard, '/api/schedules/nightly/ledger');
+    expect(ledger.body.items.map((r: Loose) => [r.source, r.pipelineExecutionId])).toEqual([['manual', executionId]]);
+    await runner.getExecutionResult(executionId);
+    const detail = await getJson(dashboard, `/api/executions/${executionId}`);
+    expect(detail.body.workflowName).toBe('etl');
+    expect(detail.body.tasks.map((t: Loose) => t.taskId).sort()).toEqual(['audit', 'extract', 'load', 'transform']);
+  });
+
+  it('pauses and resumes a schedule when the request carries the CSRF token', async () => {
+    const paused = await post(
+      dashboard,
+      '/api/schedules/nightly/pause',
+      { note: 'vendor outage' },
+      { 'X-Orrery-Csrf': csrf },
+    );
+    expect(paused.status).toBe(200);
+    expect((await runner.getCronSchedule('nightly')).enabled).toBe(false);
+    const resumed = await post(dashboard, '/api/schedules/nightly/resume', {}, { 'X-Orrery-Csrf': csrf });
+    expect(resumed.status).toBe(200);
+    expect((await runner.getCronSchedule('nightly')).enabled).toBe(true);
+  });
+
+  it('backfills a range and refuses a range that is not dates with 400 and the error code', async () => {
+    const bad = await post(
+      dashboard,
+      '/api/schedules/nightly/backfill',
+      { start: 'yesterday', end: '2026-01-01' },
+      { 'X-Orrery-Csrf': csrf },
+    );
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({
+      error: { code: 'VALIDATION', message: expect.stringContaining('"yesterday"') },
+    });
+    const inverted = await post(
+      dashboard,
+      '/api/schedules/nightly/backfill',
+      { start: '2024-01-05T00:00:00Z', end: '2024-01-01T00:00:00Z' },
+      { 'X-Orrery-Csrf': csrf },
+    );
+    expect(inverted.status).toBe(400);
+    expect(((await inverted.json()) as Loose).error.code).toBe('VALIDATION');
+    const ok = await post(
+      dashboard,
+      '/api/schedules/nightly/backfill',
+      { start: '2024-01-01T00:00:00Z', end: '2024-01-04T00:00:00Z' },
+      { 'X-Orrery-Csrf': csrf },
+    );
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toMatchObject({ created: 3, existing: 0 });
+  });
+
+  it('answers 400 with the code for bad filters and 404 for an unknown schedule', async () => {
+    const status = await getJson(dashboard, '/api/executions?status=exploded');
+    expect(status.status).toBe(400);
+    expect(status.body.error.code).toBe('VALIDATION');
+    expect(status.body.error.message).toContain('exploded');
+    const limit = await getJson(dashboard, '/api/schedules?limit=0');
+    expect(limit.status).toBe(400);
+    const unknown = await getJson(dashboard, '/api/schedules/no-such-schedule');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.code).toBe('SCHEDULE_NOT_FOUND');
+  });
+
+  it('refuses a state-changing request without the CSRF header, and with a wrong one', async () => {
+    const missing = await post(dashboard, '/api/schedules/nightly/pause', {});
+    expect(missing.status).toBe(403);
+    expect(((await missing.json()) as Loose).error.code).toBe('CSRF');
+    const wrong = await post(dashboard, '/api/schedules/nightly/pause', {}, { 'X-Orrery-Csrf': `${csrf}x` });
+    expect(wrong.status).toBe(403);
+    expect((await runner.getCronSchedule('nightly')).enabled).toBe(true);
+  });
+
+  it('refuses every action with 403 in read-only mode and hides the buttons', async () => {
+    const readOnly = createDashboard({ client: asClient(runner), readOnly: true });
+    const token = await csrfOf(readOnly);
+    const response = await post(readOnly, '/api/schedules/nightly/pause', {}, { 'X-Orrery-Csrf': token });
+    expect(response.status).toBe(403);
+    expect(((await response.json()) as Loose).error.code).toBe('READ_ONLY');
+    expect((await runner.getCronSchedule('nightly')).enabled).toBe(true);
+    const page = await (await readOnly.fetch(new Request(`${ORIGIN}/schedules`))).text();
+    expect(page).toContain('nightly');
+    expect(page).not.toContain('>Pause</button>');
+  });
+
+  it('answers 401 when authorize returns false, for pages and actions alike', async () => {
+    const seen: string[] = [];
+    const locked = createDashboard({
+      client: asClient(runner),
+      authorize: (request) => {
+        seen.push(new URL(request.url).pathname);
+        return request.headers.get('authorization') === 'Bearer ops';
+      },
+    });
+    expect((await locked.fetch(new Request(`${ORIGIN}/schedules`))).status).toBe(401);
+    expect((await post(locked, '/api/schedules/nightly/pause', {}, { 'X-Orrery-Csrf': csrf })).status).toBe(401);
+    expect(
+      (await locked.fetch(new Request(`${ORIGIN}/api/schedules`, { headers: { authorization: 'Bearer ops' } }))).status,
+    ).toBe(200);
+    expect(seen).toEqual(['/schedules', '/api/schedules/nightly/pause', '/api/schedules']);
+    expect((await runner.getCronSchedule('nightly')).enabled).toBe(true);
+  });
+
+  it('shows an HTML-hostile schedule name as text, never as markup', async () => {
+    const page = await (await dashboard.fetch(new Request(`${ORIGIN}/schedules`))).text();
+    expect(page).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(page).not.toContain(HOSTILE_NAME);
+    const id = (await runner.getCronSchedule(HOSTILE_NAME)).id;
+    const detail = await dashboard.fetch(new Request(`${ORIGIN}/schedules/${id}`));
+    expect(detail.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const text = await detail.text();
+    expect(text).toContain('<h1>&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(text).not.toContain(HOSTILE_NAME);
+  });
+
+  it('shows a failed execution with its failed task in the DAG and its error', async () => {
+    const result = await runner.execute('etl', { fail: true });
+    expect(result.status).toBe('failed');
+    const failed = await getJson(dashboard, '/api/executions?status=failed');
+    expect(failed.body.items.map((e: Loose) => e.executionId)).toContain(result.executionId);
+    const page = await (await dashboard.fetch(new Request(`${ORIGIN}/executions/${result.executionId}`))).text();
+    expect(page).toMatch(/<g class="node st-failed" data-task="load" data-status="failed">/);
+    expect(page).toMatch(/<g class="node st-completed" data-task="extract"/);
+    expect(page).toContain('warehouse refused the batch');
+  });
+
+  it('reports the overview: health, executions by status and cron counts', async () => {
+    const overview = await getJson(dashboard, '/api/overview');
+    expect(overview.status).toBe(200);
+    expect(overview.body.health.status).toBe('ok');
+    expect(overview.body.executionsByStatus.failed.count).toBeGreaterThanOrEqual(1);
+    expect(overview.body.cron.lostExecutions).toBe(0);
+  });
+
+  it('deletes a schedule with DELETE and keeps the others', async () => {
+    const response = await post(dashboard, '/api/schedules/doomed', undefined, { 'X-Orrery-Csrf': csrf }, 'DELETE');
+    expect(response.status).toBe(200);
+    expect((await getJson(dashboard, '/api/schedules/doomed')).status).toBe(404);
+    expect((await getJson(dashboard, '/api/schedules/nightly')).status).toBe(200);
+  });
+
+  it('serves node:http under a base path through handle', async () => {
+    const mounted = createDashboard({ client: asClient(runner), basePath: '/ops' });
+    const server: Server = createServer((req, res) => mounted.handle(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const api = await fetch(`http://127.0.0.1:${port}/ops/api/schedules`);
+      expect(api.status).toBe(200);
+      expect(((await api.json()) as Loose).items.map((v: Loose) => v.schedule.name)).toContain('nightly');
+      const page = await (await fetch(`http://127.0.0.1:${port}/ops/schedules`)).text();
+      expect(page).toContain('href="/ops/schedules/');
+      expect(page).toContain('src="/ops/assets/app.js"');
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});

@@ -1,0 +1,206 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { DefaultRunner } from '@orreryjs/runner';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempSqliteFile } from '../../../test/support/sqlite.js';
+import { createDashboard } from '../src/index.js';
+import { asClient, createRunner, HOSTILE_NAME, waitFor } from './support.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOTS = resolve(import.meta.dirname, '../../../test-output/screenshots');
+const VIEWPORTS = [
+  { name: 'desktop', width: 1280, height: 800 },
+  { name: 'phone', width: 390, height: 844 },
+] as const;
+
+describe('dashboard in a real browser (Debian chromium, headless)', () => {
+  const file = tempSqliteFile();
+  const profile = mkdtempSync(join(tmpdir(), 'orrery-chromium-'));
+  let runner: DefaultRunner;
+  let server: Server;
+  let browser: BrowserContext;
+  let page: Page;
+  let origin = '';
+  let failedId = '';
+  const requested: string[] = [];
+
+  async function screenshots(name: string): Promise<void> {
+    for (const viewport of VIEWPORTS) {
+      await page.setViewportSize({ width: viewport.width, height: viewport.height });
+      await page.screenshot({ path: join(SCREENSHOTS, `${name}-${viewport.name}.png`), fullPage: true });
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+  }
+
+  beforeAll(async () => {
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    runner = await createRunner({ database: `sqlite:${file.filename}` }, { cronPollIntervalMs: 100 });
+    await runner.start();
+    await runner.addCronSchedule({
+      name: 'nightly',
+      workflowName: 'etl',
+      cronExpression: '30 2 * * *',
+      timezone: 'America/New_York',
+    });
+    await runner.addCronSchedule({
+      name: HOSTILE_NAME,
+      workflowName: 'etl',
+      cronExpression: '0 9 * * MON-FRI',
+      timezone: 'Europe/Paris',
+    });
+    await runner.addCronSchedule({
+      name: 'ticker',
+      workflowName: 'etl',
+      cronExpression: '*/2 * * * * *',
+      enabled: false,
+    });
+    await runner.backfillCronSchedule('nightly', {
+      start: new Date('2024-03-08T00:00:00Z'),
+      end: new Date('2024-03-12T00:00:00Z'),
+    });
+    await (await runner.triggerCronSchedule('nightly')).wait();
+    failedId = (await runner.execute('etl', { fail: true })).executionId;
+    await runner.execute('etl', { region: 'eu' });
+
+    const dashboard = createDashboard({ client: asClient(runner), basePath: '/ops' });
+    server = createServer((req, res) => dashboard.handle(req, res));
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+    browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+      viewport: { width: 1280, height: 800 },
+    });
+    page = browser.pages()[0] ?? (await browser.newPage());
+    page.on('request', (request) => requested.push(request.url()));
+    page.on('dialog', (dialog) => void dialog.accept());
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await new Promise<void>((done) => (server ? server.close(() => done()) : done()));
+    await runner?.shutdown();
+    file.remove();
+    rmSync(profile, { recursive: true, force: true });
+  });
+
+  it('shows the overview with health and executions by status', async () => {
+    await page.goto(`${origin}/ops/`);
+    await expect(page.getByRole('heading', { name: 'Overview' }).isVisible()).resolves.toBe(true);
+    const failedStat = page.locator('a.stat', { hasText: 'failed' });
+    await expect(failedStat.locator('.v').textContent()).resolves.toBe('1');
+    await page.locator('#live.on').waitFor();
+    await screenshots('overview');
+  });
+
+  it('lists schedules in words with next runs in their zone and UTC, the hostile name as text', async () => {
+    await page.goto(`${origin}/ops/schedules`);
+    const nightly = page.locator('tr', { has: page.getByRole('link', { name: 'nightly', exact: true }) });
+    await expect(nightly.textContent()).resolves.toContain('At 02:30 AM');
+    await expect(nightly.locator('ol li').count()).resolves.toBe(5);
+    await expect(nightly.locator('ol li').first().textContent()).resolves.toMatch(
+      /^\d{4}-\d\d-\d\d 02:30 · 0[67]:30 UTC$/,
+    );
+    await expect(page.getByRole('link', { name: HOSTILE_NAME }).isVisible()).resolves.toBe(true);
+    await expect(
+      page.evaluate(() => (globalThis as unknown as { alerted?: boolean }).alerted),
+    ).resolves.toBeUndefined();
+    await screenshots('schedules');
+  });
+
+  it('pauses a schedule with a note from its row and the database shows it paused', async () => {
+    await page.goto(`${origin}/ops/schedules`);
+    const row = page.locator('tr', { has: page.getByRole('link', { name: 'nightly', exact: true }) });
+    await row.getByRole('textbox', { name: 'Pause note for nightly' }).fill('vendor outage');
+    await row.getByRole('button', { name: 'Pause' }).click();
+    await waitFor(async () => !(await runner.getCronSchedule('nightly')).enabled);
+    await row.getByRole('button', { name: 'Resume' }).waitFor();
+    await expect(row.locator('.badge.st-paused').isVisible()).resolves.toBe(true);
+  });
+
+  it('shows a schedule ledger as a timeline of its slots', async () => {
+    await page.goto(`${origin}/ops/schedules`);
+    await page.getByRole('link', { name: 'nightly', exact: true }).click();
+    await page.getByRole('list', { name: 'Ledger' }).waitFor();
+    const slots = page.getByRole('list', { name: 'Ledger' }).locator('li');
+    await expect(slots.count()).resolves.toBe(5);
+    await expect(slots.first().textContent()).resolves.toContain('manual');
+    await expect(page.getByRole('button', { name: 'Backfill' }).isVisible()).resolves.toBe(true);
+    await expect(page.getByRole('button', { name: 'Delete' }).isVisible()).resolves.toBe(true);
+    await screenshots('schedule-detail');
+  });
+
+  it('filters executions and finds the failed task in the DAG of a failed execution', async () => {
+    await page.goto(`${origin}/ops/executions`);
+    await screenshots('executions');
+    await page.getByRole('combobox', { name: 'Status' }).selectOption('failed');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/status=failed/);
+    await expect(page.locator('tbody tr').count()).resolves.toBe(1);
+    await page.getByRole('link', { name: failedId.slice(0, 8) }).click();
+    const failedNode = page.locator('svg.dag g.node[data-status="failed"]');
+    await failedNode.waitFor();
+    await expect(failedNode.getAttribute('data-task')).resolves.toBe('load');
+    await expect(page.locator('svg.dag g.node[data-status="completed"]').count()).resolves.toBe(3);
+    await expect(page.locator('#task-load pre.error').textContent()).resolves.toContain('warehouse refused the batch');
+    await screenshots('execution-detail');
+  });
+
+  it('shows a new occurrence on the open ledger page without reloading (SSE)', async () => {
+    await page.goto(`${origin}/ops/schedules/ticker`);
+    await page.locator('#live.on').waitFor();
+    await expect(page.getByRole('list', { name: 'Ledger' }).count()).resolves.toBe(0);
+    await page.evaluate(() => {
+      (globalThis as unknown as { sameDocument: boolean }).sameDocument = true;
+    });
+    await runner.setCronScheduleEnabled('ticker', true);
+    await page
+      .getByRole('list', { name: 'Ledger' })
+      .locator('li[data-status="handed_off"]')
+      .first()
+      .waitFor({ timeout: 30_000 });
+    await expect(page.evaluate(() => (globalThis as unknown as { sameDocument?: boolean }).sameDocument)).resolves.toBe(
+      true,
+    );
+    await runner.setCronScheduleEnabled('ticker', false);
+  });
+
+  it('shows the workflows and runners pages when the client can list them', async () => {
+    const client = asClient(runner);
+    for (const [section, present] of [
+      ['workflows', client.listWorkflows !== undefined],
+      ['runners', client.listRunners !== undefined],
+    ] as const) {
+      await page.goto(`${origin}/ops/`);
+      const navLink = page
+        .getByRole('navigation', { name: 'Sections' })
+        .getByRole('link', { name: section, exact: false });
+      await expect(navLink.count()).resolves.toBe(present ? 1 : 0);
+      if (present) {
+        await navLink.click();
+        await page.getByRole('heading', { level: 1 }).waitFor();
+        await screenshots(section);
+      }
+    }
+  });
+
+  it('made no request outside the dashboard origin', () => {
+    expect(requested.length).toBeGreaterThan(0);
+    expect(requested.filter((url) => !url.startsWith(`${origin}/ops/`))).toEqual([]);
+  });
+});
