@@ -6,6 +6,7 @@ import { describeDataIntegrity } from './data-integrity.suite.js';
 import { describeExecutionStore } from './execution-store.suite.js';
 import type { ConformanceOptions, OpenStorage } from './fixtures.js';
 import { describeRunnerStore } from './runner-store.suite.js';
+import { describeWorkflowStore } from './workflow-store.suite.js';
 
 export type { ConformanceOptions, OpenedStorage, OpenStorage } from './fixtures.js';
 
@@ -25,6 +26,7 @@ export function describeStorageConformance(name: string, open: OpenStorage, opti
     describeCronSchedules(open);
     describeCronLedger(open);
     describeRunnerStore(open);
+    describeWorkflowStore(open);
     describeDataIntegrity(open);
     if (options.concurrentClaims && options.openSecond !== undefined)
       describeConcurrentClaims(open, options.openSecond);

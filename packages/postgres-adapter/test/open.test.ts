@@ -62,6 +62,7 @@ describe('openPostgresStorage', () => {
       'pipeline_executions',
       'runners',
       'task_executions',
+      'workflows',
     ]);
   });
 
