@@ -1,18 +1,12 @@
 import { ConfigurationError, isOrreryError } from '@orreryjs/core';
 import type { DefaultRunner, OrreryClient } from '@orreryjs/runner';
 import { type Command, Option } from 'commander';
-import { collect } from './arguments.js';
 import { addJsonOption } from './output.js';
 
 /** Options of every command that opens the database. */
 export interface DatabaseOptions {
   database: string;
   schema?: string;
-}
-
-/** Options of `worker`, the one command that needs the workflows' code. */
-export interface ModuleOptions {
-  module?: string[];
 }
 
 /** The default database, as for the runner: a SQLite file in the working directory. */
@@ -34,15 +28,6 @@ export function addDatabaseOptions(command: Command): Command {
 /** A subcommand of `parent` that opens the database: `--database`, `--schema` and `--json`. */
 export function databaseCommand(parent: Command, name: string, description: string): Command {
   return addJsonOption(addDatabaseOptions(parent.command(name).description(description)));
-}
-
-/** Adds `--module <path>` (repeatable, or ORRERY_MODULE): modules whose exports include workflows. */
-export function addModuleOption(command: Command): Command {
-  return command.addOption(
-    new Option('--module <path>', 'module exporting the workflow definitions (repeatable)')
-      .env('ORRERY_MODULE')
-      .argParser(collect),
-  );
 }
 
 /** How {@link withClient} opens the database. */
