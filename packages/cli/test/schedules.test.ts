@@ -8,7 +8,7 @@ afterAll(() => database.remove());
 const env = { ORRERY_DATABASE_URL: database.url };
 const run = (args: string[]) => orrery(args, { env });
 const json = <T>(args: string[]) => orreryJson<T>(args, { env });
-// A worker with the fixture workflows registered them: the CLI needs no --module to use them.
+// A worker with the fixture workflows registered them: the CLI knows them by name.
 beforeAll(() => registerFixtureWorkflows(database.url));
 
 // The tests below build on one another, in order: add, read, change, fire, delete.

@@ -13,7 +13,7 @@ export function migratedSqliteDatabase(): { url: string; remove: () => void } {
 
 /**
  * Stores the fixture workflows in the database's `workflows` table, as a worker started with
- * `--module test/fixtures/workflows.ts` does: after that, the CLI knows them without `--module`.
+ * `orrery worker test/fixtures/workflows.ts` does: after that, the CLI knows them by name.
  */
 export async function registerFixtureWorkflows(database: string, schema?: string): Promise<void> {
   const runner = await DefaultRunner.create({
