@@ -52,6 +52,7 @@ type LocalAbortCause = 'cancelled' | 'paused';
  * the `workflows` table), waits for pipelines that runners elsewhere execute, and manages
  * cron schedules. `DefaultRunner` extends it: a runner is a client that also runs tasks.
  *
+ * Its events are those of the calls made through it (`pipeline:created`, `pipeline:cancelled`).
  * Waiting (`execute()`, `wait()`) polls the database with a back-off up to `pollIntervalMs`;
  * {@link wakeWaiters} is the seam through which a cross-process notification makes it immediate.
  */

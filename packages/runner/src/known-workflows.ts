@@ -67,10 +67,11 @@ export class KnownWorkflows implements WorkflowCatalog {
   }
 
   /**
-   * Checks that `name` is a known workflow, refreshing the stored names first.
+   * Checks that `name` is a known workflow: registered here, or (re-reading the stored names) stored by some runner.
    * @throws WorkflowNotFoundError naming every known workflow.
    */
   async assertKnown(name: unknown): Promise<void> {
+    if (typeof name === 'string' && this.#registry.has(name)) return;
     const known = await this.refresh();
     if (typeof name === 'string' && known.includes(name)) return;
     throw notFoundError(name, known);
