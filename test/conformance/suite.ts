@@ -7,6 +7,7 @@ import { describeEdgeInput } from './edge-input.suite.js';
 import { describeExecutionStore } from './execution-store.suite.js';
 import type { ConformanceOptions, OpenStorage } from './fixtures.js';
 import { describeRunnerStore } from './runner-store.suite.js';
+import { describeWorkflowStore } from './workflow-store.suite.js';
 
 export type { ConformanceOptions, OpenedStorage, OpenStorage } from './fixtures.js';
 
@@ -26,6 +27,7 @@ export function describeStorageConformance(name: string, open: OpenStorage, opti
     describeCronSchedules(open);
     describeCronLedger(open);
     describeRunnerStore(open);
+    describeWorkflowStore(open);
     describeDataIntegrity(open);
     describeEdgeInput(open);
     if (options.concurrentClaims && options.openSecond !== undefined)

@@ -58,11 +58,6 @@ export function oneOf<T extends string>(choices: readonly T[]): (value: string) 
   };
 }
 
-/** Appends each occurrence of a repeatable option to a list. */
-export function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), value];
-}
-
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';

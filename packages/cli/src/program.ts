@@ -3,9 +3,11 @@ import { Command } from 'commander';
 import { registerExecutionCommands } from './commands/executions.js';
 import { registerMigrateCommand } from './commands/migrate.js';
 import { registerNextCommand } from './commands/next.js';
+import { registerRunnersCommand } from './commands/runners.js';
 import { registerScheduleCommands } from './commands/schedules.js';
 import { registerStatsCommand } from './commands/stats.js';
 import { registerWorkerCommand } from './commands/worker.js';
+import { registerWorkflowsCommand } from './commands/workflows.js';
 import { oneLine, reportFailure } from './failure.js';
 import { type CliIo, processIo } from './output.js';
 
@@ -18,7 +20,6 @@ const ENVIRONMENT_HELP = `
 Environment:
   ORRERY_DATABASE_URL  default of --database (else sqlite:./orrery.db)
   ORRERY_SCHEMA        default of --schema (Postgres only)
-  ORRERY_MODULE        default of --module (workflow definitions)
   ORRERY_DEBUG=1       print stack traces of unexpected errors
 
 Exit codes: 0 success, 1 the command failed, 2 the command line is wrong.`;
@@ -30,7 +31,9 @@ Exit codes: 0 success, 1 the command failed, 2 the command line is wrong.`;
  */
 export function buildProgram(io: CliIo = processIo): Command {
   const program = new Command('orrery')
-    .description('Manage Orrery cron schedules and pipeline executions, preview cron expressions, run workers')
+    .description(
+      'Manage Orrery cron schedules and pipeline executions, list workflows and runners, preview cron expressions, run workers',
+    )
     .version(version, '-V, --version')
     .addHelpText('after', ENVIRONMENT_HELP)
     .showSuggestionAfterError(true)
@@ -44,6 +47,8 @@ export function buildProgram(io: CliIo = processIo): Command {
   registerMigrateCommand(program, io);
   registerScheduleCommands(program, io);
   registerExecutionCommands(program, io);
+  registerWorkflowsCommand(program, io);
+  registerRunnersCommand(program, io);
   registerStatsCommand(program, io);
   registerNextCommand(program, io);
   registerWorkerCommand(program, io);

@@ -1,18 +1,12 @@
-import { ConfigurationError, isOrreryError, type Workflow } from '@orreryjs/core';
-import type { DefaultRunner } from '@orreryjs/runner';
+import { ConfigurationError, isOrreryError } from '@orreryjs/core';
+import type { DefaultRunner, OrreryClient } from '@orreryjs/runner';
 import { type Command, Option } from 'commander';
-import { collect } from './arguments.js';
 import { addJsonOption } from './output.js';
 
 /** Options of every command that opens the database. */
 export interface DatabaseOptions {
   database: string;
   schema?: string;
-}
-
-/** Options of the commands that need workflow definitions. */
-export interface ModuleOptions {
-  module?: string[];
 }
 
 /** The default database, as for the runner: a SQLite file in the working directory. */
@@ -36,61 +30,49 @@ export function databaseCommand(parent: Command, name: string, description: stri
   return addJsonOption(addDatabaseOptions(parent.command(name).description(description)));
 }
 
-/** Adds `--module <path>` (repeatable, or ORRERY_MODULE): modules whose exports include workflows. */
-export function addModuleOption(command: Command): Command {
-  return command.addOption(
-    new Option('--module <path>', 'module exporting the workflow definitions (repeatable)')
-      .env('ORRERY_MODULE')
-      .argParser(collect),
-  );
-}
-
-/** How {@link withRunner} opens the runner. */
+/** How {@link withClient} opens the database. */
 export interface SessionOptions {
-  workflows?: Workflow[];
   /** Apply pending migrations; management commands leave that to `orrery migrate`. @default false */
   migrate?: boolean;
 }
 
 /**
- * Opens a runner for management (no scheduler, no task loop: `start()` is never called),
- * hands it to `use`, and closes it whatever happens.
+ * Opens an OrreryClient (no task code, no loops: workflows are known from the `workflows`
+ * table the runners fill), hands it to `use`, and closes it whatever happens.
  * @throws ConfigurationError when the database is unreachable or its schema is out of date
  * (with a hint to run `orrery migrate`), and whatever `use` throws.
  */
-export async function withRunner<T>(
+export async function withClient<T>(
   database: DatabaseOptions,
   session: SessionOptions,
-  use: (runner: DefaultRunner) => Promise<T>,
+  use: (client: OrreryClient) => Promise<T>,
 ): Promise<T> {
-  const runner = await openRunner(database, session);
+  const client = await openClient(database, session);
   try {
-    return await use(runner);
+    return await use(client);
   } finally {
-    await runner.shutdown();
+    await client.close();
   }
 }
 
 /**
- * The runner class, loaded on first use: `next` and `--help` then start without loading the
- * runner, its database adapters and their drivers.
+ * The runner class, loaded on first use (by `worker`): `next` and `--help` then start without
+ * loading the runner, its database adapters and their drivers.
  */
 export async function loadRunnerClass(): Promise<typeof DefaultRunner> {
   return (await import('@orreryjs/runner')).DefaultRunner;
 }
 
-async function openRunner(database: DatabaseOptions, session: SessionOptions): Promise<DefaultRunner> {
-  const DefaultRunner = await loadRunnerClass();
+async function openClient(database: DatabaseOptions, session: SessionOptions): Promise<OrreryClient> {
+  const { OrreryClient } = await import('@orreryjs/runner');
   try {
-    return await DefaultRunner.create({
+    return await OrreryClient.create({
       database: database.database,
       ...(database.schema === undefined ? {} : { schema: database.schema }),
-      workflows: session.workflows ?? [],
-      enableCronScheduling: false,
       migrate: session.migrate ?? false,
     });
   } catch (error) {
-    // The runner's advice ("open it with migrate: true") is for code; say what to type instead.
+    // The library's advice ("open it with migrate: true") is for code; say what to type instead.
     if (isOrreryError(error, 'CONFIGURATION') && /migrat/i.test(error.message) && !session.migrate) {
       throw new ConfigurationError(`${error.message} With the CLI: orrery migrate --database <url>.`, {
         cause: error,

@@ -1,4 +1,4 @@
-import type { TaskResult, Workflow } from '@orreryjs/core';
+import type { TaskResult } from '@orreryjs/core';
 import { oneLine } from './failure.js';
 import { formatDuration } from './output.js';
 
@@ -7,18 +7,21 @@ export interface TaskNode extends TaskResult {
   dependsOn?: string[];
 }
 
+/** The structure of a workflow definition: a `Workflow` or a stored `WorkflowInfo`. */
+export interface WorkflowShape {
+  tasks: readonly { id: string; dependsOn?: readonly string[] }[];
+}
+
 /**
  * Pairs an execution's tasks with their dependencies from `workflow`, when the definition
  * has exactly the execution's task ids; otherwise (no definition, or one whose tasks changed
  * since) the tasks stay without `dependsOn` and draw flat.
  */
-export function attachDependencies(tasks: readonly TaskResult[], workflow: Workflow | undefined): TaskNode[] {
-  const sameTasks =
-    workflow !== undefined &&
-    workflow.tasks.length === tasks.length &&
-    tasks.every((task) => workflow.taskById.has(task.taskId));
+export function attachDependencies(tasks: readonly TaskResult[], workflow: WorkflowShape | undefined): TaskNode[] {
+  const byId = new Map(workflow?.tasks.map((task) => [task.id, task]));
+  const sameTasks = byId.size === tasks.length && tasks.every((task) => byId.has(task.taskId));
   if (!sameTasks) return tasks.map((task) => ({ ...task }));
-  return tasks.map((task) => ({ ...task, dependsOn: [...(workflow.taskById.get(task.taskId)?.dependsOn ?? [])] }));
+  return tasks.map((task) => ({ ...task, dependsOn: [...(byId.get(task.taskId)?.dependsOn ?? [])] }));
 }
 
 /**

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ConfigurationError, type Workflow, WorkflowNotFoundError } from '@orreryjs/core';
+import { ConfigurationError, type Workflow } from '@orreryjs/core';
 
 /**
  * Imports workflow modules and returns every `Workflow` they export: named exports, the
@@ -24,20 +24,6 @@ export async function loadWorkflows(paths: readonly string[]): Promise<Workflow[
     }
   }
   return [...byName.values()];
-}
-
-/**
- * The loaded workflow named `name`.
- * @throws WorkflowNotFoundError naming the workflows that were loaded and how to load the missing one.
- */
-export function requireWorkflow(workflows: readonly Workflow[], name: string, purpose: string): Workflow {
-  const found = workflows.find((workflow) => workflow.name === name);
-  if (found !== undefined) return found;
-  const loaded =
-    workflows.length === 0 ? 'no --module was given' : `loaded: ${workflows.map((w) => w.name).join(', ')}`;
-  throw new WorkflowNotFoundError(
-    `${purpose} needs the definition of workflow "${name}" (${loaded}); pass the module that exports it with --module <path> or ORRERY_MODULE.`,
-  );
 }
 
 async function workflowsOf(path: string): Promise<Workflow[]> {

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { PipelineResult, PipelineSummary } from '@orreryjs/core';
 import { DefaultRunner } from '@orreryjs/runner';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaskNode } from '../src/task-tree.js';
 import { flaky, report } from './fixtures/workflows.js';
-import { expectOneLineError, FIXTURE_WORKFLOWS, orrery, orreryJson } from './support/cli.js';
+import { expectOneLineError, orrery, orreryJson } from './support/cli.js';
 import { migratedSqliteDatabase } from './support/database.js';
 
 const database = migratedSqliteDatabase();
@@ -67,7 +68,7 @@ describe('orrery executions list', () => {
 
 describe('orrery executions show', () => {
   it('draws the task DAG with state, attempts and duration of each task', () => {
-    const shown = run(['executions', 'show', reportRun.executionId, '--module', FIXTURE_WORKFLOWS]);
+    const shown = run(['executions', 'show', reportRun.executionId]);
     expect(shown.status).toBe(0);
     expect(shown.stdout).toMatch(/Status\s+│ completed/);
     const tree = shown.stdout.slice(shown.stdout.indexOf('TASK'));
@@ -83,7 +84,7 @@ describe('orrery executions show', () => {
   });
 
   it('shows retries and failures', () => {
-    const shown = run(['executions', 'show', flakyRun.executionId, '--module', FIXTURE_WORKFLOWS]);
+    const shown = run(['executions', 'show', flakyRun.executionId]);
     expect(shown.status).toBe(0);
     expect(shown.stdout).toMatch(/wobble\s+completed\s+2 /);
     expect(shown.stdout).toMatch(/└── give-up\s+failed\s+1 .*no retry for this one/);
@@ -94,8 +95,6 @@ describe('orrery executions show', () => {
       'executions',
       'show',
       reportRun.executionId,
-      '--module',
-      FIXTURE_WORKFLOWS,
     ]);
     expect(shown).toMatchObject({ executionId: reportRun.executionId, workflowName: 'report', status: 'completed' });
     expect(shown.finalContext).toMatchObject({ batch: 7, rows: 3, transformed: 6 });
@@ -107,16 +106,19 @@ describe('orrery executions show', () => {
     ]);
   });
 
-  it('lists tasks flat, with a hint, without the workflow definition', () => {
+  it('refuses an unknown execution id in one line', () => {
+    expectOneLineError(run(['executions', 'show', randomUUID()]), 1, /not found|no pipeline execution|no execution/i);
+  });
+
+  // Last: it empties the workflows table.
+  it('lists tasks flat, with a hint, when no runner stored the workflow definition', () => {
+    const file = new Database(database.url.slice('sqlite:'.length));
+    file.prepare('DELETE FROM workflows').run();
+    file.close();
     const shown = run(['executions', 'show', reportRun.executionId]);
     expect(shown.status).toBe(0);
     expect(shown.stdout).not.toMatch(/└── \w/);
     expect(shown.stdout).toMatch(/\nnotify\s+completed\s+1 /);
-    expect(shown.stdout).toContain('pass --module with the definition of "report"');
-  });
-
-  it('refuses an unknown execution id and a missing module in one line', () => {
-    expectOneLineError(run(['executions', 'show', randomUUID()]), 1, /not found|no pipeline execution|no execution/i);
-    expectOneLineError(run(['executions', 'show', reportRun.executionId, '--module', 'nowhere.js']), 1, 'nowhere.js');
+    expect(shown.stdout).toContain('no runner has stored a definition of "report"');
   });
 });

@@ -1,7 +1,8 @@
 import type { CronSchedule } from '@orreryjs/runner';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
-import { expectOneLineError, FIXTURE_WORKFLOWS, orrery, orreryJson } from './support/cli.js';
+import { expectOneLineError, orrery, orreryJson } from './support/cli.js';
+import { registerFixtureWorkflows } from './support/database.js';
 
 const schema = freshSchemaName();
 afterAll(() => dropSchema(schema));
@@ -16,18 +17,15 @@ describe('orrery against PostgreSQL', () => {
     expect(orreryJson(['migrate'], { env: env() })).toMatchObject({ schema, state: 'up-to-date' });
   });
 
-  it('adds, lists, triggers and deletes a schedule', () => {
-    const module = ['--module', FIXTURE_WORKFLOWS];
-    const added = orreryJson<CronSchedule>(
-      ['schedules', 'add', 'report', '*/15 * * * *', '--name', 'quarter', ...module],
-      {
-        env: env(),
-      },
-    );
+  it('adds, lists, triggers and deletes a schedule of a workflow a runner registered, without its code', async () => {
+    await registerFixtureWorkflows(postgresUrl(), schema);
+    const added = orreryJson<CronSchedule>(['schedules', 'add', 'report', '*/15 * * * *', '--name', 'quarter'], {
+      env: env(),
+    });
     expect(added).toMatchObject({ name: 'quarter', enabled: true });
     expect(added.cronExpression).toMatch(/^(0 )?\*\/15 \* \* \* \*$/);
     expect(orrery(['schedules', 'list'], { env: env() }).stdout).toContain('quarter');
-    const { executionId } = orreryJson<{ executionId: string }>(['schedules', 'trigger', 'quarter', ...module], {
+    const { executionId } = orreryJson<{ executionId: string }>(['schedules', 'trigger', 'quarter'], {
       env: env(),
     });
     expect(orreryJson<Array<{ executionId: string; status: string }>>(['executions', 'list'], { env: env() })).toEqual([

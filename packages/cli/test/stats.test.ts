@@ -1,8 +1,9 @@
-import { afterAll, describe, expect, it } from 'vitest';
-import { expectOneLineError, FIXTURE_WORKFLOWS, orrery, orreryJson } from './support/cli.js';
-import { migratedSqliteDatabase } from './support/database.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectOneLineError, orrery, orreryJson } from './support/cli.js';
+import { migratedSqliteDatabase, registerFixtureWorkflows } from './support/database.js';
 
 const database = migratedSqliteDatabase();
+beforeAll(() => registerFixtureWorkflows(database.url));
 afterAll(() => database.remove());
 const env = { ORRERY_DATABASE_URL: database.url };
 
@@ -21,22 +22,12 @@ describe('orrery stats', () => {
   });
 
   it('counts handed-off occurrences in a table and as JSON', () => {
-    const module = ['--module', FIXTURE_WORKFLOWS];
-    orreryJson(['schedules', 'add', 'ping', '0 * * * *', '--name', 'hourly', ...module], { env });
+    orreryJson(['schedules', 'add', 'ping', '0 * * * *', '--name', 'hourly'], { env });
     orreryJson(
-      [
-        'schedules',
-        'backfill',
-        'hourly',
-        '--start',
-        '2024-01-01T00:00:00Z',
-        '--end',
-        '2024-01-01T03:00:00Z',
-        ...module,
-      ],
+      ['schedules', 'backfill', 'hourly', '--start', '2024-01-01T00:00:00Z', '--end', '2024-01-01T03:00:00Z'],
       { env },
     );
-    orreryJson(['schedules', 'trigger', 'hourly', ...module], { env });
+    orreryJson(['schedules', 'trigger', 'hourly'], { env });
 
     const stats = orreryJson<Stats>(['stats', '--since', '2000-01-01T00:00:00Z'], { env });
     expect(stats.since).toBe('2000-01-01T00:00:00.000Z');

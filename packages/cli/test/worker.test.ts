@@ -133,10 +133,8 @@ describe('orrery worker', () => {
   });
 
   it('fires cron schedules while it runs', async () => {
-    const module = ['--module', FIXTURE_WORKFLOWS];
-    orreryJson(['schedules', 'add', 'ping', '* * * * * *', '--name', 'every-second', '--catchup', 'skip', ...module], {
-      env,
-    });
+    // The workers started above stored their workflows: adding a schedule needs no module.
+    orreryJson(['schedules', 'add', 'ping', '* * * * * *', '--name', 'every-second', '--catchup', 'skip'], { env });
     const worker = startWorker(['--json']);
     const fired = await until(() => events(worker).find((e) => e.event === 'cron:fired'), 'cron:fired', worker);
     expect(typeof fired.scheduledTime).toBe('string');

@@ -114,3 +114,10 @@ export {
   type Workflow,
   type WorkflowDefinition,
 } from './workflow.js';
+export {
+  type WorkflowDefinitionRow,
+  type WorkflowInfo,
+  type WorkflowStore,
+  type WorkflowTaskInfo,
+  workflowDefinitionRow,
+} from './workflow-store.js';

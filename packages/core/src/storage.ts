@@ -2,6 +2,7 @@ import type { CronStore } from './cron-store.js';
 import { ConfigurationError } from './errors.js';
 import type { ExecutionStore } from './execution-store.js';
 import type { RunnerStore } from './runner-store.js';
+import type { WorkflowStore } from './workflow-store.js';
 
 /** An open database: the ports a runner and its cron scheduler use. */
 export interface Storage {
@@ -10,6 +11,8 @@ export interface Storage {
   readonly executions: ExecutionStore;
   readonly cron: CronStore;
   readonly runners: RunnerStore;
+  /** The `workflows` table: registered definitions, for processes without the task code. */
+  readonly workflows: WorkflowStore;
   /** Closes connections; idempotent. */
   close(): Promise<void>;
 }

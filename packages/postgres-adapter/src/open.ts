@@ -16,6 +16,7 @@ import { PostgresExecutionStore } from './execution-store.js';
 import { applyMigrations, assertSchemaCurrent } from './migrate.js';
 import { PostgresRunnerStore } from './runner-store.js';
 import { createHandle, sqlState, toOrreryError, withClient } from './transaction.js';
+import { PostgresWorkflowStore } from './workflow-store.js';
 
 /** Options of {@link openPostgresStorage}. */
 export interface PostgresStorageOptions extends OpenStorageOptions {
@@ -187,6 +188,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     executions: new PostgresExecutionStore(handle),
     cron: new PostgresCronStore(handle),
     runners: new PostgresRunnerStore(handle),
+    workflows: new PostgresWorkflowStore(handle),
     close: () => {
       closed ??= pool.end();
       return closed;

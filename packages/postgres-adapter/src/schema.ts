@@ -7,9 +7,10 @@ import type {
   OverlapPolicy,
   PipelineStatus,
   TaskStatus,
+  WorkflowTaskInfo,
 } from '@orreryjs/core';
 import { sql } from 'drizzle-orm';
-import { boolean, index, integer, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { boolean, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { freeText, json, timestamp, uuid } from './codec.js';
 
 /*
@@ -145,3 +146,20 @@ export const runners = pgTable('runners', {
   heartbeatAt: timestamp('heartbeat_at').notNull(),
   stoppedAt: timestamp('stopped_at'),
 });
+
+/**
+ * One row per registered (workflow name, version): the definition without code, so that a
+ * process without the task code can start the workflow by name and schedule it.
+ */
+export const workflows = pgTable(
+  'workflows',
+  {
+    name: text('name').notNull(),
+    version: text('version').notNull(),
+    description: freeText('description'),
+    tasks: json<WorkflowTaskInfo[]>('tasks').notNull(),
+    registeredAt: timestamp('registered_at').notNull(),
+    lastSeenAt: timestamp('last_seen_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.name, t.version] })],
+);

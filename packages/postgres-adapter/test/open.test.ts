@@ -64,6 +64,7 @@ describe('openPostgresStorage', () => {
       'pipeline_executions',
       'runners',
       'task_executions',
+      'workflows',
     ]);
   });
 

@@ -137,6 +137,18 @@ export class CompletionWaiters {
     for (const waiter of entry.waiters) waiter.resolve(finished);
   }
 
+  /**
+   * Work may have finished elsewhere (another process said so, e.g. by a notification): read
+   * the waited pipeline `id`, or every waited pipeline, now rather than at its next poll.
+   */
+  wake(id?: string): void {
+    const nowMs = monotonicMs();
+    const entry = id === undefined ? undefined : this.#entries.get(id);
+    if (id !== undefined && entry === undefined) return;
+    for (const each of entry === undefined ? this.#entries.values() : [entry]) each.dueAtMs = nowMs;
+    if (this.#entries.size > 0) this.#schedule(nowMs);
+  }
+
   /** Rejects every waiter (the runner is shutting down) and refuses new ones. */
   close(error: unknown): void {
     this.#closedWith = error;

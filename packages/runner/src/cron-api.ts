@@ -13,22 +13,29 @@ import { EventEmitter } from 'eventemitter3';
 import type { RunnerEvents } from './events.js';
 
 /**
- * The cron half of {@link DefaultRunner}'s API: schedule management, triggers, backfills and
+ * The cron half of the {@link OrreryClient} (and so {@link DefaultRunner}) API: schedule management, triggers, backfills and
  * the ledger, each delegated to the runner's CronService. Every method works before
  * `start()` and with `enableCronScheduling: false`, and rejects with ConfigurationError after
- * `shutdown()`. Kept apart from the runner so that each file holds one concern.
+ * `shutdown()` (a client's `close()`). Kept apart from the runner so that each file holds one concern.
  */
 export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
   /** The service the methods delegate to. */
   protected abstract cronService(): CronService;
   /** @throws ConfigurationError after `shutdown()`. */
   protected abstract assertOpen(): void;
+  /**
+   * Checks that `name` is a workflow this process registered or some runner stored.
+   * @throws WorkflowNotFoundError naming the known workflows.
+   */
+  protected abstract checkWorkflowName(name: string): Promise<void>;
+  /** Re-reads the workflows other processes stored, before a call that starts a schedule's workflow. */
+  protected abstract refreshWorkflows(): Promise<void>;
 
   /**
    * Adds a cron schedule. Re-adding the same name with the same definition returns the
    * existing schedule, so calling it at every start-up is safe; `enabled` is never overwritten.
    * @throws InvalidCronExpressionError, InvalidTimezoneError, ContextError, ValidationError naming the bad field.
-   * @throws WorkflowNotFoundError when the workflow is not registered with this runner.
+   * @throws WorkflowNotFoundError when neither this process nor any runner on the database registered the workflow.
    * @throws ScheduleConflictError when the name holds another definition and `onConflict` is not `'update'`.
    */
   async addCronSchedule(
@@ -36,6 +43,8 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
     options?: { onConflict?: 'error' | 'update' },
   ): Promise<CronSchedule> {
     this.assertOpen();
+    const workflowName = (input as Partial<CronScheduleInput> | null)?.workflowName;
+    if (typeof workflowName === 'string') await this.checkWorkflowName(workflowName);
     return this.cronService().addSchedule(input, options);
   }
 
@@ -64,6 +73,8 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
    */
   async updateCronSchedule(idOrName: string, patch: Partial<CronScheduleInput>): Promise<CronSchedule> {
     this.assertOpen();
+    const workflowName = (patch as Partial<CronScheduleInput> | null)?.workflowName;
+    if (typeof workflowName === 'string') await this.checkWorkflowName(workflowName);
     return this.cronService().updateSchedule(idOrName, patch);
   }
 
@@ -92,6 +103,7 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
    */
   async triggerCronSchedule(idOrName: string): Promise<PipelineExecution> {
     this.assertOpen();
+    await this.refreshWorkflows();
     return this.cronService().trigger(idOrName);
   }
 
@@ -106,6 +118,7 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
     range: { start: Date; end: Date },
   ): Promise<{ created: number; existing: number }> {
     this.assertOpen();
+    await this.refreshWorkflows();
     return this.cronService().backfill(idOrName, range);
   }
 

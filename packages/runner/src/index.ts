@@ -1,6 +1,7 @@
 /**
  * @orreryjs/runner — the DefaultRunner: durable task scheduling and execution for Orrery
- * workflows, on SQLite or PostgreSQL.
+ * workflows, on SQLite or PostgreSQL; and the OrreryClient, for processes that start and
+ * manage work without the task code.
  */
 
 // Core names a runner user needs, so that one import is enough.
@@ -40,7 +41,9 @@ export {
   ValidationError,
   type Workflow,
   type WorkflowDefinition,
+  type WorkflowInfo,
   WorkflowNotFoundError,
+  type WorkflowTaskInfo,
   WorkflowValidationError,
 } from '@orreryjs/core';
 // Cron types the runner's methods take and return, and its cron event payloads.
@@ -59,6 +62,8 @@ export type {
   ListSchedulesFilter,
   RecoveryStats,
 } from '@orreryjs/cron';
+export { OrreryClient } from './client.js';
+export type { OrreryClientConfig } from './client-config.js';
 export { type DefaultRunnerConfig, type RetentionConfig, RUNNER_DEFAULTS } from './config.js';
 export type {
   PipelineCancelledEvent,
@@ -73,3 +78,4 @@ export type {
 } from './events.js';
 export type { RunnerHealth } from './health.js';
 export { DefaultRunner, SHUTDOWN_TIMEOUT_MS, type ShutdownOptions } from './runner.js';
+export { type ListRunnersOptions, RUNNER_ALIVE_WINDOW_MS, type RunnerInfo } from './runner-info.js';

@@ -1,4 +1,11 @@
-import { ConfigurationError, type RegisteredTasks, type Workflow, WorkflowNotFoundError } from '@orreryjs/core';
+import {
+  ConfigurationError,
+  type RegisteredTasks,
+  type Workflow,
+  type WorkflowDefinitionRow,
+  WorkflowNotFoundError,
+  workflowDefinitionRow,
+} from '@orreryjs/core';
 
 /**
  * The workflows this process can run, by name. What is registered is also what the runner
@@ -7,6 +14,7 @@ import { ConfigurationError, type RegisteredTasks, type Workflow, WorkflowNotFou
 export class WorkflowRegistry {
   readonly #byName = new Map<string, Workflow>();
   #registered: RegisteredTasks[] | undefined;
+  #definitions: WorkflowDefinitionRow[] | undefined;
 
   /**
    * Adds a workflow. Registering the same object again is a no-op.
@@ -25,6 +33,7 @@ export class WorkflowRegistry {
     }
     this.#byName.set(workflow.name, workflow);
     this.#registered = undefined;
+    this.#definitions = undefined;
   }
 
   /**
@@ -65,5 +74,11 @@ export class WorkflowRegistry {
       taskIds: w.tasks.map((t) => t.id),
     }));
     return this.#registered;
+  }
+
+  /** The stored definitions of the registered workflows (rows of the `workflows` table), rebuilt only after a registration. */
+  definitions(): readonly WorkflowDefinitionRow[] {
+    this.#definitions ??= [...this.#byName.values()].map(workflowDefinitionRow);
+    return this.#definitions;
   }
 }

@@ -9,6 +9,7 @@ import { applyMigrations, assertSchemaCurrent } from './migrate.js';
 import { SqliteRunnerStore } from './runner-store.js';
 import * as schema from './schema.js';
 import { createHandle, toOrreryError } from './transaction.js';
+import { SqliteWorkflowStore } from './workflow-store.js';
 
 /** Options of {@link openSqliteStorage}. */
 export interface SqliteStorageOptions extends OpenStorageOptions {
@@ -105,6 +106,7 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
       executions,
       cron: new SqliteCronStore(handle, executions),
       runners: new SqliteRunnerStore(handle),
+      workflows: new SqliteWorkflowStore(handle),
       close: async () => {
         if (client.open) client.close();
       },

@@ -7,9 +7,10 @@ import type {
   OverlapPolicy,
   PipelineStatus,
   TaskStatus,
+  WorkflowTaskInfo,
 } from '@orreryjs/core';
 import { sql } from 'drizzle-orm';
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { bool, json, timestamp, uuid } from './codec.js';
 
 /*
@@ -144,3 +145,20 @@ export const runners = sqliteTable('runners', {
   heartbeatAt: timestamp('heartbeat_at').notNull(),
   stoppedAt: timestamp('stopped_at'),
 });
+
+/**
+ * One row per registered (workflow name, version): the definition without code, so that a
+ * process without the task code can start the workflow by name and schedule it.
+ */
+export const workflows = sqliteTable(
+  'workflows',
+  {
+    name: text('name').notNull(),
+    version: text('version').notNull(),
+    description: text('description'),
+    tasks: json<WorkflowTaskInfo[]>('tasks').notNull(),
+    registeredAt: timestamp('registered_at').notNull(),
+    lastSeenAt: timestamp('last_seen_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.name, t.version] })],
+);

@@ -49,6 +49,7 @@ describe('openSqliteStorage', () => {
       'pipeline_executions',
       'runners',
       'task_executions',
+      'workflows',
     ]);
   });
 

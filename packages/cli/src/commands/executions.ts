@@ -14,15 +14,8 @@ import {
   writeRecord,
   writeTable,
 } from '../output.js';
-import {
-  addModuleOption,
-  type DatabaseOptions,
-  databaseCommand,
-  type ModuleOptions,
-  withRunner,
-} from '../runner-session.js';
+import { type DatabaseOptions, databaseCommand, withClient } from '../runner-session.js';
 import { attachDependencies, drawTaskTree } from '../task-tree.js';
-import { loadWorkflows } from '../workflow-module.js';
 
 type CommonOptions = DatabaseOptions & OutputOptions;
 
@@ -51,8 +44,8 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
       async (
         options: CommonOptions & { workflow?: string; status?: PipelineStatus; limit: number; offset: number },
       ) => {
-        const found = await withRunner(options, {}, (runner) =>
-          runner.listExecutions({
+        const found = await withClient(options, {}, (client) =>
+          client.listExecutions({
             limit: options.limit,
             offset: options.offset,
             ...(options.workflow === undefined ? {} : { workflowName: options.workflow }),
@@ -64,19 +57,17 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
       },
     );
 
-  addModuleOption(
-    databaseCommand(
-      executions,
-      'show',
-      'Show one execution and its task DAG: state, attempts and duration of each task',
-    ),
-  )
+  databaseCommand(executions, 'show', 'Show one execution and its task DAG: state, attempts and duration of each task')
     .argument('<id>', 'execution id')
-    .action(async (id: string, options: CommonOptions & ModuleOptions) => {
-      // The database keeps task states, not the DAG's edges: those come from the definition.
-      const workflows = await loadWorkflows(options.module ?? []);
-      const result = await withRunner(options, {}, (runner) => runner.getExecutionResult(id));
-      const workflow = workflows.find((w) => w.name === result.workflowName);
+    .action(async (id: string, options: CommonOptions) => {
+      // Task rows keep states, not the DAG's edges: those come from the definitions runners stored.
+      const { result, workflow } = await withClient(options, {}, async (client) => {
+        const result = await client.getExecutionResult(id);
+        const versions = (await client.listWorkflows()).filter((w) => w.name === result.workflowName);
+        // The version that ran, else the latest one stored.
+        const workflow = versions.find((w) => w.version === result.workflowVersion) ?? versions.at(-1);
+        return { result, workflow };
+      });
       const tasks = attachDependencies(result.tasks, workflow);
       if (options.json) {
         writeJson(io, { ...result, tasks });
@@ -100,13 +91,13 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
         writeLine(io, '');
         writeLine(
           io,
-          `(tasks in canonical order; pass --module with the definition of "${result.workflowName}" to draw its dependencies)`,
+          `(tasks in canonical order: no runner has stored a definition of "${result.workflowName}" with these tasks, so its dependencies are unknown)`,
         );
       } else if (workflow !== undefined && workflow.version !== result.workflowVersion) {
         writeLine(io, '');
         writeLine(
           io,
-          `(dependencies drawn from the current definition, version ${workflow.version}; this execution ran version ${result.workflowVersion})`,
+          `(dependencies drawn from the latest definition, version ${workflow.version}; this execution ran version ${result.workflowVersion})`,
         );
       }
     });

@@ -1,7 +1,7 @@
 import { isOrreryError } from '@orreryjs/core';
 import type { Command } from 'commander';
 import { type CliIo, type OutputOptions, writeJson, writeRecord } from '../output.js';
-import { type DatabaseOptions, databaseCommand, redactDatabaseUrl, withRunner } from '../runner-session.js';
+import { type DatabaseOptions, databaseCommand, redactDatabaseUrl, withClient } from '../runner-session.js';
 
 /** What `orrery migrate` found. */
 type MigrationState = 'up-to-date' | 'migrated';
@@ -32,11 +32,11 @@ export function registerMigrateCommand(program: Command, io: CliIo): void {
 // database that cannot be opened at all fails the second attempt with its own error.
 async function migrate(database: DatabaseOptions): Promise<MigrationState> {
   try {
-    await withRunner(database, { migrate: false }, async () => {});
+    await withClient(database, { migrate: false }, async () => {});
     return 'up-to-date';
   } catch (error) {
     if (!isOrreryError(error, 'CONFIGURATION')) throw error;
   }
-  await withRunner(database, { migrate: true }, async () => {});
+  await withClient(database, { migrate: true }, async () => {});
   return 'migrated';
 }

@@ -4,15 +4,8 @@ import type { Command } from 'commander';
 import { integerAtLeast, oneOf, parseInstant, parseJsonObject } from '../arguments.js';
 import { EXIT } from '../failure.js';
 import { type CliIo, formatInstant, type OutputOptions, writeJson, writeLine } from '../output.js';
-import {
-  addModuleOption,
-  type DatabaseOptions,
-  databaseCommand,
-  type ModuleOptions,
-  withRunner,
-} from '../runner-session.js';
+import { type DatabaseOptions, databaseCommand, withClient } from '../runner-session.js';
 import { scheduleLabel, writeHistory, writeSchedule, writeSchedules } from '../schedule-view.js';
-import { loadWorkflows, requireWorkflow } from '../workflow-module.js';
 
 interface CommonOptions extends DatabaseOptions, OutputOptions {}
 
@@ -35,17 +28,17 @@ interface ListOptions extends CommonOptions {
   offset: number;
 }
 
-interface AddOptions extends CommonOptions, ModuleOptions, DefinitionOptions {
+interface AddOptions extends CommonOptions, DefinitionOptions {
   disabled?: boolean;
   onConflict: 'error' | 'update';
 }
 
-interface UpdateOptions extends CommonOptions, ModuleOptions, DefinitionOptions {
+interface UpdateOptions extends CommonOptions, DefinitionOptions {
   workflow?: string;
   cron?: string;
 }
 
-interface BackfillOptions extends CommonOptions, ModuleOptions {
+interface BackfillOptions extends CommonOptions {
   start: Date;
   end: Date;
 }
@@ -65,8 +58,8 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
     .option('--limit <n>', 'at most this many', integerAtLeast(1), 100)
     .option('--offset <n>', 'skip this many', integerAtLeast(0), 0)
     .action(async (options: ListOptions) => {
-      const found = await withRunner(options, {}, (runner) =>
-        runner.listCronSchedules({
+      const found = await withClient(options, {}, (client) =>
+        client.listCronSchedules({
           limit: options.limit,
           offset: options.offset,
           ...(options.workflow === undefined ? {} : { workflowName: options.workflow }),
@@ -79,13 +72,11 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
   databaseCommand(schedules, 'show', 'Show every field of one schedule')
     .argument('<schedule>', 'schedule id or name')
     .action(async (idOrName: string, options: CommonOptions) => {
-      writeSchedule(io, await withRunner(options, {}, (runner) => runner.getCronSchedule(idOrName)), options.json);
+      writeSchedule(io, await withClient(options, {}, (client) => client.getCronSchedule(idOrName)), options.json);
     });
 
-  addDefinitionOptions(
-    addModuleOption(databaseCommand(schedules, 'add', 'Create a schedule (re-adding an identical one is a no-op)')),
-  )
-    .argument('<workflow>', 'name of the workflow to run; --module must export it')
+  addDefinitionOptions(databaseCommand(schedules, 'add', 'Create a schedule (re-adding an identical one is a no-op)'))
+    .argument('<workflow>', 'name of a workflow some runner registered (see `orrery workflows`)')
     .argument('<cron>', 'cron expression: 5 fields, 6 with seconds first, or @daily, @hourly, ...')
     .option('--disabled', 'create the schedule paused')
     .option(
@@ -95,22 +86,20 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
       'error',
     )
     .action(async (workflowName: string, cronExpression: string, options: AddOptions) => {
-      const workflows = await loadWorkflows(options.module ?? []);
-      requireWorkflow(workflows, workflowName, 'schedules add');
       const input: CronScheduleInput = { workflowName, cronExpression, ...definitionFields(options) };
       if (options.disabled) input.enabled = false;
-      const added = await withRunner(options, { workflows }, (runner) =>
-        runner.addCronSchedule(input, { onConflict: options.onConflict }),
+      const added = await withClient(options, {}, (client) =>
+        client.addCronSchedule(input, { onConflict: options.onConflict }),
       );
       writeSchedule(io, added, options.json);
     });
 
   const update = addDefinitionOptions(
-    addModuleOption(databaseCommand(schedules, 'update', 'Change fields of a schedule (use pause/resume for enabled)')),
+    databaseCommand(schedules, 'update', 'Change fields of a schedule (use pause/resume for enabled)'),
   );
   update
     .argument('<schedule>', 'schedule id or name')
-    .option('--workflow <name>', 'run another workflow; --module must export it')
+    .option('--workflow <name>', 'run another workflow (one some runner registered)')
     .option('--cron <expression>', 'new cron expression')
     .action(async (idOrName: string, options: UpdateOptions) => {
       const patch: Partial<CronScheduleInput> = definitionFields(options);
@@ -122,9 +111,7 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
           { exitCode: EXIT.usage },
         );
       }
-      const workflows = await loadWorkflows(options.module ?? []);
-      if (options.workflow !== undefined) requireWorkflow(workflows, options.workflow, 'schedules update --workflow');
-      const updated = await withRunner(options, { workflows }, (runner) => runner.updateCronSchedule(idOrName, patch));
+      const updated = await withClient(options, {}, (client) => client.updateCronSchedule(idOrName, patch));
       writeSchedule(io, updated, options.json);
     });
 
@@ -141,7 +128,7 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
     )
       .argument('<schedule>', 'schedule id or name')
       .action(async (idOrName: string, options: CommonOptions) => {
-        const schedule = await withRunner(options, {}, (runner) => runner.setCronScheduleEnabled(idOrName, enabled));
+        const schedule = await withClient(options, {}, (client) => client.setCronScheduleEnabled(idOrName, enabled));
         writeSchedule(io, schedule, options.json);
       });
   }
@@ -149,25 +136,21 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
   databaseCommand(schedules, 'delete', 'Delete a schedule (its history is kept)')
     .argument('<schedule>', 'schedule id or name')
     .action(async (idOrName: string, options: CommonOptions) => {
-      const deleted = await withRunner(options, {}, async (runner) => {
-        const schedule = await runner.getCronSchedule(idOrName);
-        await runner.deleteCronSchedule(schedule.id);
+      const deleted = await withClient(options, {}, async (client) => {
+        const schedule = await client.getCronSchedule(idOrName);
+        await client.deleteCronSchedule(schedule.id);
         return schedule;
       });
       if (options.json) writeJson(io, { deleted: true, id: deleted.id, name: deleted.name });
       else writeLine(io, `Deleted schedule ${scheduleLabel(deleted)}; its history is kept.`);
     });
 
-  addModuleOption(
-    databaseCommand(schedules, 'trigger', 'Start a pipeline of the schedule now (audited as a manual occurrence)'),
-  )
+  databaseCommand(schedules, 'trigger', 'Start a pipeline of the schedule now (audited as a manual occurrence)')
     .argument('<schedule>', 'schedule id or name')
-    .action(async (idOrName: string, options: CommonOptions & ModuleOptions) => {
-      const workflows = await loadWorkflows(options.module ?? []);
-      const { schedule, executionId } = await withRunner(options, { workflows }, async (runner) => {
-        const schedule = await runner.getCronSchedule(idOrName);
-        requireWorkflow(workflows, schedule.workflowName, 'schedules trigger');
-        const execution = await runner.triggerCronSchedule(schedule.id);
+    .action(async (idOrName: string, options: CommonOptions) => {
+      const { schedule, executionId } = await withClient(options, {}, async (client) => {
+        const schedule = await client.getCronSchedule(idOrName);
+        const execution = await client.triggerCronSchedule(schedule.id);
         return { schedule, executionId: execution.id };
       });
       const result = {
@@ -184,18 +167,14 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
         );
     });
 
-  addModuleOption(
-    databaseCommand(schedules, 'backfill', 'Start a pipeline for every slot in [start, end) that has none'),
-  )
+  databaseCommand(schedules, 'backfill', 'Start a pipeline for every slot in [start, end) that has none')
     .argument('<schedule>', 'schedule id or name')
     .requiredOption('--start <instant>', 'first instant of the range, included (ISO-8601)', parseInstant)
     .requiredOption('--end <instant>', 'end of the range, excluded, not after now (ISO-8601)', parseInstant)
     .action(async (idOrName: string, options: BackfillOptions) => {
-      const workflows = await loadWorkflows(options.module ?? []);
-      const { schedule, counts } = await withRunner(options, { workflows }, async (runner) => {
-        const schedule = await runner.getCronSchedule(idOrName);
-        requireWorkflow(workflows, schedule.workflowName, 'schedules backfill');
-        const counts = await runner.backfillCronSchedule(schedule.id, { start: options.start, end: options.end });
+      const { schedule, counts } = await withClient(options, {}, async (client) => {
+        const schedule = await client.getCronSchedule(idOrName);
+        const counts = await client.backfillCronSchedule(schedule.id, { start: options.start, end: options.end });
         return { schedule, counts };
       });
       if (options.json) {
@@ -218,8 +197,8 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
     .option('--limit <n>', 'at most this many', integerAtLeast(1), 50)
     .option('--offset <n>', 'skip this many', integerAtLeast(0), 0)
     .action(async (idOrName: string, options: PageOptions) => {
-      const rows = await withRunner(options, {}, (runner) =>
-        runner.getCronExecutionHistory(idOrName, { limit: options.limit, offset: options.offset }),
+      const rows = await withClient(options, {}, (client) =>
+        client.getCronExecutionHistory(idOrName, { limit: options.limit, offset: options.offset }),
       );
       writeHistory(io, rows, options.json);
     });

@@ -10,7 +10,7 @@ import {
   writeLine,
   writeRecord,
 } from '../output.js';
-import { type DatabaseOptions, databaseCommand, withRunner } from '../runner-session.js';
+import { type DatabaseOptions, databaseCommand, withClient } from '../runner-session.js';
 
 interface StatsOptions extends DatabaseOptions, OutputOptions {
   since?: Date;
@@ -25,9 +25,9 @@ export function registerStatsCommand(program: Command, io: CliIo): void {
       parseSince,
     )
     .action(async (options: StatsOptions) => {
-      const { cron, recovery } = await withRunner(options, {}, async (runner) => ({
-        cron: await runner.getCronExecutionStats(options.since === undefined ? {} : { since: options.since }),
-        recovery: await runner.getRecoveryStats(),
+      const { cron, recovery } = await withClient(options, {}, async (client) => ({
+        cron: await client.getCronExecutionStats(options.since === undefined ? {} : { since: options.since }),
+        recovery: await client.getRecoveryStats(),
       }));
       if (options.json) {
         writeJson(io, { since: options.since ?? null, cron, recovery });

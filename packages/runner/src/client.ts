@@ -1,0 +1,360 @@
+import {
+  assertNoNul,
+  ConfigurationError,
+  type Context,
+  type ExecuteOptions,
+  emitSafely,
+  type Json,
+  type ListExecutionsFilter,
+  type PipelineExecution,
+  type PipelineExecutor,
+  type PipelineResult,
+  type PipelineRow,
+  type PipelineStatus,
+  type PipelineSummary,
+  PipelineTimeoutError,
+  type Storage,
+  systemClock,
+  ValidationError,
+  type WorkflowInfo,
+} from '@orreryjs/core';
+import { CronService } from '@orreryjs/cron';
+import { type OrreryClientConfig, resolveClientConfig } from './client-config.js';
+import { CompletionWaiters, FIRST_POLL_DELAY_MS, TERMINAL_PIPELINE_STATUSES } from './completion.js';
+import { cronSettingsOf, type ResolvedRunnerConfig } from './config.js';
+import { CronScheduling } from './cron-api.js';
+import { cronHandoffOf } from './cron-handoff.js';
+import type { RunnerEvents } from './events.js';
+import { OffsetClock } from './heartbeat.js';
+import { KnownWorkflows } from './known-workflows.js';
+import { openStorage } from './open-storage.js';
+import { PipelineWriter } from './pipeline-writer.js';
+import { WorkflowRegistry } from './registry.js';
+import { toPipelineResult, toPipelineSummary } from './result.js';
+import { type ListRunnersOptions, type RunnerInfo, toRunnerInfos } from './runner-info.js';
+import { checkPipelineRequest, startPipeline } from './start-pipeline.js';
+import { checkExecutionId, checkListFilter, checkTimeoutMs, executionNotFound } from './validate.js';
+
+/** What a client is built from; a DefaultRunner passes its own registry and clock. @internal */
+export interface ClientParts {
+  config: ResolvedRunnerConfig;
+  storage: Storage;
+  registry: WorkflowRegistry;
+  clock: OffsetClock;
+}
+
+/** Why a running task is aborted by a call on this process. */
+type LocalAbortCause = 'cancelled' | 'paused';
+
+/**
+ * A handle on an Orrery database for a process that starts, inspects and manages work but
+ * runs no task code: a web server, an admin script, the CLI, a dashboard. It starts any
+ * workflow that some runner has registered (the latest registered version of the name, from
+ * the `workflows` table), waits for pipelines that runners elsewhere execute, and manages
+ * cron schedules. `DefaultRunner` extends it: a runner is a client that also runs tasks.
+ *
+ * Its events are those of the calls made through it (`pipeline:created`, `pipeline:cancelled`).
+ * Waiting (`execute()`, `wait()`) polls the database with a back-off up to `pollIntervalMs`;
+ * {@link wakeWaiters} is the seam through which a cross-process notification makes it immediate.
+ */
+export class OrreryClient extends CronScheduling implements PipelineExecutor {
+  /** @internal */ protected readonly config: ResolvedRunnerConfig;
+  /** @internal */ protected readonly storage: Storage;
+  /** @internal */ protected readonly registry: WorkflowRegistry;
+  /** @internal */ protected readonly clock: OffsetClock;
+  /** @internal */ protected readonly known: KnownWorkflows;
+  /** @internal */ protected readonly waiters: CompletionWaiters;
+  /** @internal */ protected readonly cron: CronService;
+  readonly #writer: PipelineWriter;
+  #closed: Promise<void> | undefined;
+
+  /** @internal Use {@link OrreryClient.create} (or `DefaultRunner.create`). */
+  protected constructor(parts: ClientParts) {
+    super();
+    const { config, storage, registry, clock } = parts;
+    const { logger } = config;
+    this.config = config;
+    this.storage = storage;
+    this.registry = registry;
+    this.clock = clock;
+    this.known = new KnownWorkflows(registry, storage.workflows);
+    this.#writer = new PipelineWriter(storage.executions);
+    this.waiters = new CompletionWaiters({
+      getPipeline: (id) => storage.executions.getPipeline(id),
+      pollIntervalMs: config.pollIntervalMs,
+      logger,
+    });
+    this.cron = new CronService({
+      store: storage.cron,
+      executor: this,
+      clock,
+      logger,
+      runnerId: config.runnerId,
+      settings: cronSettingsOf(config),
+      workflows: this.known,
+      emit: (event, ...args) => this.emitEvent(event, args[0]),
+      inTransactionHandoff: cronHandoffOf({
+        registry,
+        maxContextBytes: config.maxContextBytes,
+        logger,
+        created: (pipeline) => this.pipelineCreated(pipeline),
+      }),
+    });
+  }
+
+  /**
+   * Opens (and by default migrates) the database. The client runs no loops: it only answers calls.
+   * @throws ConfigurationError for an invalid or runner-only option, a database that cannot
+   *   be opened, or (with `migrate: false`) a schema older than the code.
+   * @throws DatabaseError when a migration fails.
+   */
+  static async create(config: OrreryClientConfig = {}): Promise<OrreryClient> {
+    const resolved = resolveClientConfig(config);
+    const storage = await openStorage(resolved);
+    // Measured once: the client compares heartbeats (listRunners) with the database's clock.
+    const clock = new OffsetClock(resolved.clock, resolved.clock === systemClock);
+    try {
+      await clock.measure(storage.runners);
+    } catch (error) {
+      await storage.close().catch(() => undefined);
+      throw error;
+    }
+    return new OrreryClient({ config: resolved, storage, registry: new WorkflowRegistry(), clock });
+  }
+
+  /**
+   * Commits a pipeline and all its task rows, then returns a handle without waiting. A
+   * workflow this process registered starts as registered; any other name starts the latest
+   * version a runner stored in the `workflows` table. With an `idempotencyKey` already used,
+   * returns that execution and writes nothing.
+   * @throws WorkflowNotFoundError naming the known workflows, when no runner registered it (nothing is written).
+   * @throws ContextError when the context is not plain JSON or exceeds `maxContextBytes`.
+   * @throws IdempotencyConflictError when the key belongs to an execution of another workflow.
+   * @throws DatabaseError when the write fails.
+   */
+  async executeAsync(
+    workflowName: string,
+    context?: Context | Record<string, Json>,
+    options: ExecuteOptions = {},
+  ): Promise<PipelineExecution> {
+    this.assertOpen();
+    const workflow = await this.known.resolve(workflowName);
+    const request = checkPipelineRequest(workflow, context, options, this.config.maxContextBytes);
+    const defaultTimeoutMs = checkTimeoutMs(options.timeoutMs, this.config.pipelineTimeoutMs, 'timeoutMs');
+    const { pipeline, created } = await startPipeline({ writer: this.#writer, now: () => this.clock.now() }, request);
+    if (created) this.pipelineCreated(pipeline);
+    return this.#handle(pipeline, defaultTimeoutMs);
+  }
+
+  /**
+   * Runs a pipeline and resolves with its result whatever its outcome (failed and cancelled
+   * included). Some runner with the workflow must be started for it to finish.
+   * @throws WorkflowNotFoundError, ContextError, IdempotencyConflictError as executeAsync.
+   * @throws PipelineTimeoutError when it is not terminal within `timeoutMs` (default pipelineTimeoutMs).
+   */
+  async execute(
+    workflowName: string,
+    context?: Context | Record<string, Json>,
+    options: ExecuteOptions = {},
+  ): Promise<PipelineResult> {
+    const execution = await this.executeAsync(workflowName, context, options);
+    return execution.wait();
+  }
+
+  /**
+   * The current status of an execution.
+   * @throws ExecutionNotFoundError for an unknown id.
+   */
+  async getExecutionStatus(executionId: string): Promise<PipelineStatus> {
+    return (await this.#pipeline(executionId)).status;
+  }
+
+  /**
+   * Everything known about an execution now (it need not be finished): status, timings,
+   * the context so far and every task.
+   * @throws ExecutionNotFoundError for an unknown id.
+   */
+  async getExecutionResult(executionId: string): Promise<PipelineResult> {
+    const row = await this.#pipeline(executionId);
+    return toPipelineResult(row, await this.storage.executions.listTasks(row.id));
+  }
+
+  /**
+   * Cancels an execution that is not terminal: its tasks that have not finished become
+   * `cancelled`, and those running in this process have their signals aborted (a running
+   * task on another runner is aborted when its lease renewal fails). A no-op on a terminal one.
+   * @throws ExecutionNotFoundError for an unknown id.
+   */
+  async cancelExecution(executionId: string): Promise<void> {
+    const before = await this.#pipeline(executionId);
+    if (TERMINAL_PIPELINE_STATUSES.has(before.status)) return;
+    const row = await this.storage.executions.cancelPipeline(before.id, this.clock.now());
+    if (row === null) throw executionNotFound(executionId);
+    this.abortLocalTasks(row.id, 'cancelled');
+    if (row.status === 'cancelled') {
+      this.waiters.notify(row);
+      this.emitEvent('pipeline:cancelled', { executionId: row.id, workflowName: row.workflowName });
+    }
+  }
+
+  /**
+   * Pauses a pending or running execution: nothing more is claimed, and its running tasks
+   * go back to `ready` (their signals are aborted; not counted as failures). A no-op on a
+   * paused or terminal one.
+   * @throws ExecutionNotFoundError for an unknown id.
+   * @throws ValidationError when `reason` is not a string, or holds a NUL character.
+   */
+  async pauseExecution(executionId: string, reason?: string): Promise<void> {
+    if (reason !== undefined && typeof reason !== 'string') {
+      throw new ValidationError(`A pause reason must be a string, got ${typeof reason}.`);
+    }
+    if (reason !== undefined) assertNoNul(reason, `The pause reason ${JSON.stringify(reason)}`);
+    const id = checkExecutionId(executionId);
+    const row = await this.storage.executions.pausePipeline(id, reason ?? null, this.clock.now());
+    if (row === null) throw executionNotFound(executionId);
+    if (row.status === 'paused') this.abortLocalTasks(row.id, 'paused');
+  }
+
+  /**
+   * Resumes a paused execution; its ready tasks are claimed again. A no-op on one that is not paused.
+   * @throws ExecutionNotFoundError for an unknown id.
+   */
+  async resumeExecution(executionId: string): Promise<void> {
+    const id = checkExecutionId(executionId);
+    const row = await this.storage.executions.resumePipeline(id, this.clock.now());
+    if (row === null) throw executionNotFound(executionId);
+    this.workReady();
+  }
+
+  /**
+   * Executions, newest first, optionally of one workflow or status.
+   * @throws ValidationError for a bad status, limit (1–1000, default 100) or offset.
+   */
+  async listExecutions(filter: ListExecutionsFilter = {}): Promise<PipelineSummary[]> {
+    const rows = await this.storage.executions.listPipelines(checkListFilter(filter));
+    return rows.map(toPipelineSummary);
+  }
+
+  /**
+   * Every workflow version some runner registered on this database, by name then oldest
+   * first, with its definition (no code) and when a runner that has it was last seen.
+   * @throws DatabaseError when the table cannot be read.
+   */
+  async listWorkflows(): Promise<WorkflowInfo[]> {
+    this.assertOpen();
+    return this.storage.workflows.listWorkflows();
+  }
+
+  /**
+   * The runner processes recorded on this database, oldest start first: by default those
+   * not shut down gracefully (crashed ones included, with `alive: false` once their
+   * heartbeat is 30 s old).
+   * @throws ValidationError when `includeStopped` is not a boolean.
+   * @throws DatabaseError when the table cannot be read.
+   */
+  async listRunners(options: ListRunnersOptions = {}): Promise<RunnerInfo[]> {
+    this.assertOpen();
+    const rows = await this.storage.runners.listRunners();
+    return toRunnerInfos(rows, options, this.clock.now());
+  }
+
+  /**
+   * Closes the database connections. Calls still waiting in `execute()` or `wait()` reject
+   * with PipelineTimeoutError (their pipelines keep running). Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closed ??= this.#close();
+    return this.#closed;
+  }
+
+  async #close(): Promise<void> {
+    this.waiters.close(
+      new PipelineTimeoutError(
+        'The client was closed before the pipeline finished; it keeps running. Wait on it from an open client.',
+      ),
+    );
+    await this.storage.close();
+  }
+
+  /** @internal The cron methods' service (see CronScheduling). */
+  protected override cronService(): CronService {
+    return this.cron;
+  }
+
+  /** @internal Checks that a schedule's workflow is registered here or stored by some runner. */
+  protected override checkWorkflowName(name: string): Promise<void> {
+    return this.known.assertKnown(name);
+  }
+
+  /** @internal Re-reads the stored workflow names before a call that starts a schedule's workflow. */
+  protected override async refreshWorkflows(): Promise<void> {
+    await this.known.refresh();
+  }
+
+  /** @throws ConfigurationError after `close()`. @internal */
+  protected override assertOpen(): void {
+    if (this.#closed !== undefined) {
+      throw new ConfigurationError('This client was closed; create a new one with OrreryClient.create().');
+    }
+  }
+
+  /**
+   * Wakes the calls waiting on `executionId` (or on every pipeline), so that they read it now
+   * rather than at their next poll: for a notification that work finished elsewhere. @internal
+   */
+  protected wakeWaiters(executionId?: string): void {
+    this.waiters.wake(executionId);
+  }
+
+  /** Sends an event to this emitter's listeners; a throwing listener is logged. @internal */
+  protected emitEvent<K extends keyof RunnerEvents>(event: K, payload: RunnerEvents[K][0]): void {
+    emitSafely(this as never, this.config.logger, event, payload);
+  }
+
+  /** A pipeline was committed by this process. @internal */
+  protected pipelineCreated(
+    pipeline: Pick<PipelineRow, 'id' | 'workflowName' | 'idempotencyKey' | 'scheduledTime'>,
+  ): void {
+    this.emitEvent('pipeline:created', {
+      executionId: pipeline.id,
+      workflowName: pipeline.workflowName,
+      idempotencyKey: pipeline.idempotencyKey,
+      scheduledTime: pipeline.scheduledTime,
+    });
+    this.workReady();
+  }
+
+  /** Tasks may be claimable now. A client runs none; a runner wakes its claim loop. @internal */
+  protected workReady(): void {}
+
+  /** Aborts the tasks of a pipeline running in this process. A client runs none. @internal */
+  protected abortLocalTasks(_executionId: string, _cause: LocalAbortCause): void {}
+
+  /** First pause before a waiter reads a pipeline of `workflowName`. @internal */
+  protected firstPollDelayMs(_workflowName: string): number {
+    return FIRST_POLL_DELAY_MS;
+  }
+
+  #handle(pipeline: PipelineRow, defaultTimeoutMs: number): PipelineExecution {
+    const { id, workflowName } = pipeline;
+    return {
+      id,
+      workflowName,
+      wait: (options = {}) =>
+        this.#waitForResult(id, workflowName, checkTimeoutMs(options.timeoutMs, defaultTimeoutMs, 'timeoutMs')),
+      status: () => this.getExecutionStatus(id),
+      cancel: () => this.cancelExecution(id),
+    };
+  }
+
+  async #waitForResult(id: string, workflowName: string, timeoutMs: number): Promise<PipelineResult> {
+    const { row, tasks } = await this.waiters.wait(id, timeoutMs, this.firstPollDelayMs(workflowName));
+    return toPipelineResult(row, tasks ?? (await this.storage.executions.listTasks(id)));
+  }
+
+  async #pipeline(executionId: string): Promise<PipelineRow> {
+    const row = await this.storage.executions.getPipeline(checkExecutionId(executionId));
+    if (row === null) throw executionNotFound(executionId);
+    return row;
+  }
+}

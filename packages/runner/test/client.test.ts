@@ -1,0 +1,168 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  ConfigurationError,
+  DefaultRunner,
+  type DefaultRunnerConfig,
+  defineWorkflow,
+  ManualClock,
+  OrreryClient,
+  type OrreryClientConfig,
+  RUNNER_ALIVE_WINDOW_MS,
+  ValidationError,
+  WorkflowNotFoundError,
+} from '../src/index.js';
+import { ADAPTERS, type TestDatabase } from './support.js';
+
+const T0 = new Date('2026-03-01T12:00:00.000Z');
+const reportV1 = defineWorkflow({
+  name: 'report',
+  description: 'first version',
+  tasks: [{ id: 'extract', run: () => {} }],
+});
+const reportV2 = defineWorkflow({
+  name: 'report',
+  description: 'second version',
+  tasks: [
+    { id: 'extract', run: () => {} },
+    { id: 'publish', dependsOn: ['extract'], retry: { maxAttempts: 7 }, timeoutMs: 5_000, run: () => {} },
+  ],
+});
+const audit = defineWorkflow({ name: 'audit', tasks: [{ id: 'check', when: () => true, run: () => {} }] });
+
+describe('OrreryClient configuration', () => {
+  it.each<[string, OrreryClientConfig, RegExp]>([
+    ['a runner-only option', { workflows: [audit] } as OrreryClientConfig, /"workflows" is not an OrreryClient option/],
+    ['a misspelt option', { databse: 'sqlite::memory:' } as OrreryClientConfig, /"databse" is not an OrreryClient/],
+    ['a bad schema name', { schema: 'Bad-Name' }, /Schema name/],
+  ])('refuses %s with a ConfigurationError naming it', async (_label, config, message) => {
+    const created = OrreryClient.create({ database: 'sqlite::memory:', ...config });
+    await expect(created).rejects.toBeInstanceOf(ConfigurationError);
+    await expect(created).rejects.toThrow(message);
+  });
+});
+
+describe.each(ADAPTERS)('OrreryClient on $name', (adapter) => {
+  let db: TestDatabase;
+  let clock: ManualClock;
+  const opened: Array<{ close(): Promise<void> }> = [];
+  const runner = async (config: DefaultRunnerConfig) => {
+    const created = await DefaultRunner.create({ ...db.config, clock, enableCronScheduling: false, ...config });
+    opened.push(created);
+    return created;
+  };
+  const client = async () => {
+    const created = await OrreryClient.create({ ...db.config, clock });
+    opened.push(created);
+    return created;
+  };
+
+  beforeEach(() => {
+    db = adapter.open();
+    clock = new ManualClock(T0);
+  });
+  afterEach(async () => {
+    for (const each of opened.splice(0).reverse()) await each.close();
+    await db.remove();
+  });
+
+  it('lists the workflows runners stored, each version with its definition, and when one was last seen', async () => {
+    await runner({ workflows: [reportV1, audit] });
+    clock.advance(1_000);
+    const second = await runner({ workflows: [reportV2] });
+    clock.advance(5_000);
+    await second.start(); // the heartbeat moves lastSeenAt of the workflows it has
+    const workflows = await (await client()).listWorkflows();
+    expect(workflows.map((w) => [w.name, w.version, w.registeredAt, w.lastSeenAt])).toEqual([
+      ['audit', audit.version, T0, T0],
+      ['report', reportV1.version, T0, T0],
+      ['report', reportV2.version, new Date(T0.getTime() + 1_000), new Date(T0.getTime() + 6_000)],
+    ]);
+    expect(workflows[2]).toMatchObject({
+      description: 'second version',
+      tasks: [
+        { id: 'extract', dependsOn: [], trigger: 'all_success', timeoutMs: null, hasWhen: false },
+        {
+          id: 'publish',
+          dependsOn: ['extract'],
+          retry: { maxAttempts: 7, backoff: 'exponential', initialDelayMs: 1000, maxDelayMs: 60_000, jitter: true },
+          timeoutMs: 5_000,
+        },
+      ],
+    });
+    expect(workflows[0]!.tasks[0]!.hasWhen).toBe(true);
+  });
+
+  it('starts the latest registered version of a name, with task rows from its stored definition', async () => {
+    await runner({ workflows: [reportV1] });
+    clock.advance(1_000);
+    await runner({ workflows: [reportV2] });
+    const c = await client();
+    const execution = await c.executeAsync('report', { day: '2026-03-01' });
+    const result = await c.getExecutionResult(execution.id);
+    expect(result).toMatchObject({ workflowName: 'report', workflowVersion: reportV2.version, status: 'pending' });
+    expect(result.tasks.map((t) => [t.taskId, t.status])).toEqual([
+      ['extract', 'ready'],
+      ['publish', 'not_started'],
+    ]);
+  });
+
+  it('refuses an unknown workflow name with WorkflowNotFoundError naming the known ones, writing nothing', async () => {
+    const c = await client();
+    await expect(c.executeAsync('report')).rejects.toThrow(/no runner has registered any workflow yet/);
+    await runner({ workflows: [reportV1, audit] });
+    const attempts = [
+      c.executeAsync('reprot', {}),
+      c.execute('reprot'),
+      c.addCronSchedule({ name: 's', workflowName: 'reprot', cronExpression: '0 * * * *' }),
+    ];
+    for (const attempt of attempts) {
+      await expect(attempt).rejects.toBeInstanceOf(WorkflowNotFoundError);
+      await expect(attempt).rejects.toThrow(/"reprot" .*known: audit, report/);
+    }
+    expect(await c.listExecutions()).toEqual([]);
+    expect(await c.listCronSchedules()).toEqual([]);
+  });
+
+  it('manages, triggers and backfills schedules of any workflow in the table', async () => {
+    await runner({ workflows: [reportV1] });
+    const c = await client();
+    const schedule = await c.addCronSchedule({ name: 'hourly', workflowName: 'report', cronExpression: '0 * * * *' });
+    expect(await c.getCronSchedule('hourly')).toEqual(schedule);
+    const fired = await c.triggerCronSchedule('hourly');
+    expect(fired.workflowName).toBe('report');
+    const past = { start: new Date(T0.getTime() - 3 * 3_600_000), end: T0 };
+    expect(await c.backfillCronSchedule('hourly', past)).toEqual({ created: 3, existing: 0 });
+    expect(await c.listExecutions()).toHaveLength(4);
+    await c.deleteCronSchedule('hourly');
+    expect(await c.listCronSchedules()).toEqual([]);
+  });
+
+  it('lists live runners, hides stopped ones unless asked, and calls a silent one dead', async () => {
+    const first = await runner({ runnerId: 'first', workflows: [reportV1] });
+    const second = await runner({ runnerId: 'second', workflows: [audit] });
+    await first.start();
+    await second.start();
+    const c = await client();
+    expect(await c.listRunners()).toEqual([
+      expect.objectContaining({ id: 'first', workflows: ['report'], alive: true, stoppedAt: null, pid: process.pid }),
+      expect.objectContaining({ id: 'second', workflows: ['audit'], alive: true, stoppedAt: null }),
+    ]);
+    await second.shutdown();
+    expect((await c.listRunners()).map((r) => r.id)).toEqual(['first']);
+    expect(await c.listRunners({ includeStopped: true })).toEqual([
+      expect.objectContaining({ id: 'first', alive: true }),
+      expect.objectContaining({ id: 'second', alive: false, stoppedAt: T0 }),
+    ]);
+    clock.advance(RUNNER_ALIVE_WINDOW_MS + 1); // no heartbeat has been written since
+    expect(await c.listRunners()).toEqual([expect.objectContaining({ id: 'first', alive: false })]);
+    await expect(c.listRunners({ includeStopped: 'yes' as never })).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it('refuses calls after close()', async () => {
+    const c = await client();
+    await c.close();
+    await c.close();
+    await expect(c.listWorkflows()).rejects.toBeInstanceOf(ConfigurationError);
+    await expect(c.executeAsync('report')).rejects.toThrow(/closed/);
+  });
+});
