@@ -141,4 +141,14 @@ function checkStep(expression: string, spec: FieldSpec, text: string): void {
   if (!/^\d+$/.test(text) || Number(text) < 1) {
     throw invalid(expression, `${spec.label} field step "${text}" must be a whole number of at least 1`);
   }
+  // A step as long as the cycle (`*/60` minutes) still means "every n"; a longer one fires
+  // once per cycle, not every n (`*/90` minutes is hourly). Day-of-week's 7 is a second Sunday.
+  const max = spec.label === 'day-of-week' ? 6 : spec.max;
+  const count = max - spec.min + 1;
+  if (Number(text) > count) {
+    throw invalid(
+      expression,
+      `${spec.label} field step ${text} is longer than the field's ${count} values ${spec.min}-${max}, so it would fire once per cycle, not every ${text}; use a step of at most ${count}, or a list of values`,
+    );
+  }
 }

@@ -9,7 +9,7 @@ import {
 } from '@orreryjs/core';
 import type { CronServiceOptions } from './options.js';
 import { type CronSchedule, type CronScheduleInput, toCronSchedule } from './types.js';
-import { type ScheduleDefinition, validatePage, validateScheduleInput } from './validate.js';
+import { assertCanFire, type ScheduleDefinition, validatePage, validateScheduleInput } from './validate.js';
 import { firstRunAt, sameTiming } from './window.js';
 
 /** Filter of {@link ScheduleManager.list}. */
@@ -60,6 +60,14 @@ export class ScheduleManager {
     const onConflict = options.onConflict ?? 'error';
     const { definition, enabled } = validateScheduleInput(input, this.#limits());
     const now = this.#deps.clock.now();
+    try {
+      assertCanFire(definition, now);
+    } catch (error) {
+      // Re-adding at start-up a schedule whose window has since ended returns it unchanged.
+      const existing = await this.#deps.store.getScheduleByName(definition.name);
+      if (existing !== null && sameDefinition(existing, definition)) return toCronSchedule(existing);
+      throw error;
+    }
     const row: ScheduleRow = {
       id: newId(),
       ...definition,
@@ -108,7 +116,8 @@ export class ScheduleManager {
   async update(idOrName: string, patch: Partial<CronScheduleInput>): Promise<CronSchedule> {
     const current = await this.resolve(idOrName);
     const changed = await this.#update(current, (row) => {
-      const merged = { ...inputOf(row), ...definedFields(patch) };
+      // A schedule stored before names were required has none: the merged input is refused until the patch gives one.
+      const merged = { ...inputOf(row), ...definedFields(patch) } as CronScheduleInput;
       const workflowChanged = patch.workflowName !== undefined && patch.workflowName !== row.workflowName;
       const { definition, enabled } = validateScheduleInput(merged, this.#limits(), workflowChanged);
       return { ...this.#retime(row, definition), ...this.#enabledPatch(row, enabled, definition) };
@@ -161,8 +170,11 @@ export class ScheduleManager {
 
   /** The patch writing `definition` over `row`, re-timed when the timing changed. */
   #retime(row: ScheduleRow, definition: ScheduleDefinition): SchedulePatch {
-    const patch: SchedulePatch = { ...definition, updatedAt: this.#deps.clock.now() };
-    if (row.enabled && !sameTiming(row, definition)) patch.nextRunAt = firstRunAt(definition, this.#deps.clock.now());
+    const now = this.#deps.clock.now();
+    const patch: SchedulePatch = { ...definition, updatedAt: now };
+    if (sameTiming(row, definition)) return patch;
+    assertCanFire(definition, now);
+    if (row.enabled) patch.nextRunAt = firstRunAt(definition, now);
     return patch;
   }
 
@@ -237,7 +249,7 @@ function canonicalJson(value: unknown): string {
 }
 
 /** A stored schedule as input, so that a patch can be merged onto it and validated whole. */
-function inputOf(row: ScheduleRow): CronScheduleInput {
+function inputOf(row: ScheduleRow): Partial<CronScheduleInput> {
   return {
     ...(row.name === null ? {} : { name: row.name }),
     workflowName: row.workflowName,

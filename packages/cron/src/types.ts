@@ -14,9 +14,10 @@ export interface CronScheduleInput {
    * Unique, not shaped like a UUID. Re-adding the same name with the same definition returns
    * the existing schedule (safe at every start-up); a different definition raises
    * `ScheduleConflictError`, or updates the schedule with `onConflict: 'update'`.
-   * "Definition" is every field but `enabled`, compared after normalisation.
+   * "Definition" is every field but `enabled`, compared after normalisation. Required, so
+   * that adding a schedule at every start-up never adds a second copy.
    */
-  name?: string;
+  name: string;
   /** A workflow registered with the runner, else `WorkflowNotFoundError`. */
   workflowName: string;
   /**
@@ -65,6 +66,7 @@ export interface CronScheduleInput {
 /** A stored cron schedule. */
 export interface CronSchedule extends Required<Omit<CronScheduleInput, 'startAt' | 'endAt' | 'name'>> {
   id: string;
+  /** Null only for a schedule added before names were required. */
   name: string | null;
   startAt: Date | null;
   endAt: Date | null;

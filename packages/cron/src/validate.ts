@@ -15,15 +15,17 @@ import {
 import { normalizeCronExpression } from './cron-expression.js';
 import type { WorkflowCatalog } from './options.js';
 import { occurrenceContext, recoveryContext } from './schedule-context.js';
+import { nearestName } from './suggest.js';
 import { validateTimezone } from './timezone.js';
 import type { CronScheduleInput } from './types.js';
+import { firstRunAt } from './window.js';
 
 /**
  * A schedule's definition after validation and normalisation: every field but `enabled`.
  * Two inputs with equal definitions describe the same schedule.
  */
 export interface ScheduleDefinition {
-  name: string | null;
+  name: string;
   workflowName: string;
   /** Canonical 6-field text. */
   cronExpression: string;
@@ -48,6 +50,20 @@ export interface ValidationLimits {
 const CATCHUP_POLICIES: readonly CatchupPolicy[] = ['skip', 'run_once', 'run_all'];
 const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['allow', 'skip'];
 const MAX_NAME_LENGTH = 255;
+/** Every key a schedule input may have: anything else is a typo, refused rather than ignored. */
+const INPUT_KEYS: readonly (keyof CronScheduleInput)[] = [
+  'name',
+  'workflowName',
+  'cronExpression',
+  'timezone',
+  'enabled',
+  'context',
+  'catchupPolicy',
+  'overlapPolicy',
+  'jitterMs',
+  'startAt',
+  'endAt',
+];
 // Stands in for a schedule id when sizing the context before the schedule has one.
 const SAMPLE_ID = '00000000-0000-4000-8000-000000000000';
 
@@ -64,8 +80,11 @@ export function validateScheduleInput(
   checkWorkflow = true,
 ): { definition: ScheduleDefinition; enabled: boolean } {
   if (typeof input !== 'object' || input === null) {
-    throw new ValidationError('A cron schedule input must be an object with at least workflowName and cronExpression.');
+    throw new ValidationError(
+      'A cron schedule input must be an object with at least name, workflowName and cronExpression.',
+    );
   }
+  checkKeys(input);
   const workflowName = checkWorkflowName(input.workflowName, limits.workflows, checkWorkflow);
   if (typeof input.cronExpression !== 'string') {
     throw new ValidationError(
@@ -97,6 +116,27 @@ export function validateScheduleInput(
   );
   assertContextSize(largest, limits.maxContextBytes, 'Schedule context (with the schedule and recovery keys)');
   return { definition, enabled: checkBoolean('enabled', input.enabled ?? true) };
+}
+
+/**
+ * Refuses a definition that would never fire from `now` on: its window ends before its first
+ * occurrence (an `endAt` already past, a window between two occurrences), so adding it would
+ * only store a schedule that silently does nothing.
+ * @throws ValidationError naming the window and the expression.
+ */
+export function assertCanFire(definition: ScheduleDefinition, now: Date): void {
+  if (firstRunAt(definition, now) !== null) return;
+  const { cronExpression, timezone, startAt, endAt } = definition;
+  if (endAt !== null && endAt.getTime() <= now.getTime()) {
+    throw new ValidationError(
+      `endAt ${endAt.toISOString()} is already past (now is ${now.toISOString()}), so schedule "${definition.name}" would never fire; move endAt into the future or leave it out.`,
+    );
+  }
+  const window = endAt === null ? 'in the next nine years' : `before endAt ${endAt.toISOString()}`;
+  const from = startAt !== null && startAt.getTime() > now.getTime() ? `startAt ${startAt.toISOString()}` : 'now';
+  throw new ValidationError(
+    `Schedule "${definition.name}" would never fire: "${cronExpression}" in ${timezone} has no occurrence from ${from} ${window}; widen the window or change the expression.`,
+  );
 }
 
 /**
@@ -147,8 +187,21 @@ function checkWorkflowName(value: unknown, workflows: WorkflowCatalog, checkRegi
   return name;
 }
 
-function checkName(value: unknown): string | null {
-  if (value === undefined || value === null) return null;
+function checkKeys(input: object): void {
+  for (const key of Object.keys(input)) {
+    if ((INPUT_KEYS as readonly string[]).includes(key)) continue;
+    const nearest = nearestName(key, INPUT_KEYS);
+    const hint = nearest === undefined ? '' : `did you mean "${nearest}"? `;
+    throw new ValidationError(`Unknown cron schedule field "${key}": ${hint}The fields are ${INPUT_KEYS.join(', ')}.`);
+  }
+}
+
+function checkName(value: unknown): string {
+  if (value === undefined || value === null) {
+    throw new ValidationError(
+      'A cron schedule needs a name (such as "nightly-report"): re-adding a named schedule at start-up returns the existing one, where an unnamed one would be added again each time.',
+    );
+  }
   const name = checkString('name', value);
   if (name.trim() !== name || name.length > MAX_NAME_LENGTH) {
     throw new ValidationError(

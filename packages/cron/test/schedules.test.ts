@@ -106,15 +106,35 @@ describe('addSchedule', () => {
     expect(updated.updatedAt).toEqual(at(10 * MINUTE));
   });
 
-  it('adds unnamed schedules as separate schedules', async () => {
-    const a = await h.cron.addSchedule({ workflowName: 'wf', cronExpression: '* * * * *' });
-    const b = await h.cron.addSchedule({ workflowName: 'wf', cronExpression: '* * * * *' });
-    expect(a.id).not.toBe(b.id);
-    expect(a.name).toBeNull();
+  it('refuses a schedule without a name, which start-up code would add again at every start', async () => {
+    const attempt = h.cron.addSchedule({ workflowName: 'wf', cronExpression: '* * * * *' } as never);
+    await expect(attempt).rejects.toThrow(ValidationError);
+    await expect(h.cron.addSchedule({ workflowName: 'wf', cronExpression: '* * * * *' } as never)).rejects.toThrow(
+      /needs a name/,
+    );
+    expect(await h.cron.listSchedules()).toEqual([]);
+  });
+
+  it('returns the existing schedule when re-added unchanged after its window ended', async () => {
+    const added = await h.cron.addSchedule({
+      name: 'w',
+      workflowName: 'wf',
+      cronExpression: '* * * * *',
+      endAt: at(HOUR),
+    });
+    h.clock.advance(2 * HOUR);
+    const input = { name: 'w', workflowName: 'wf', cronExpression: '* * * * *', endAt: at(HOUR) };
+    expect((await h.cron.addSchedule(input)).id).toBe(added.id);
+    await expect(h.cron.addSchedule({ ...input, name: 'w2' })).rejects.toThrow(/already past/);
   });
 
   it('starts a disabled schedule with no nextRunAt', async () => {
-    const schedule = await h.cron.addSchedule({ workflowName: 'wf', cronExpression: '* * * * *', enabled: false });
+    const schedule = await h.cron.addSchedule({
+      name: 'off',
+      workflowName: 'wf',
+      cronExpression: '* * * * *',
+      enabled: false,
+    });
     expect(schedule).toMatchObject({ enabled: false, nextRunAt: null });
   });
 
@@ -133,6 +153,27 @@ describe('addSchedule', () => {
       ['an invalid date', { startAt: new Date(Number.NaN) }, ValidationError, /startAt/],
       ['a context that is not JSON', { context: { when: new Date() } }, ContextError, /context\.when/],
       ['a context too large', { context: { big: 'x'.repeat(2_000_000) } }, ContextError, /maxContextBytes/],
+      ['a typo of timezone', { tz: 'Europe/Paris' }, ValidationError, /"tz": did you mean "timezone"\?/],
+      ['a misspelt key', { catchupPolicyy: 'skip' }, ValidationError, /"catchupPolicyy": did you mean "catchupPolicy"/],
+      ['a wrongly cased key', { cronexpression: '* * * * *' }, ValidationError, /did you mean "cronExpression"/],
+      ['an unrelated key', { zzzzzzzzzz: 1 }, ValidationError, /Unknown cron schedule field "zzzzzzzzzz": The fields/],
+      [
+        'a minute step past the range',
+        { cronExpression: '*/90 * * * *' },
+        InvalidCronExpressionError,
+        /step 90 .*60 values 0-59/,
+      ],
+      ['an hour step past the range', { cronExpression: '0 0-12/25 * * *' }, InvalidCronExpressionError, /hour/],
+      ['a day-of-week step past Sunday', { cronExpression: '0 0 * * */8' }, InvalidCronExpressionError, /0-6/],
+      ['a day that never occurs', { cronExpression: '0 0 30 2 *' }, InvalidCronExpressionError, /never occurs/],
+      ['an endAt already past', { endAt: new Date(T0.getTime() - 1) }, ValidationError, /endAt .* already past/],
+      ['an endAt equal to now', { endAt: T0 }, ValidationError, /already past/],
+      [
+        'a window with no occurrence',
+        { cronExpression: '0 0 1 1 *', startAt: at(HOUR), endAt: at(2 * HOUR) },
+        ValidationError,
+        /would never fire: "0 0 0 1 1 \*" in UTC has no occurrence from startAt/,
+      ],
     ];
     it.each(cases)('%s', async (_what, override, errorClass, message) => {
       const input = { name: 'n', workflowName: 'wf', cronExpression: '* * * * *', ...override };
@@ -251,6 +292,8 @@ describe('updateSchedule', () => {
     await expect(h.cron.updateSchedule('a', { endAt: new Date(T0.getTime() - 1), startAt: T0 })).rejects.toThrow(
       ValidationError,
     );
+    await expect(h.cron.updateSchedule('a', { endAt: T0 })).rejects.toThrow(/already past/);
+    await expect(h.cron.updateSchedule('a', { tz: 'Europe/Paris' } as never)).rejects.toThrow(/"timezone"/);
     expect(await h.cron.getSchedule('a')).toEqual(before);
   });
 

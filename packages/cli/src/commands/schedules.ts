@@ -86,7 +86,8 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
       'error',
     )
     .action(async (workflowName: string, cronExpression: string, options: AddOptions) => {
-      const input: CronScheduleInput = { workflowName, cronExpression, ...definitionFields(options) };
+      // Without --name the input is refused with a ValidationError saying a name is required.
+      const input = { workflowName, cronExpression, ...definitionFields(options) } as CronScheduleInput;
       if (options.disabled) input.enabled = false;
       const added = await withClient(options, {}, (client) =>
         client.addCronSchedule(input, { onConflict: options.onConflict }),
