@@ -9,6 +9,7 @@ export type {
   CronSkippedEvent,
 } from './events.js';
 export type { HistoryOptions } from './ledger.js';
+export type { DstGap, DstRepeated, DstRules } from './local-time.js';
 export {
   type NextOccurrencesOptions,
   nextOccurrences,

@@ -23,6 +23,34 @@ export interface LocalMatcher {
   readonly anyDayOfMonth: boolean;
   readonly anyDayOfWeek: boolean;
   readonly followsRealClock: boolean;
+  /** Which instances of a wall time repeated at fall-back fire. */
+  readonly repeated: DstRepeated;
+  /** Whether a wall time inside a spring-forward gap fires (shifted) or not. */
+  readonly gap: DstGap;
+}
+
+/** Which instances of a wall time that occurs twice at fall-back fire. */
+export type DstRepeated = 'first' | 'last' | 'both';
+/** `shift`: a wall time inside a spring-forward gap fires once, read with the offset before the gap; `skip`: not that day. */
+export type DstGap = 'shift' | 'skip';
+/** Per-schedule DST choices; a missing field keeps the default rule of the expression. */
+export interface DstRules {
+  repeated?: DstRepeated;
+  gap?: DstGap;
+}
+
+/**
+ * The DST rules an expression follows, with `dst` overriding the defaults: a `*` hour
+ * follows the real clock (`both`, `skip`), a fixed hour fires once (`first`, `shift`).
+ */
+export function resolveDstRules(
+  followsRealClock: boolean,
+  dst: DstRules | null | undefined,
+): { repeated: DstRepeated; gap: DstGap } {
+  return {
+    repeated: dst?.repeated ?? (followsRealClock ? 'both' : 'first'),
+    gap: dst?.gap ?? (followsRealClock ? 'skip' : 'shift'),
+  };
 }
 
 /** A stretch of wall-clock time, `[fromWall, toWall)` in ms on the local calendar, read at one offset. */
@@ -33,8 +61,9 @@ interface Piece {
 }
 
 /** Builds the lookup tables once per expression, so each search only indexes arrays. */
-export function compileMatcher(fields: CronFields): LocalMatcher {
+export function compileMatcher(fields: CronFields, dst?: DstRules | null): LocalMatcher {
   return {
+    ...resolveDstRules(fields.followsRealClock, dst),
     nextSecond: nextAllowed(fields.seconds, 59),
     nextMinute: nextAllowed(fields.minutes, 59),
     nextHour: nextAllowed(fields.hours, 23),
@@ -72,20 +101,23 @@ export function nextInstant(matcher: LocalMatcher, zone: IANAZone, after: number
 
 /**
  * Splits a local day into pieces read at one offset each. With no clock change that is the
- * whole day. At a change, a `*` hour follows the real clock: the wall times before the change
- * end where the old offset stops, those after start where the new one begins, so a gap has
- * no wall times and a fall-back hour is covered twice. A fixed hour splits both at the later
- * of the two: gap times are read with the offset before the gap, a repeated time only at
- * its first instance.
+ * whole day. At a change, the wall times between the two readings of the change (`low` to
+ * `high`) are a gap when the clock springs forward and occur twice when it falls back. A
+ * gap: `shift` reads them with the offset before (the piece before runs on to `high`),
+ * `skip` leaves them out. A repeat: `first` keeps them only before the change, `last` only
+ * after, `both` in both pieces. The defaults (see {@link resolveDstRules}) make a `*` hour
+ * follow the real clock and a fixed hour fire once.
  */
 function dayPieces(matcher: LocalMatcher, zone: IANAZone, day: number): Piece[] {
   const dayStart = day * DAY_MS;
   const dayEnd = dayStart + DAY_MS;
   const { offsetBeforeMs, offsetAfterMs, transitionAt } = dayOffsets(zone, day);
   if (offsetBeforeMs === offsetAfterMs) return [{ fromWall: dayStart, toWall: dayEnd, offsetMs: offsetBeforeMs }];
-  const split = transitionAt + Math.max(offsetBeforeMs, offsetAfterMs);
-  const beforeEnds = matcher.followsRealClock ? transitionAt + offsetBeforeMs : split;
-  const afterStarts = matcher.followsRealClock ? transitionAt + offsetAfterMs : split;
+  const low = transitionAt + Math.min(offsetBeforeMs, offsetAfterMs);
+  const high = transitionAt + Math.max(offsetBeforeMs, offsetAfterMs);
+  const isGap = offsetAfterMs > offsetBeforeMs;
+  const beforeEnds = isGap ? (matcher.gap === 'shift' ? high : low) : matcher.repeated === 'last' ? low : high;
+  const afterStarts = isGap ? high : matcher.repeated === 'first' ? high : low;
   return [
     { fromWall: dayStart, toWall: Math.min(dayEnd, beforeEnds), offsetMs: offsetBeforeMs },
     { fromWall: Math.max(dayStart, afterStarts), toWall: dayEnd, offsetMs: offsetAfterMs },

@@ -1,7 +1,7 @@
 import { ValidationError } from '@orreryjs/core';
 import { IANAZone } from 'luxon';
 import { type CronFields, parseCronFields } from './cron-expression.js';
-import { compileMatcher, type LocalMatcher, nextInstant } from './local-time.js';
+import { compileMatcher, type DstRules, type LocalMatcher, nextInstant, resolveDstRules } from './local-time.js';
 import { validateTimezone } from './timezone.js';
 
 /**
@@ -24,6 +24,8 @@ export interface ParsedCron {
   readonly hasSeconds: boolean;
   /** Canonical IANA zone name the wall times are read in, see {@link validateTimezone}. */
   readonly timezone: string;
+  /** The DST rules in force: the defaults for the expression, overridden by the `dst` given. */
+  readonly dst: { readonly repeated: 'first' | 'last' | 'both'; readonly gap: 'shift' | 'skip' };
   /**
    * The first occurrence strictly after `after`, or null when none falls within the next
    * nine years: a bound so that the search always ends, and longer than the longest gap a
@@ -50,6 +52,14 @@ export interface NextOccurrencesOptions {
    * @default 1
    */
   count?: number;
+  /**
+   * Overrides the DST rules: `repeated` fires a wall time repeated at fall-back at its
+   * `first` instance, its `last` or `both`; `gap` `shift`s a wall time inside a
+   * spring-forward gap to the offset before the gap, or `skip`s it that day. A missing field
+   * keeps the expression's default rule.
+   * @default the rules of {@link ParsedCron}
+   */
+  dst?: DstRules;
 }
 
 /** Options of {@link occurrencesBetween}. */
@@ -68,6 +78,14 @@ export interface OccurrencesBetweenOptions {
    * @default Infinity
    */
   limit?: number;
+  /**
+   * Overrides the DST rules: `repeated` fires a wall time repeated at fall-back at its
+   * `first` instance, its `last` or `both`; `gap` `shift`s a wall time inside a
+   * spring-forward gap to the offset before the gap, or `skip`s it that day. A missing field
+   * keeps the expression's default rule.
+   * @default the rules of {@link ParsedCron}
+   */
+  dst?: DstRules;
 }
 
 // Parsing costs ~40 µs (cron-parser builds dates); a scheduler with 100,000 schedules would
@@ -89,14 +107,17 @@ const PARSED_CACHE_LIMIT = 10_000;
  * duplicate values, and the Quartz/Jenkins extensions `L`, `W`, `#`, `?` and `H`, so every
  * accepted expression means the same to classic cron. When both day fields are restricted
  * (not `*`), a day matching either fires, as in cron.
+ * `dst` overrides the DST rules, as {@link NextOccurrencesOptions.dst} describes.
  * @throws InvalidCronExpressionError naming the expression and the field at fault.
  * @throws InvalidTimezoneError when `timezone` is not an IANA zone name.
+ * @throws ValidationError when `dst` has a field other than `repeated` and `gap` or a value not listed there.
  */
-export function parseCronExpression(expression: string, timezone = 'UTC'): ParsedCron {
-  const key = `${timezone}\n${expression}`;
+export function parseCronExpression(expression: string, timezone = 'UTC', dst?: DstRules | null): ParsedCron {
+  checkDst(dst);
+  const key = `${timezone}\n${expression}\n${dst?.repeated ?? ''}\n${dst?.gap ?? ''}`;
   let parsed = parsedCache.get(key);
   if (parsed === undefined) {
-    parsed = new CompiledCron(expression, parseCronFields(expression), validateTimezone(timezone));
+    parsed = new CompiledCron(expression, parseCronFields(expression), validateTimezone(timezone), dst);
     if (parsedCache.size >= PARSED_CACHE_LIMIT) parsedCache.clear();
     parsedCache.set(key, parsed);
   }
@@ -111,9 +132,9 @@ export function parseCronExpression(expression: string, timezone = 'UTC'): Parse
  * @throws ValidationError when `count` is not a non-negative integer or `after` is invalid.
  */
 export function nextOccurrences(expression: string, options: NextOccurrencesOptions = {}): Date[] {
-  const { timezone, after = new Date(), count = 1 } = options;
+  const { timezone, after = new Date(), count = 1, dst } = options;
   checkCount('count', count);
-  const parsed = parseCronExpression(expression, timezone);
+  const parsed = parseCronExpression(expression, timezone, dst);
   const occurrences: Date[] = [];
   let cursor = after;
   while (occurrences.length < count) {
@@ -134,11 +155,11 @@ export function nextOccurrences(expression: string, options: NextOccurrencesOpti
  * @throws ValidationError when `limit` is not a non-negative integer or a date is invalid.
  */
 export function occurrencesBetween(expression: string, options: OccurrencesBetweenOptions): Date[] {
-  const { timezone, start, end, limit = Number.POSITIVE_INFINITY } = options;
+  const { timezone, start, end, limit = Number.POSITIVE_INFINITY, dst } = options;
   if (limit !== Number.POSITIVE_INFINITY) checkCount('limit', limit);
   checkDate('start', start);
   checkDate('end', end);
-  const parsed = parseCronExpression(expression, timezone);
+  const parsed = parseCronExpression(expression, timezone, dst);
   const occurrences: Date[] = [];
   // `next` is strictly after its argument, so begin 1 ms early to include `start` itself.
   let cursor = parsed.next(new Date(start.getTime() - 1));
@@ -154,15 +175,17 @@ class CompiledCron implements ParsedCron {
   readonly normalized: string;
   readonly hasSeconds: boolean;
   readonly timezone: string;
+  readonly dst: { readonly repeated: 'first' | 'last' | 'both'; readonly gap: 'shift' | 'skip' };
   readonly #matcher: LocalMatcher;
   readonly #zone: IANAZone;
 
-  constructor(expression: string, fields: CronFields, timezone: string) {
+  constructor(expression: string, fields: CronFields, timezone: string, dst: DstRules | null | undefined) {
     this.expression = expression;
     this.normalized = fields.normalized;
     this.hasSeconds = fields.hasSeconds;
     this.timezone = timezone;
-    this.#matcher = compileMatcher(fields);
+    this.dst = resolveDstRules(fields.followsRealClock, dst);
+    this.#matcher = compileMatcher(fields, dst);
     this.#zone = IANAZone.create(timezone);
   }
 
@@ -170,6 +193,30 @@ class CompiledCron implements ParsedCron {
     checkDate('after', after);
     const instant = nextInstant(this.#matcher, this.#zone, after.getTime());
     return instant === null ? null : new Date(instant);
+  }
+}
+
+const DST_CHOICES: Readonly<Record<string, readonly string[]>> = {
+  repeated: ['first', 'last', 'both'],
+  gap: ['shift', 'skip'],
+};
+
+/** Refuses a `dst` that is not `{ repeated?, gap? }` with listed values. */
+export function checkDst(dst: unknown): void {
+  if (dst === undefined || dst === null) return;
+  if (typeof dst !== 'object' || Array.isArray(dst)) {
+    throw new ValidationError(`dst must be an object { repeated?, gap? }, got ${String(dst)}.`);
+  }
+  for (const [key, value] of Object.entries(dst)) {
+    const choices = DST_CHOICES[key];
+    if (choices === undefined) {
+      throw new ValidationError(`Unknown dst field "${key}": the fields are repeated and gap.`);
+    }
+    if (value !== undefined && !choices.includes(value as string)) {
+      throw new ValidationError(
+        `dst.${key} must be one of ${choices.map((choice) => `'${choice}'`).join(', ')}, got ${JSON.stringify(value)}.`,
+      );
+    }
   }
 }
 

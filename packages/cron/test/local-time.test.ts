@@ -2,7 +2,7 @@ import { CronExpressionParser } from 'cron-parser';
 import { DateTime, IANAZone } from 'luxon';
 import { describe, expect, it } from 'vitest';
 import { parseCronFields } from '../src/cron-expression.js';
-import { occurrencesBetween } from '../src/index.js';
+import { type DstRules, occurrencesBetween } from '../src/index.js';
 import { compileMatcher, nextInstant } from '../src/local-time.js';
 
 const MINUTE_MS = 60_000;
@@ -34,6 +34,51 @@ function referenceOccurrences(expression: string, timezone: string, start: numbe
       seenWalls.add(wall);
     }
     previous = { at, wall };
+  }
+  return [...found].filter((at) => at >= start && at < end).sort((a, b) => a - b);
+}
+
+/** Every real minute from `start` to `end` with the wall time it shows: walked once per day, read per expression. */
+function walkMinutes(timezone: string, start: number, end: number): { at: number; wall: number }[] {
+  const minutes: { at: number; wall: number }[] = [];
+  for (let at = start; at < end; at += MINUTE_MS) {
+    const local = DateTime.fromMillis(at, { zone: timezone });
+    minutes.push({ at, wall: Date.UTC(local.year, local.month - 1, local.day, local.hour, local.minute) });
+  }
+  return minutes;
+}
+
+/**
+ * The `dst` overrides written the slow, obvious way, independently of the rule above: over
+ * every real minute, note each instant at which a matching wall time shows; a repeated wall
+ * time keeps its first instance, its last or both; a wall time a gap skips is read with the
+ * offset in force just before the gap (`shift`) or dropped (`skip`). `minutes` must begin
+ * and end three hours outside [start, end), to see every instance of a repeated wall time.
+ */
+function referenceWithRules(
+  expression: string,
+  minutes: readonly { at: number; wall: number }[],
+  start: number,
+  end: number,
+  rules: Required<DstRules>,
+): number[] {
+  const wallMatcher = CronExpressionParser.parse(expression, { tz: 'UTC' });
+  const matches = (wall: number) => wallMatcher.includesDate(new Date(wall));
+  const shown = new Map<number, number[]>();
+  const found = new Set<number>();
+  minutes.forEach(({ at, wall }, index) => {
+    if (matches(wall)) shown.set(wall, [...(shown.get(wall) ?? []), at]);
+    const previous = minutes[index - 1];
+    if (rules.gap === 'shift' && previous !== undefined) {
+      for (let skipped = previous.wall + MINUTE_MS; skipped < wall; skipped += MINUTE_MS) {
+        if (matches(skipped)) found.add(previous.at + (skipped - previous.wall));
+      }
+    }
+  });
+  for (const instants of shown.values()) {
+    if (rules.repeated !== 'last') found.add(instants[0]!);
+    if (rules.repeated !== 'first') found.add(instants.at(-1)!);
+    if (rules.repeated === 'both') for (const at of instants) found.add(at);
   }
   return [...found].filter((at) => at >= start && at < end).sort((a, b) => a - b);
 }
@@ -80,6 +125,41 @@ describe('local wall-clock walk', () => {
         expression,
       ).toEqual(referenceOccurrences(expression, zone, start, end));
     }
+  });
+
+  const RULES: Required<DstRules>[] = (['first', 'last', 'both'] as const).flatMap((repeated) =>
+    (['shift', 'skip'] as const).map((gap) => ({ repeated, gap })),
+  );
+  it.each(TRANSITION_DAYS)('follows every dst override like a minute-by-minute reference in %s on %s', (zone, date) => {
+    const day = DateTime.fromISO(date, { zone });
+    const start = day.minus({ days: 1 }).toMillis();
+    const end = day.plus({ days: 2 }).toMillis();
+    const minutes = walkMinutes(zone, start - 3 * 3_600_000, end + 3 * 3_600_000);
+    for (const expression of EXPRESSIONS) {
+      for (const dst of RULES) {
+        const actual = occurrencesBetween(expression, {
+          timezone: zone,
+          start: new Date(start),
+          end: new Date(end),
+          dst,
+        });
+        expect(
+          actual.map((instant) => instant.getTime()),
+          `${expression} ${JSON.stringify(dst)}`,
+        ).toEqual(referenceWithRules(expression, minutes, start, end, dst));
+      }
+    }
+  });
+
+  it('keeps the default rules of the expression for a field dst leaves out', () => {
+    const day = DateTime.fromISO('2026-11-01', { zone: 'America/New_York' });
+    const range = { timezone: 'America/New_York', start: day.toJSDate(), end: day.plus({ days: 1 }).toJSDate() };
+    const times = (expression: string, dst?: DstRules) =>
+      occurrencesBetween(expression, { ...range, ...(dst === undefined ? {} : { dst }) }).map((d) => d.toISOString());
+    expect(times('30 1 * * *', { gap: 'skip' })).toEqual(times('30 1 * * *'));
+    expect(times('30 * * * *', { gap: 'shift' })).toEqual(times('30 * * * *'));
+    expect(times('30 1 * * *', { repeated: 'last' })).toEqual(['2026-11-01T06:30:00.000Z']);
+    expect(times('30 1 * * *', { repeated: 'both' })).toEqual(['2026-11-01T05:30:00.000Z', '2026-11-01T06:30:00.000Z']);
   });
 
   it('gives up after nine years when no day can match, instead of looping', () => {

@@ -206,4 +206,14 @@ describe('errors', () => {
       `Invalid timezone "${timezone}": not an IANA time zone name; use a name such as 'Europe/London'`,
     );
   });
+
+  it.each([
+    [{ repeated: 'second' }, "dst.repeated must be one of 'first', 'last', 'both'"],
+    [{ gap: 'forward' }, "dst.gap must be one of 'shift', 'skip'"],
+    [{ fold: 'first' }, 'Unknown dst field "fold"'],
+  ])('refuses the dst %j', (dst, message) => {
+    const attempt = () => nextOccurrences('30 1 * * *', { after: new Date(0), dst: dst as never });
+    expect(attempt).toThrow(ValidationError);
+    expect(attempt).toThrow(message);
+  });
 });
