@@ -22,9 +22,12 @@ export interface RunnerHealth {
   lastRecoveryAt: Date | null;
   /** Task attempts running in this process now. */
   runningTasks: number;
-  /** Ledger rows, of any runner, still `claimed` `cronLostThresholdMs` after their fire time. */
+  /**
+   * Ledger rows, of any runner, still `claimed` `cronLostThresholdMs` after their fire time.
+   * 0 once this runner has shut down: its database connection is closed.
+   */
   lostOccurrences: number;
-  /** Running tasks, of any runner, whose lease has expired and that nobody has taken over yet. */
+  /** Running tasks, of any runner, whose lease has expired and that nobody has taken over yet; 0 once shut down. */
   stalledTasks: number;
   /** When this report was made (runner clock). */
   checkedAt: Date;
@@ -35,6 +38,8 @@ export interface HealthSources {
   runnerId: string;
   /** Started and not shut down. */
   running: boolean;
+  /** Shut down: the database is closed, so nothing is read from it. */
+  closed: boolean;
   taskLoopRunning: boolean;
   runningTasks: number;
   cron: CronHealth;
@@ -47,10 +52,12 @@ export interface HealthSources {
 /** Reads the database's lost and stalled counts and combines them with this process's loop state. */
 export async function checkHealth(sources: HealthSources): Promise<RunnerHealth> {
   const now = sources.clock.now();
-  const [lostOccurrences, stalledTasks] = await Promise.all([
-    sources.cronStore.countLostOccurrences(new Date(now.getTime() - sources.lostThresholdMs)),
-    sources.executionStore.countStalledTasks(now),
-  ]);
+  const [lostOccurrences, stalledTasks] = sources.closed
+    ? [0, 0]
+    : await Promise.all([
+        sources.cronStore.countLostOccurrences(new Date(now.getTime() - sources.lostThresholdMs)),
+        sources.executionStore.countStalledTasks(now),
+      ]);
   const stuck = lostOccurrences > 0 || stalledTasks > 0;
   return {
     status: !sources.running ? 'stopped' : stuck ? 'degraded' : 'ok',

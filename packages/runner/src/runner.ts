@@ -239,14 +239,15 @@ export class DefaultRunner extends OrreryClient {
   /**
    * Whether this runner's loops run, when the cron tick and recovery last ran, and how many
    * occurrences are lost and tasks stalled in the database right now (any runner's): the
-   * data behind a readiness probe. Two cheap indexed counts.
+   * data behind a readiness probe. Two cheap indexed counts. After `shutdown()` it reports
+   * `stopped` without reading the closed database, so a probe never throws.
    * @throws DatabaseError when the database cannot be read.
    */
   async health(): Promise<RunnerHealth> {
-    this.assertOpen();
     return checkHealth({
       runnerId: this.config.runnerId,
       running: this.#started !== undefined && this.#stopped === undefined,
+      closed: this.#stopped !== undefined,
       taskLoopRunning: this.#claimLoop.running,
       runningTasks: this.#active.size,
       cron: this.cron.health(),

@@ -58,6 +58,19 @@ describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
     });
   });
 
+  it('reports stopped after shutdown instead of throwing', async () => {
+    const runner = await open();
+    await runner.start();
+    await runner.shutdown();
+    expect(await runner.health()).toMatchObject({
+      status: 'stopped',
+      taskLoopRunning: false,
+      schedulerRunning: false,
+      lostOccurrences: 0,
+      stalledTasks: 0,
+    });
+  });
+
   it('reports degraded when a running task holds an expired lease', async () => {
     const blocker = defineWorkflow({
       name: 'blocker',
