@@ -25,7 +25,10 @@ export interface TaskResult {
   startedAt?: Date;
   completedAt?: Date;
   durationMs?: number;
+  /** The message of the last failed attempt's error, then its stack frames, one per line. */
   error?: string;
+  /** A completed task's own context delta: the keys it set and deleted. */
+  output?: { set: Record<string, Json>; deleted: string[] };
 }
 
 /** Everything known about a pipeline execution. */

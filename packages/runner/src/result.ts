@@ -41,6 +41,7 @@ export function toTaskResult(row: TaskRow): TaskResult {
     ...(row.completedAt === null ? {} : { completedAt: row.completedAt }),
     ...(durationMs === undefined ? {} : { durationMs }),
     ...(row.error === null ? {} : { error: row.error }),
+    ...(row.status !== 'completed' || row.output === null ? {} : { output: row.output }),
   };
 }
 

@@ -17,11 +17,23 @@ export function maxAttempts(policy: RetryPolicy | undefined): number {
 }
 
 /**
- * A thrown value as the text stored in `error`. NUL characters (which PostgreSQL cannot
- * store) become U+FFFD, so that no error a task throws can make its outcome uncommittable.
+ * A thrown value as the text stored in `error`: its message on the first line, then the
+ * stack frames of an Error, so that an operator sees where a task failed. NUL characters
+ * (which PostgreSQL cannot store) become U+FFFD, so that no error a task throws can make its
+ * outcome uncommittable.
  */
 export function errorMessage(error: unknown): string {
-  return replaceNul(describeError(error));
+  const frames = stackFrames(error);
+  return replaceNul(frames === '' ? describeError(error) : `${describeError(error)}\n${frames}`);
+}
+
+/** The `at …` lines of an Error's stack (V8 puts the message first, which we already have). */
+function stackFrames(error: unknown): string {
+  if (!(error instanceof Error) || typeof error.stack !== 'string') return '';
+  return error.stack
+    .split('\n')
+    .filter((line) => /^\s+at /.test(line))
+    .join('\n');
 }
 
 function describeError(error: unknown): string {

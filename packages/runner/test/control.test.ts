@@ -145,7 +145,11 @@ describe.each(ADAPTERS)('pipeline control on $name', (adapter) => {
   it('retries a failing task and completes once an attempt succeeds', async () => {
     const result = await runner.execute('retried');
     expect(result.status).toBe('completed');
-    expect(result.tasks[0]).toMatchObject({ status: 'completed', attempts: 3 });
+    expect(result.tasks[0]).toMatchObject({
+      status: 'completed',
+      attempts: 3,
+      output: { set: { attempt: 3 }, deleted: [] },
+    });
     expect(result.finalContext).toEqual({ attempt: 3 });
     const mine = failures.filter((f) => f.executionId === result.executionId);
     expect(mine.map((f) => [f.attempt, f.willRetry])).toEqual([
@@ -157,7 +161,13 @@ describe.each(ADAPTERS)('pipeline control on $name', (adapter) => {
   it('fails the task and the pipeline once the attempts are used up, skipping its dependents', async () => {
     const result = await runner.execute('exhausted');
     expect(result.status).toBe('failed');
-    expect(result.tasks[0]).toMatchObject({ taskId: 'always', status: 'failed', attempts: 2, error: 'boom 2' });
+    expect(result.tasks[0]).toMatchObject({ taskId: 'always', status: 'failed', attempts: 2 });
+    // The last attempt's message, then its stack frames, down to the line of the task that threw.
+    const [message, ...frames] = result.tasks[0]!.error!.split('\n');
+    expect(message).toBe('boom 2');
+    expect(frames.length).toBeGreaterThan(0);
+    expect(frames.every((frame) => /^\s+at /.test(frame))).toBe(true);
+    expect(frames.join('\n')).toContain('control.test.ts');
     expect(result.tasks[1]).toMatchObject({ taskId: 'downstream', status: 'skipped' });
     expect(result.error).toContain('boom 2');
     const last = failures.filter((f) => f.executionId === result.executionId).at(-1);
@@ -167,7 +177,7 @@ describe.each(ADAPTERS)('pipeline control on $name', (adapter) => {
   it('does not retry a NonRetryableError, nor an error that retryOn refuses', async () => {
     const result = await runner.execute('fatal');
     expect(result.status).toBe('failed');
-    expect(result.tasks.map((t) => [t.taskId, t.status, t.attempts, t.error])).toEqual([
+    expect(result.tasks.map((t) => [t.taskId, t.status, t.attempts, t.error?.split('\n')[0]])).toEqual([
       ['refuses', 'failed', 1, 'NonRetryableError: no point'],
       ['picky', 'failed', 1, 'permanent'],
     ]);

@@ -155,7 +155,7 @@ describe.each(ADAPTERS)('input limits on $name', (adapter) => {
     it('fails a task that throws an error with a NUL, storing the message with U+FFFD, and keeps running', async () => {
       const result = await runner.execute('nul-thrower', {}, { timeoutMs: 20_000 });
       expect(result.status).toBe('failed');
-      expect(result.tasks[0]?.error).toBe('a\uFFFDb');
+      expect(result.tasks[0]?.error?.split('\n')[0]).toBe('a\uFFFDb');
       await expect(runner.execute('quick', {}, { timeoutMs: 20_000 })).resolves.toMatchObject({ status: 'completed' });
     });
 
