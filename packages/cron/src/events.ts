@@ -21,6 +21,37 @@ export interface CronSkippedEvent {
   reason: 'overlap';
 }
 
+/** Slots that no policy runs (caught up past, or skipped by the catch-up policy) were recorded as one `missed` row. */
+export interface CronMissedEvent {
+  scheduleId: string;
+  scheduleName: string | null;
+  /** The id of the `missed` row. */
+  occurrenceId: string;
+  /** The first missed slot. */
+  scheduledTime: Date;
+  /** How many slots the row stands for. */
+  missedCount: number;
+}
+
+/** An occurrence of a `buffer_one` or `buffer_all` schedule waits for the active one to end. */
+export interface CronBufferedEvent {
+  scheduleId: string;
+  scheduleName: string | null;
+  occurrenceId: string;
+  scheduledTime: Date;
+}
+
+/** A schedule disabled itself: `pauseOnFailure` saw a failed pipeline, or `maxRuns` was reached. */
+export interface CronPausedEvent {
+  scheduleId: string;
+  scheduleName: string | null;
+  /** The note stored on the schedule, such as "paused after failure of execution <id>". */
+  note: string;
+  reason: 'failure' | 'max_runs';
+  /** The failed pipeline, for `reason: 'failure'`. */
+  pipelineExecutionId: string | null;
+}
+
 /** Recovery found an occurrence still `claimed` past the lost threshold and is handing it off again. */
 export interface CronLostEvent {
   scheduleId: string;
@@ -56,6 +87,12 @@ export interface CronEvents {
   'cron:fired': [CronFiredEvent];
   /** An occurrence of an `overlapPolicy: 'skip'` schedule was skipped. */
   'cron:skipped': [CronSkippedEvent];
+  /** Missed slots were recorded as one `missed` ledger row (`missedCount` slots). */
+  'cron:missed': [CronMissedEvent];
+  /** An occurrence was kept `buffered` behind an active one (overlap `buffer_one`/`buffer_all`). */
+  'cron:buffered': [CronBufferedEvent];
+  /** A schedule disabled itself after a failure (`pauseOnFailure`) or at `maxRuns`. */
+  'cron:paused': [CronPausedEvent];
   /** Recovery picked up a lost occurrence. */
   'cron:lost': [CronLostEvent];
   /** Recovery handed off a lost occurrence. */

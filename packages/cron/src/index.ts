@@ -1,10 +1,13 @@
 export { normalizeCronExpression } from './cron-expression.js';
 export type {
   CronAbandonedEvent,
+  CronBufferedEvent,
   CronEmit,
   CronEvents,
   CronFiredEvent,
   CronLostEvent,
+  CronMissedEvent,
+  CronPausedEvent,
   CronRecoveredEvent,
   CronSkippedEvent,
 } from './events.js';

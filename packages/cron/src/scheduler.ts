@@ -75,6 +75,7 @@ export class CronScheduler {
     const budget: TickBudget = { rows: settings.maxOccurrencesPerTick, slots: TICK_SLOT_BUDGET };
     const planContext = { now, runnerId, settings, logger };
     const skipped = new Map<string, NewCronExecution>();
+    const missed = new Map<string, NewCronExecution>();
     let planned = 0;
     let moreDue = false;
     const rows = await store.claimDueSchedules({
@@ -91,7 +92,10 @@ export class CronScheduler {
         planned += 1;
         if (plan.nextRunAt !== null && plan.nextRunAt.getTime() <= now.getTime()) moreDue = true;
         else this.expectWorkAt(plan.nextRunAt);
-        for (const row of plan.occurrences) if (row.status === 'skipped') skipped.set(row.id, row);
+        for (const row of plan.occurrences) {
+          if (row.status === 'skipped') skipped.set(row.id, row);
+          else if (row.status === 'missed') missed.set(row.id, row);
+        }
         return plan;
       },
       ...(inTransactionHandoff && {
@@ -101,6 +105,7 @@ export class CronScheduler {
     this.#lastTickAt = now;
     this.#moreDue = moreDue || planned >= settings.batchSize;
     for (const row of skipped.values()) this.#reportSkipped(row);
+    for (const row of missed.values()) this.#reportMissed(row);
     const linkedInClaim = this.#reportHandedOff(rows);
     const claimed = rows.filter((row) => row.status === 'claimed');
     await faults?.afterPhase1?.(claimed);
@@ -130,6 +135,16 @@ export class CronScheduler {
     this.#deferred.add(later);
     this.expectWorkAt(this.#deferred.earliestFireAt());
     return ready;
+  }
+
+  #reportMissed(row: NewCronExecution): void {
+    emitEvent(this.#deps, 'cron:missed', {
+      scheduleId: row.scheduleId,
+      scheduleName: scheduleNameOf(row),
+      occurrenceId: row.id,
+      scheduledTime: row.scheduledTime,
+      missedCount: row.missedCount,
+    });
   }
 
   #reportSkipped(row: NewCronExecution): void {

@@ -26,6 +26,16 @@ export interface PipelineCancelledEvent {
   workflowName: string;
 }
 
+/** A failed or cancelled pipeline was set running again by `retryExecution`. */
+export interface PipelineRetriedEvent {
+  executionId: string;
+  workflowName: string;
+  /** The status it had before the retry. */
+  previousStatus: 'failed' | 'cancelled';
+  /** Tasks sent back to run: failed, cancelled, and skipped because an upstream task failed. */
+  retriedTasks: string[];
+}
+
 /** Identifies one attempt of one task. */
 export interface TaskAttemptEvent {
   executionId: string;
@@ -67,6 +77,8 @@ export interface PipelineEvents {
   'pipeline:failed': [PipelineFinishedEvent];
   /** A pipeline was cancelled by `cancelExecution` on this runner. */
   'pipeline:cancelled': [PipelineCancelledEvent];
+  /** A failed or cancelled pipeline runs again from its failed tasks (`retryExecution`). */
+  'pipeline:retried': [PipelineRetriedEvent];
   /** A task attempt started running on this runner. */
   'task:started': [TaskAttemptEvent];
   /** A task attempt succeeded. */
@@ -79,7 +91,8 @@ export interface PipelineEvents {
 
 /**
  * Every event of {@link DefaultRunner}: the pipeline and task events above, plus the cron
- * events (`cron:fired`, `cron:skipped`, `cron:lost`, `cron:recovered`, `cron:abandoned`)
+ * events (`cron:fired`, `cron:skipped`, `cron:buffered`, `cron:missed`, `cron:lost`,
+ * `cron:recovered`, `cron:abandoned`, `cron:paused`)
  * declared by `@orreryjs/cron`, which its CronService emits through the runner.
  */
 export type RunnerEvents = PipelineEvents & CronEvents;

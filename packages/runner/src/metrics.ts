@@ -28,8 +28,27 @@ export class RunnerMetrics {
     });
     const lag = new Histogram({
       name: 'orrery_cron_fire_lag_seconds',
-      help: 'handedOffAt - scheduledTime of fired occurrences (jitter included)',
+      help: 'handedOffAt - scheduledTime of fired occurrences (jitter included), by schedule',
+      labelNames: ['schedule'] as const,
       buckets: SECONDS_BUCKETS,
+      registers,
+    });
+    const missed = new Counter({
+      name: 'orrery_cron_missed_total',
+      help: 'Cron slots recorded as missed (each missed ledger row counts its missedCount slots), by schedule',
+      labelNames: ['schedule'] as const,
+      registers,
+    });
+    const buffered = new Counter({
+      name: 'orrery_cron_buffered_total',
+      help: 'Occurrences buffered behind an active one (overlapPolicy buffer_one or buffer_all), by schedule',
+      labelNames: ['schedule'] as const,
+      registers,
+    });
+    const paused = new Counter({
+      name: 'orrery_cron_paused_total',
+      help: 'Schedules that disabled themselves, by reason: failure (pauseOnFailure) or max_runs',
+      labelNames: ['reason'] as const,
       registers,
     });
     const skipped = new Counter({
@@ -76,9 +95,13 @@ export class RunnerMetrics {
       pipelines.inc({ workflow: e.workflowName, status: e.status });
     this.#record = {
       'cron:fired': (e) => {
-        fired.inc({ schedule: e.scheduleName ?? e.scheduleId, source: e.source });
-        lag.observe(Math.max(0, e.lagMs) / 1000);
+        const schedule = e.scheduleName ?? e.scheduleId;
+        fired.inc({ schedule, source: e.source });
+        lag.observe({ schedule }, Math.max(0, e.lagMs) / 1000);
       },
+      'cron:missed': (e) => missed.inc({ schedule: e.scheduleName ?? e.scheduleId }, e.missedCount),
+      'cron:buffered': (e) => buffered.inc({ schedule: e.scheduleName ?? e.scheduleId }),
+      'cron:paused': (e) => paused.inc({ reason: e.reason }),
       'cron:skipped': (e) => skipped.inc({ schedule: e.scheduleName ?? e.scheduleId }),
       'cron:lost': () => recovery.inc({ outcome: 'lost' }),
       'cron:recovered': () => recovery.inc({ outcome: 'recovered' }),

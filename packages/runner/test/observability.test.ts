@@ -1,5 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DefaultRunner, type DefaultRunnerConfig, defineWorkflow, NonRetryableError } from '../src/index.js';
+import {
+  type CronMissedEvent,
+  DefaultRunner,
+  type DefaultRunnerConfig,
+  defineWorkflow,
+  ManualClock,
+  NonRetryableError,
+} from '../src/index.js';
 import { ADAPTERS, type TestDatabase, waitFor } from './support.js';
 
 const etl = defineWorkflow({
@@ -132,7 +139,31 @@ describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
     await runner.triggerCronSchedule('nightly');
     const text = await runner.metrics();
     expect(sample(text, 'orrery_cron_fired_total{schedule="nightly",source="manual"}')).toBe(1);
-    expect(sample(text, 'orrery_cron_fire_lag_seconds_count')).toBe(1);
+    expect(sample(text, 'orrery_cron_fire_lag_seconds_count{schedule="nightly"}')).toBe(1);
+  });
+
+  it('counts missed slots, not missed rows, and reports them with cron:missed', async () => {
+    const clock = new ManualClock(new Date('2026-01-01T00:00:30Z'));
+    const runner = await open({ clock, cronEnableRecovery: false, cronPollIntervalMs: 20 });
+    const missed: CronMissedEvent[] = [];
+    runner.on('cron:missed', (event) => missed.push(event));
+    await runner.addCronSchedule({
+      name: 'minutely',
+      workflowName: 'etl',
+      cronExpression: '* * * * *',
+      catchupPolicy: 'skip',
+    });
+    clock.advance(10 * 60_000); // slots 00:01 … 00:10 are now more than a minute late, but for 00:10
+    await runner.start();
+    await waitFor(() => missed.length > 0);
+    expect(missed).toEqual([
+      expect.objectContaining({
+        scheduleName: 'minutely',
+        missedCount: 9,
+        scheduledTime: new Date('2026-01-01T00:01:00Z'),
+      }),
+    ]);
+    expect(sample(await runner.metrics(), 'orrery_cron_missed_total{schedule="minutely"}')).toBe(9);
   });
 
   it('keeps each runner’s metrics apart', async () => {
