@@ -163,6 +163,11 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   // An idle connection that the server drops emits 'error' on the pool, which would crash the process
   // without a listener; the pool discards that connection and the next query opens a fresh one.
   pool.on('error', () => undefined);
+  // A last line of defence, for the whole life of every connection: a server that drops a connection
+  // at the wrong moment (between the pool's own listener and a caller's, seen under load with
+  // pg_terminate_backend) must never crash the process. The statement in flight still fails, and the
+  // pool discards the connection, which pg marks not queryable.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   let connected = false;
   try {
     await withClient(pool, async (client) => {
