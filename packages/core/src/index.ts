@@ -81,6 +81,18 @@ export {
   type Storage,
   validateSchemaName,
 } from './storage.js';
+export {
+  ACTIVE_PIPELINE_STATUSES,
+  newCronExecutionRow,
+  newTaskStatus,
+  registeredTaskKeys,
+  TASK_KEY_SEPARATOR,
+  type TaskOutcomeColumns,
+  TERMINAL_PIPELINE_STATUSES,
+  TERMINAL_TASK_STATUSES,
+  taskOutcomeColumns,
+  UNFINISHED_PIPELINE_STATUSES,
+} from './store-rules.js';
 export { truncateToMillis, UniversalTimestamp } from './timestamp.js';
 export { isTriggerMet, type TerminalTaskStatus } from './trigger.js';
 export { newId, occurrenceId, UniversalUuid } from './uuid.js';

@@ -215,3 +215,11 @@ export function fieldsOf<T extends Record<string, PgColumn>>(source: object, col
   const fields = source as Record<string, SQL>;
   return Object.fromEntries(Object.keys(columns).map((field) => [field, fields[field]!])) as FieldsLike<T>;
 }
+
+/**
+ * `<column> IN ('a', 'b')` for a status set from core, written as literals rather than bound
+ * parameters so that a generic plan can use the partial indexes whose condition names them.
+ */
+export function statusIn(column: SQLWrapper, statuses: readonly string[]): SQL {
+  return sql`${column} IN (${sql.raw(statuses.map((status) => `'${status}'`).join(', '))})`;
+}

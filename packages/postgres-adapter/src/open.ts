@@ -1,9 +1,10 @@
 import { ConfigurationError, type OpenStorageOptions, type Storage, validateSchemaName } from '@orreryjs/core';
 import pg from 'pg';
-import { PostgresCronStore } from './cron-store.js';
-import { PostgresExecutionStore } from './execution-store.js';
+import { PostgresCronStore } from './cron-store/index.js';
+import { PostgresExecutionStore } from './execution-store/index.js';
 import { applyMigrations, assertSchemaCurrent } from './migrate.js';
-import { PostgresRunnerStore } from './runner-store.js';
+import { PostgresRunnerStore } from './runner-store/index.js';
+import { tables } from './schema.js';
 import { createHandle, sqlState, toOrreryError } from './transaction.js';
 
 /** Options of {@link openPostgresStorage}. */
@@ -135,7 +136,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     throw toOrreryError('openPostgresStorage', error);
   }
   client.release();
-  const handle = createHandle(pool);
+  const handle = createHandle(pool, tables);
   let closed: Promise<void> | undefined;
   return {
     dialect: 'postgres',

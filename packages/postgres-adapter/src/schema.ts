@@ -145,3 +145,9 @@ export const runners = pgTable('runners', {
   heartbeatAt: timestamp('heartbeat_at').notNull(),
   stoppedAt: timestamp('stopped_at'),
 });
+
+/** Every table of the Postgres dialect, as the stores receive them. */
+export const tables = { pipelineExecutions, taskExecutions, cronSchedules, cronExecutions, runners };
+
+/** {@link tables}, possibly qualified with another schema. */
+export type PostgresTables = typeof tables;

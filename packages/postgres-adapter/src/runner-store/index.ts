@@ -1,11 +1,11 @@
 import type { RunnerRow, RunnerStore } from '@orreryjs/core';
 import { asc, eq, sql } from 'drizzle-orm';
-import { bind, parseTimestamptz } from './codec.js';
-import { runners as r } from './schema.js';
-import { type PostgresHandle, statement } from './transaction.js';
+import { bind, parseTimestamptz } from '../codec.js';
+import { type PostgresHandle, statement } from '../transaction.js';
 
-function prepareStatements(handle: PostgresHandle) {
-  const { db } = handle;
+/** Builds the runner statements once; each is named, so each connection parses it once. */
+export function prepareRunnerStore({ db, tables, named }: PostgresHandle) {
+  const r = tables.runners;
   const row = {
     id: bind(r.id, 'id'),
     hostname: bind(r.hostname, 'hostname'),
@@ -29,25 +29,28 @@ function prepareStatements(handle: PostgresHandle) {
           stoppedAt: null,
         },
       })
-      .prepare('orrery_heartbeat'),
+      .prepare(named('orrery_heartbeat')),
     markStopped: db
       .update(r)
       .set({ stoppedAt: bind(r.stoppedAt, 'now') })
       .where(eq(r.id, bind(r.id, 'id')))
-      .prepare('orrery_mark_stopped'),
-    list: db.select().from(r).orderBy(asc(r.startedAt), asc(r.id)).prepare('orrery_list_runners'),
+      .prepare(named('orrery_mark_stopped')),
+    list: db.select().from(r).orderBy(asc(r.startedAt), asc(r.id)).prepare(named('orrery_list_runners')),
     // Text, decoded like every other instant: drizzle's driver hands timestamptz over as the server formats it.
-    now: db.select({ now: sql<string>`now()::text` }).from(sql`(SELECT 1) AS one`).prepare('orrery_database_now'),
+    now: db
+      .select({ now: sql<string>`now()::text` })
+      .from(sql`(SELECT 1) AS one`)
+      .prepare(named('orrery_database_now')),
   };
 }
 
 /** {@link RunnerStore} on Postgres: each method is one statement. */
 export class PostgresRunnerStore implements RunnerStore {
-  readonly #q: ReturnType<typeof prepareStatements>;
+  readonly #q: ReturnType<typeof prepareRunnerStore>;
 
   /** Builds every statement for `handle`; the schema must be migrated. */
   constructor(handle: PostgresHandle) {
-    this.#q = prepareStatements(handle);
+    this.#q = prepareRunnerStore(handle);
   }
 
   heartbeat(runner: Omit<RunnerRow, 'stoppedAt'>): Promise<void> {
