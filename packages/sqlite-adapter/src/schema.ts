@@ -144,3 +144,9 @@ export const runners = sqliteTable('runners', {
   heartbeatAt: timestamp('heartbeat_at').notNull(),
   stoppedAt: timestamp('stopped_at'),
 });
+
+/** Every table of the SQLite dialect, as the stores receive them. */
+export const tables = { pipelineExecutions, taskExecutions, cronSchedules, cronExecutions, runners };
+
+/** {@link tables}, as the stores receive them. */
+export type SqliteTables = typeof tables;

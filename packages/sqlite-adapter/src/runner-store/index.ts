@@ -1,11 +1,11 @@
 import type { RunnerRow, RunnerStore } from '@orreryjs/core';
 import { asc, eq, sql } from 'drizzle-orm';
-import { bind } from './codec.js';
-import { runners as r } from './schema.js';
-import { readTransaction, type SqliteHandle, writeTransaction } from './transaction.js';
+import { bind } from '../codec.js';
+import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
 
-function prepareStatements(handle: SqliteHandle) {
-  const { db } = handle;
+/** Prepares the runner statements once on the connection. */
+export function prepareRunnerStore({ db, tables }: SqliteHandle) {
+  const r = tables.runners;
   const row = {
     id: bind(r.id, 'id'),
     hostname: bind(r.hostname, 'hostname'),
@@ -42,12 +42,12 @@ function prepareStatements(handle: SqliteHandle) {
 /** {@link RunnerStore} on SQLite. */
 export class SqliteRunnerStore implements RunnerStore {
   readonly #handle: SqliteHandle;
-  readonly #q: ReturnType<typeof prepareStatements>;
+  readonly #q: ReturnType<typeof prepareRunnerStore>;
 
   /** Prepares every statement on `handle`; the schema must be migrated. */
   constructor(handle: SqliteHandle) {
     this.#handle = handle;
-    this.#q = prepareStatements(handle);
+    this.#q = prepareRunnerStore(handle);
   }
 
   heartbeat(runner: Omit<RunnerRow, 'stoppedAt'>): Promise<void> {
