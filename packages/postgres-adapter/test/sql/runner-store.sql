@@ -1,0 +1,19 @@
+-- heartbeat
+insert into "runners" ("id", "hostname", "pid", "workflows", "started_at", "heartbeat_at", "stopped_at")
+  values ($1::text, $2::text, $3::integer, $4::jsonb, $5::timestamp (3) with time zone, $6::timestamp (3) with time zone, default)
+  on conflict ("id") do
+  update set "hostname" = excluded.hostname, "pid" = excluded.pid, "workflows" = excluded.workflows, "started_at" = excluded.started_at, "heartbeat_at" = excluded.heartbeat_at, "stopped_at" = $7;
+
+-- markStopped
+update "runners"
+  set "stopped_at" = $1::timestamp (3) with time zone
+  where "runners"."id" = $2::text;
+
+-- list
+select "id", "hostname", "pid", "workflows", "started_at", "heartbeat_at", "stopped_at"
+  from "runners"
+  order by "runners"."started_at" asc, "runners"."id" asc;
+
+-- now
+select now()::text
+  from (SELECT 1) AS one;
