@@ -2,6 +2,7 @@ import { type ClaimLostRequest, type NewCronExecution, newId, type ScheduleRow }
 import { describe, expect, it } from 'vitest';
 import {
   at,
+  completed,
   type OpenStorage,
   occurrence,
   scheduleRow,
@@ -9,6 +10,7 @@ import {
   T0,
   uniqueName,
   useStorage,
+  workflowFixture,
 } from './fixtures.js';
 
 const MINUTE = 60_000;
@@ -122,6 +124,19 @@ export function describeCronLedger(open: OpenStorage): void {
           expect(await store().getOccurrence(handedOff.id)).toMatchObject({ status: 'handed_off', source: 'schedule' });
           expect(await store().getOccurrence(missedByPolicy.id)).toEqual(storedOccurrence(missedByPolicy));
           expect(await insert(times.map(backfill))).toEqual({ claimed: [], existing: 4 });
+        });
+        it('resets the recovery attempts of an abandoned row a backfill reclaims', async () => {
+          const schedule = freshSchedule();
+          const row = occurrence(schedule, T0);
+          await insert([row]);
+          const [lost] = await claimLost(schedule, 'r1');
+          expect(lost!.row.recoveryAttempts).toBe(1);
+          await store().finishRecovery(row.id, 'r1', { status: 'abandoned', reason: 'gave up' }, RECOVERY_NOW);
+          const backfill = occurrence(schedule, T0, { source: 'backfill', claimedAt: at(HOUR), fireAt: at(HOUR) });
+          const { claimed } = await insert([backfill]);
+          expect(claimed).toHaveLength(1);
+          expect(claimed[0]).toMatchObject({ id: row.id, status: 'claimed', recoveryAttempts: 0, abandonReason: null });
+          expect(await store().getOccurrence(row.id)).toMatchObject({ recoveryAttempts: 0 });
         });
       });
 
@@ -439,7 +454,7 @@ export function describeCronLedger(open: OpenStorage): void {
         });
       });
 
-      it('deletes ledger rows scheduled before the cutoff that are not claimed, a batch at a time', async () => {
+      it('deletes ledger rows that became terminal before the cutoff and are not claimed, a batch at a time', async () => {
         const schedule = freshSchedule();
         const cutoff = at(10 * MINUTE);
         const deleted = [
@@ -462,6 +477,64 @@ export function describeCronLedger(open: OpenStorage): void {
         expect((await store().listOccurrences(schedule.id, 10, 0)).map((row) => row.id)).toEqual(
           kept.map((row) => row.id).reverse(),
         );
+      });
+
+      it('judges ledger rows by when they became terminal and keeps those whose pipeline is unfinished', async () => {
+        const schedule = freshSchedule();
+        const wf = workflowFixture(storage, { only: [] });
+        const cutoff = at(HOUR);
+        // A backfill of old slots, claimed and handed off after the cutoff: its rows are fresh, whatever their slot.
+        const freshBackfill = occurrence(schedule, at(0), { source: 'backfill', claimedAt: at(2 * HOUR) });
+        // Handed off before the cutoff, its pipeline still running: the overlap check reads this row.
+        const stillRunning = occurrence(schedule, at(MINUTE));
+        // Handed off before the cutoff, its pipeline finished: the only one retention may take.
+        const finished = occurrence(schedule, at(2 * MINUTE));
+        await store().insertOccurrences([freshBackfill, stillRunning, finished]);
+        const running = await wf.create({ idempotencyKey: stillRunning.id, scheduledTime: at(MINUTE) });
+        const done = await wf.create({ idempotencyKey: finished.id, scheduledTime: at(2 * MINUTE) });
+        await wf.claim('r1', at(MINUTE + 1), { leaseMs: 10 * HOUR });
+        await storage().executions.cancelPipeline(done.id, at(2 * MINUTE + 2));
+        await store().linkOccurrence(freshBackfill.id, newId(), at(2 * HOUR + 1));
+        await store().linkOccurrence(stillRunning.id, running.id, at(MINUTE + 1));
+        await store().linkOccurrence(finished.id, done.id, at(2 * MINUTE + 1));
+        expect(await storage().executions.getPipeline(running.id)).toMatchObject({ status: 'running' });
+
+        expect(await store().deleteTerminalOccurrences(cutoff, 100)).toBe(1);
+        expect(await store().getOccurrence(finished.id)).toBeNull();
+        expect(await store().getOccurrence(freshBackfill.id)).toMatchObject({ status: 'handed_off' });
+        expect(await store().getOccurrence(stillRunning.id)).toMatchObject({ status: 'handed_off' });
+      });
+
+      it('keeps a finished cron pipeline while its ledger row is still claimed, for recovery to link', async () => {
+        const schedule = freshSchedule();
+        const wf = workflowFixture(storage, { only: [] });
+        const claimed = occurrence(schedule, at(0));
+        const linked = occurrence(schedule, at(MINUTE));
+        await store().insertOccurrences([claimed, linked]);
+        // The runner died after executeAsync committed and before phase 2; the pipeline completed elsewhere.
+        const unlinked = await wf.create({ idempotencyKey: claimed.id, scheduledTime: at(0) });
+        const handedOff = await wf.create({ idempotencyKey: linked.id, scheduledTime: at(MINUTE) });
+        await store().linkOccurrence(linked.id, handedOff.id, at(MINUTE));
+        const plain = await wf.create({ idempotencyKey: 'not-a-uuid' });
+        await wf.runAll(at(2 * MINUTE), completed());
+
+        expect(await storage().executions.deleteTerminalPipelines(at(HOUR), 100)).toBe(2);
+        expect(await storage().executions.getPipeline(unlinked.id)).toMatchObject({ status: 'completed' });
+        expect(await storage().executions.getPipeline(handedOff.id)).toBeNull();
+        expect(await storage().executions.getPipeline(plain.id)).toBeNull();
+        expect(await store().findOccurrencePipeline(claimed.id)).toBe(unlinked.id);
+        // Once linked (or abandoned), the row no longer holds the pipeline back.
+        await store().linkOccurrence(claimed.id, unlinked.id, at(HOUR));
+        expect(await storage().executions.deleteTerminalPipelines(at(HOUR), 100)).toBe(1);
+      });
+
+      it('finds the pipeline created under an occurrence id as idempotency key, or null', async () => {
+        const schedule = freshSchedule();
+        const row = occurrence(schedule, at(0));
+        await store().insertOccurrences([row]);
+        expect(await store().findOccurrencePipeline(row.id)).toBeNull();
+        const pipeline = await workflowFixture(storage, { only: [] }).create({ idempotencyKey: row.id });
+        expect(await store().findOccurrencePipeline(row.id)).toBe(pipeline.id);
       });
     });
   });

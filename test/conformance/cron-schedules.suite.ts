@@ -283,6 +283,35 @@ export function describeCronSchedules(open: OpenStorage): void {
           expect(await store().getSchedule(due[0]!.id)).toEqual(due[0]);
         });
 
+        it('tells the plan of a late schedule which of its missed slots already hold a non-manual row', async () => {
+          const late = await insert({ nextRunAt: at(MINUTE) });
+          const punctual = await insert({ workflowName: late.workflowName, nextRunAt: at(9 * MINUTE + 30_000) });
+          await store().insertOccurrences([
+            occurrence(late, T0, { source: 'backfill' }),
+            occurrence(late, at(MINUTE), { source: 'backfill' }),
+            occurrence(late, at(3 * MINUTE), { source: 'backfill', status: 'abandoned' }),
+            occurrence(late, at(4 * MINUTE), { id: newId(), source: 'manual' }),
+            occurrence(late, at(9 * MINUTE), { source: 'backfill' }),
+            occurrence(punctual, at(8 * MINUTE), { source: 'backfill' }),
+          ]);
+          const states = new Map<string, DueScheduleState>();
+          await store().claimDueSchedules({
+            now: at(10 * MINUTE),
+            missedBefore: at(9 * MINUTE),
+            workflowNames: [late.workflowName],
+            limit: 10,
+            plan: (schedule, state) => {
+              states.set(schedule.id, state);
+              return null;
+            },
+          });
+          expect(states.get(late.id)).toEqual({
+            hasActiveOccurrence: false,
+            takenSlots: [at(MINUTE), at(3 * MINUTE)],
+          });
+          expect(states.get(punctual.id)).toEqual({ hasActiveOccurrence: false });
+        });
+
         it('tells an overlap-skip plan whether an earlier occurrence is claimed or its pipeline unfinished', async () => {
           const row = await insert({ overlapPolicy: 'skip', nextRunAt: at(MINUTE) });
           const states: boolean[] = [];

@@ -57,6 +57,18 @@ export function describeRunnerStore(open: OpenStorage): void {
       });
     });
 
+    it('deletes the rows of runners silent since before the cutoff, a batch at a time', async () => {
+      await store().heartbeat(runner('stopped', { heartbeatAt: at(10) }));
+      await store().markStopped('stopped', at(20));
+      await store().heartbeat(runner('dead-1', { heartbeatAt: at(30) }));
+      await store().heartbeat(runner('dead-2', { heartbeatAt: at(40) }));
+      await store().heartbeat(runner('live', { heartbeatAt: at(100) }));
+      expect(await store().deleteSilentRunners(at(100), 2)).toBe(2);
+      expect(await store().deleteSilentRunners(at(100), 2)).toBe(1);
+      expect(await store().deleteSilentRunners(at(100), 2)).toBe(0);
+      expect((await listById()).map((row) => row.id)).toEqual(['live']);
+    });
+
     it("reads the database clock, within a few seconds of this host's", async () => {
       const before = Date.now();
       const databaseNow = await store().databaseNow();

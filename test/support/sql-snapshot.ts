@@ -7,8 +7,9 @@
 /** Anything drizzle can tell the SQL of. */
 type Statement = unknown;
 
+// drizzle writes its keywords in lower case and on one line; the raw SQL in the adapters is upper case and laid out by hand.
 const CLAUSES =
-  /\s+(select|from|inner join|left join|where|group by|order by|limit|offset|for update|for no key update|returning|set|values|on conflict|union all|insert into|update|delete from)\s/g;
+  / (select|from|inner join|left join|where|group by|order by|limit|offset|for update|for no key update|returning|set|values|on conflict|union all|insert into|update|delete from)\s/g;
 
 /** The SQL text of a prepared query, a query builder or a raw query. */
 export function sqlText(statement: Statement): string {
@@ -23,13 +24,13 @@ export function sqlText(statement: Statement): string {
   throw new Error(`Not a drizzle statement: ${String(statement)}`);
 }
 
-/** Breaks drizzle's one-line SQL before each clause, outside string literals and parentheses' first level only. */
+/** Breaks drizzle's one-line SQL before each clause, outside string literals. */
 function layout(text: string): string {
-  if (text.includes('\n')) return text.replace(/[ \t]+$/gm, '');
   return text
     .split("'")
     .map((part, i) => (i % 2 === 0 ? part.replace(CLAUSES, (_m, clause: string) => `\n  ${clause} `) : part))
-    .join("'");
+    .join("'")
+    .replace(/[ \t]+$/gm, '');
 }
 
 /** Flattens `{ file: { name: statement } }` (any depth) into `[file/name, statement]` pairs. */

@@ -84,6 +84,12 @@ export interface SchedulePlan {
 export interface DueScheduleState {
   /** An earlier occurrence is `claimed`, or linked to a pending, running or paused pipeline. */
   hasActiveOccurrence: boolean;
+  /**
+   * Scheduled times in [nextRunAt, missedBefore) that already hold a (non-manual) ledger row,
+   * e.g. slots backfilled during an outage: a `missed` summary must not claim them. Read only
+   * for a schedule whose nextRunAt is before {@link ClaimDueRequest.missedBefore}; else empty.
+   */
+  takenSlots?: readonly Date[];
 }
 
 /** Input of {@link CronStore.claimDueSchedules}. */
@@ -92,6 +98,8 @@ export interface ClaimDueRequest {
   /** Only schedules of these workflows are claimed. */
   workflowNames: readonly string[];
   limit: number;
+  /** Slots before this are missed (now − misfire threshold): see {@link DueScheduleState.takenSlots}. */
+  missedBefore?: Date;
   /**
    * Called synchronously, inside the transaction, once per locked due schedule; returns
    * null to leave the schedule untouched.
@@ -211,6 +219,15 @@ export interface CronStore {
   recoveryCounts(): Promise<RecoveryCounts>;
   /** Rows still `claimed` whose fire time and claim are before `lostBefore`: lost, waiting for recovery. */
   countLostOccurrences(lostBefore: Date): Promise<number>;
-  /** Deletes up to `batchSize` ledger rows, not `claimed`, scheduled before `before`. */
+  /**
+   * Deletes up to `batchSize` terminal ledger rows (not `claimed`) that became terminal before
+   * `before` (handed off, or else claimed, before it), except a `handed_off` row whose pipeline
+   * is still pending, running or paused (the overlap check needs it).
+   */
   deleteTerminalOccurrences(before: Date, batchSize: number): Promise<number>;
+  /**
+   * The id of the pipeline created under this occurrence id as idempotency key, when it is in
+   * this database (the runner's own executor); null when there is none here.
+   */
+  findOccurrencePipeline(occurrenceId: string): Promise<string | null>;
 }

@@ -181,6 +181,9 @@ export interface ExecutionStore {
   resumePipeline(id: string, now: Date): Promise<PipelineRow | null>;
   /** Running tasks whose lease expired before `now`: their runner died or stalled, and no runner has taken them over yet. */
   countStalledTasks(now: Date): Promise<number>;
-  /** Deletes up to `batchSize` terminal pipelines (and their tasks) completed before `before`. */
+  /**
+   * Deletes up to `batchSize` terminal pipelines (and their tasks) completed before `before`,
+   * except a cron pipeline whose ledger row is still `claimed`: recovery links it by key.
+   */
   deleteTerminalPipelines(before: Date, batchSize: number): Promise<number>;
 }

@@ -71,7 +71,7 @@ export type {
 } from './executor.js';
 export { deepMerge, isJsonObject, type Json, type JsonObject, jsonByteLength, toJson } from './json.js';
 export { type Logger, silentLogger } from './logger.js';
-export { BackgroundLoop, emitSafely, type LoopOptions, sleep } from './loop.js';
+export { BackgroundLoop, emitSafely, type LoopOptions, MAX_TIMER_MS, setLongTimeout, sleep } from './loop.js';
 export { RETRY_DEFAULTS, type RetryPolicy, retryDelayMs, shouldRetry } from './retry.js';
 export type { RunnerRow, RunnerStore } from './runner-store.js';
 export {
@@ -93,6 +93,14 @@ export {
   taskOutcomeColumns,
   UNFINISHED_PIPELINE_STATUSES,
 } from './store-rules.js';
+export {
+  assertNoNul,
+  checkIdempotencyKey,
+  hasNul,
+  MAX_IDEMPOTENCY_KEY_BYTES,
+  NUL_REPLACEMENT,
+  replaceNul,
+} from './text.js';
 export { truncateToMillis, UniversalTimestamp } from './timestamp.js';
 export { isTriggerMet, type TerminalTaskStatus } from './trigger.js';
 export { newId, occurrenceId, UniversalUuid } from './uuid.js';

@@ -98,17 +98,17 @@ export abstract class BackgroundLoop {
     if (signal.aborted) return Promise.resolve();
     const endsAtMs = performance.now() + ms;
     return new Promise((resolve) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
+      let cancelTimer = () => {};
       const done = () => {
-        clearTimeout(timer);
+        cancelTimer();
         this.#wake = undefined;
         this.#shortenPause = undefined;
         this.#wakeAtMs = Number.POSITIVE_INFINITY;
         resolve();
       };
       const schedule = () => {
-        clearTimeout(timer);
-        timer = setTimeout(done, Math.max(0, Math.min(endsAtMs, this.#wakeAtMs) - performance.now()));
+        cancelTimer();
+        cancelTimer = setLongTimeout(done, Math.min(endsAtMs, this.#wakeAtMs) - performance.now());
       };
       this.#wake = done;
       this.#shortenPause = schedule;
@@ -134,13 +134,36 @@ export function emitSafely<E extends string, P>(
   }
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts. */
+/**
+ * The longest delay `setTimeout` honours (2³¹ − 1 ms, about 24.8 days). Node runs a longer one
+ * after 1 ms instead, so every wait that can be longer goes through {@link setLongTimeout}.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Calls `callback` once after `ms`, however long: delays past {@link MAX_TIMER_MS} are chained
+ * timers. `Infinity` never fires; a negative or NaN delay fires at the next turn. The timers do
+ * not keep the process alive longer than `setTimeout` would. Returns a function that cancels it.
+ */
+export function setLongTimeout(callback: () => void, ms: number): () => void {
+  if (ms === Number.POSITIVE_INFINITY) return () => {};
+  const endsAtMs = performance.now() + (Number.isNaN(ms) ? 0 : Math.max(0, ms));
+  let timer: ReturnType<typeof setTimeout>;
+  const arm = (): void => {
+    const leftMs = endsAtMs - performance.now();
+    timer = leftMs > MAX_TIMER_MS ? setTimeout(arm, MAX_TIMER_MS) : setTimeout(callback, Math.max(0, leftMs));
+  };
+  arm();
+  return () => clearTimeout(timer);
+}
+
+/** Resolves after `ms` (any length; `Infinity` only on abort), or at once when `signal` aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.resolve();
   return new Promise((resolve) => {
-    const timer = setTimeout(finish, ms);
+    const cancel = setLongTimeout(finish, ms);
     function finish(): void {
-      clearTimeout(timer);
+      cancel();
       signal?.removeEventListener('abort', finish);
       resolve();
     }

@@ -16,6 +16,12 @@ export interface RunnerStore {
   /** Records a graceful stop. */
   markStopped(id: string, now: Date): Promise<void>;
   listRunners(): Promise<RunnerRow[]>;
+  /**
+   * Deletes up to `batchSize` runner rows whose last heartbeat is before `before`: runners
+   * stopped or dead that long ago (a live runner heartbeats). Keeps the table from growing by a
+   * row per process start forever.
+   */
+  deleteSilentRunners(before: Date, batchSize: number): Promise<number>;
   /** The database server's clock, to measure this host's offset from it. */
   databaseNow(): Promise<Date>;
 }

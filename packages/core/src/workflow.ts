@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Context } from './context.js';
 import { WorkflowValidationError } from './errors.js';
 import type { RetryPolicy } from './retry.js';
+import { hasNul } from './text.js';
 
 /** When a task runs, judged from the terminal states of its dependencies. */
 export type TriggerRule = 'all_success' | 'all_done' | 'one_success' | 'one_failed' | 'none_failed';
@@ -29,7 +30,12 @@ export interface TaskDefinition {
   run(ctx: Context, info: TaskRunInfo): Promise<void> | void;
   /** Retries after a failed attempt. */
   retry?: RetryPolicy;
-  /** Per-attempt time limit; @default the runner's taskTimeoutMs */
+  /**
+   * Per-attempt time limit in milliseconds: a positive integer (any length: a 30-day limit
+   * waits 30 days), or `Infinity` for no time limit at all (the attempt runs until it settles,
+   * is cancelled or paused, or its runner shuts down or loses the lease).
+   * @default the runner's taskTimeoutMs
+   */
   timeoutMs?: number;
   /** @default 'all_success' */
   trigger?: TriggerRule;
@@ -63,15 +69,32 @@ export interface WorkflowDefinition {
 const TASK_ID = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 const TRIGGERS = new Set<TriggerRule>(['all_success', 'all_done', 'one_success', 'one_failed', 'none_failed']);
 
+const BACKOFFS = new Set<string>(['fixed', 'linear', 'exponential']);
+
 /**
  * Validates a workflow and orders its tasks canonically.
- * @throws WorkflowValidationError for an empty workflow, a bad or duplicate task id, an
- * unknown dependency, an unknown trigger, or a cycle (the message names the tasks on it).
+ * @throws WorkflowValidationError for an empty workflow, a name or description with a NUL
+ * character, a bad or duplicate task id, an unknown dependency, a malformed task field
+ * (run, dependsOn, trigger, when, timeoutMs, retry and each of its fields: the message names
+ * the task and the field), or a cycle (the message names the tasks on it).
  */
 export function defineWorkflow(definition: WorkflowDefinition): Workflow {
+  if (typeof definition !== 'object' || definition === null) {
+    throw new WorkflowValidationError('defineWorkflow() takes an object { name, tasks }.');
+  }
   const { name, description, tasks } = definition;
   if (typeof name !== 'string' || name.trim() === '') {
     throw new WorkflowValidationError('Workflow name must be a non-empty string.');
+  }
+  if (hasNul(name)) {
+    throw new WorkflowValidationError(
+      `Workflow name ${JSON.stringify(name)} contains a NUL character (\\u0000), which PostgreSQL cannot store; remove it.`,
+    );
+  }
+  if (description !== undefined && (typeof description !== 'string' || hasNul(description))) {
+    throw new WorkflowValidationError(
+      `Workflow "${name}": description must be a string without NUL characters, got ${JSON.stringify(description)}.`,
+    );
   }
   if (!Array.isArray(tasks) || tasks.length === 0) {
     throw new WorkflowValidationError(`Workflow "${name}" has no tasks; add at least one task.`);
@@ -100,14 +123,7 @@ function indexTasks(name: string, tasks: TaskDefinition[]): Map<string, TaskDefi
       );
     }
     if (byId.has(task.id)) throw new WorkflowValidationError(`Workflow "${name}": duplicate task id "${task.id}".`);
-    if (typeof task.run !== 'function') {
-      throw new WorkflowValidationError(`Workflow "${name}": task "${task.id}" has no run function.`);
-    }
-    if (task.trigger !== undefined && !TRIGGERS.has(task.trigger)) {
-      throw new WorkflowValidationError(
-        `Workflow "${name}": task "${task.id}" has unknown trigger "${task.trigger}"; use one of ${[...TRIGGERS].join(', ')}.`,
-      );
-    }
+    checkTask(name, task);
     byId.set(task.id, task);
   }
   for (const task of tasks) {
@@ -118,6 +134,69 @@ function indexTasks(name: string, tasks: TaskDefinition[]): Map<string, TaskDefi
     }
   }
   return byId;
+}
+
+/** Checks every field of one task but its id and the existence of its dependencies. */
+function checkTask(name: string, task: TaskDefinition): void {
+  const fail = (field: string, what: string, value: unknown): never => {
+    throw new WorkflowValidationError(
+      `Workflow "${name}": task "${task.id}" ${field} must be ${what}, got ${describe(value)}.`,
+    );
+  };
+  if (typeof task.run !== 'function') {
+    throw new WorkflowValidationError(`Workflow "${name}": task "${task.id}" has no run function.`);
+  }
+  const { dependsOn, trigger, when, timeoutMs, retry } = task;
+  if (dependsOn !== undefined && (!Array.isArray(dependsOn) || dependsOn.some((dep) => typeof dep !== 'string'))) {
+    fail('dependsOn', 'an array of task ids (strings)', dependsOn);
+  }
+  if (trigger !== undefined && !TRIGGERS.has(trigger)) {
+    throw new WorkflowValidationError(
+      `Workflow "${name}": task "${task.id}" has unknown trigger ${describe(trigger)}; use one of ${[...TRIGGERS].join(', ')}.`,
+    );
+  }
+  if (when !== undefined && typeof when !== 'function') fail('when', 'a function (ctx) => boolean', when);
+  if (timeoutMs !== undefined && !(timeoutMs === Number.POSITIVE_INFINITY || isPositiveInteger(timeoutMs))) {
+    fail('timeoutMs', 'a positive integer of milliseconds, or Infinity for no time limit', timeoutMs);
+  }
+  if (retry === undefined) return;
+  if (typeof retry !== 'object' || retry === null || Array.isArray(retry)) {
+    fail('retry', 'an object such as { maxAttempts: 3 }', retry);
+  }
+  const { maxAttempts, backoff, initialDelayMs, maxDelayMs, jitter, retryOn } = retry;
+  if (maxAttempts !== undefined && !isPositiveInteger(maxAttempts)) {
+    fail('retry.maxAttempts', 'a positive integer (total attempts, the first included)', maxAttempts);
+  }
+  if (backoff !== undefined && !BACKOFFS.has(backoff)) {
+    fail('retry.backoff', `one of ${[...BACKOFFS].join(', ')}`, backoff);
+  }
+  for (const [field, value] of [
+    ['retry.initialDelayMs', initialDelayMs],
+    ['retry.maxDelayMs', maxDelayMs],
+  ] as const) {
+    if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value) && value >= 0)) {
+      fail(field, 'a finite number of milliseconds ≥ 0', value);
+    }
+  }
+  if (jitter !== undefined && typeof jitter !== 'boolean') fail('retry.jitter', 'true or false', jitter);
+  if (retryOn !== undefined && typeof retryOn !== 'function') {
+    fail('retry.retryOn', 'a function (error) => boolean', retryOn);
+  }
+}
+
+function isPositiveInteger(value: unknown): boolean {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'number' || typeof value === 'bigint') return String(value);
+  if (typeof value === 'function') return 'a function';
+  if (value === undefined) return 'undefined';
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return typeof value;
+  }
 }
 
 /** Kahn's algorithm, always taking the earliest-declared ready task, so order is stable. */
@@ -167,7 +246,8 @@ function structureHash(ordered: TaskDefinition[]): string {
     dependsOn: [...(t.dependsOn ?? [])].sort(),
     trigger: t.trigger ?? 'all_success',
     retry: t.retry ? { ...t.retry, retryOn: t.retry.retryOn ? 'custom' : undefined } : null,
-    timeoutMs: t.timeoutMs ?? null,
+    // JSON would write Infinity as null, the same as "no own limit": name it.
+    timeoutMs: t.timeoutMs === Number.POSITIVE_INFINITY ? 'Infinity' : (t.timeoutMs ?? null),
     when: t.when ? 'custom' : null,
   }));
   return createHash('sha256').update(JSON.stringify(shape)).digest('hex').slice(0, 16);

@@ -1,10 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { BackgroundLoop, silentLogger } from '../src/index.js';
+import { BackgroundLoop, MAX_TIMER_MS, setLongTimeout, silentLogger, sleep } from '../src/index.js';
 
 class CountingLoop extends BackgroundLoop {
   ticks = 0;
-  constructor(readonly nextWorkInMs: () => number | undefined) {
-    super({ name: 'test', intervalMs: 60_000, logger: silentLogger });
+  constructor(
+    readonly nextWorkInMs: () => number | undefined,
+    intervalMs = 60_000,
+  ) {
+    super({ name: 'test', intervalMs, logger: silentLogger });
   }
   protected async tick(): Promise<number | undefined> {
     this.ticks += 1;
@@ -38,5 +41,62 @@ describe('BackgroundLoop', () => {
     loop.start();
     await until(() => loop.ticks >= 3);
     expect(loop.ticks).toBeGreaterThanOrEqual(3);
+  });
+});
+
+/** Node's warning for a setTimeout delay past 2³¹ − 1 ms, which it then runs after 1 ms. */
+function overflowWarnings(): { count(): number; stop(): void } {
+  let count = 0;
+  const listener = (warning: Error) => {
+    if (warning.name === 'TimeoutOverflowWarning') count += 1;
+  };
+  process.on('warning', listener);
+  return { count: () => count, stop: () => process.off('warning', listener) };
+}
+
+/** A real pause, long enough for a timer that wrongly fires after 1 ms to have fired many times over. */
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+describe('waits of 2³¹ ms or more', () => {
+  it('sleep(2 ** 31) keeps waiting until its signal aborts', async () => {
+    const warnings = overflowWarnings();
+    const abort = new AbortController();
+    let slept = false;
+    const sleeping = sleep(2 ** 31, abort.signal).then(() => {
+      slept = true;
+    });
+    await pause(100);
+    expect(slept).toBe(false);
+    abort.abort();
+    await sleeping;
+    expect(slept).toBe(true);
+    await pause(0);
+    warnings.stop();
+    expect(warnings.count()).toBe(0);
+  });
+
+  it('setLongTimeout never fires for Infinity and fires a short delay once', async () => {
+    const fired: string[] = [];
+    const cancelForever = setLongTimeout(() => fired.push('forever'), Number.POSITIVE_INFINITY);
+    const cancelLong = setLongTimeout(() => fired.push('long'), MAX_TIMER_MS + 1);
+    setLongTimeout(() => fired.push('short'), 5);
+    await pause(100);
+    cancelForever();
+    cancelLong();
+    expect(fired).toEqual(['short']);
+  });
+
+  it('a loop whose interval is 2 ** 31 ms waits between ticks instead of spinning', async () => {
+    const warnings = overflowWarnings();
+    const loop = new CountingLoop(() => undefined, 2 ** 31);
+    loops.push(loop);
+    loop.start();
+    await until(() => loop.ticks === 1);
+    await pause(100);
+    expect(loop.ticks).toBe(1);
+    loop.nudge();
+    await until(() => loop.ticks === 2);
+    warnings.stop();
+    expect(warnings.count()).toBe(0);
   });
 });

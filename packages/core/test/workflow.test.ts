@@ -63,3 +63,87 @@ describe('defineWorkflow', () => {
     );
   });
 });
+
+describe('defineWorkflow refuses malformed task fields', () => {
+  const run = () => {};
+  const cases: Array<[string, Partial<TaskDefinition> & Record<string, unknown>, RegExp]> = [
+    [
+      'retry.maxAttempts NaN',
+      { retry: { maxAttempts: Number.NaN } },
+      /"t" retry\.maxAttempts must be a positive integer/,
+    ],
+    ['retry.maxAttempts negative', { retry: { maxAttempts: -5 } }, /retry\.maxAttempts/],
+    ['retry.maxAttempts non-integer', { retry: { maxAttempts: 2.5 } }, /retry\.maxAttempts/],
+    ['retry.maxAttempts 0', { retry: { maxAttempts: 0 } }, /retry\.maxAttempts/],
+    ['timeoutMs -1', { timeoutMs: -1 }, /"t" timeoutMs must be a positive integer/],
+    ['timeoutMs NaN', { timeoutMs: Number.NaN }, /timeoutMs/],
+    ['timeoutMs 0', { timeoutMs: 0 }, /timeoutMs/],
+    ['retry.initialDelayMs NaN', { retry: { initialDelayMs: Number.NaN } }, /retry\.initialDelayMs/],
+    ['retry.initialDelayMs negative', { retry: { initialDelayMs: -1 } }, /retry\.initialDelayMs/],
+    ['retry.maxDelayMs NaN', { retry: { maxDelayMs: Number.NaN } }, /retry\.maxDelayMs/],
+    ['retry.maxDelayMs negative', { retry: { maxDelayMs: -10 } }, /retry\.maxDelayMs/],
+    [
+      'retry.backoff unknown',
+      { retry: { backoff: 'bogus' as 'fixed' } },
+      /retry\.backoff must be one of fixed, linear, exponential, got "bogus"/,
+    ],
+    ['retry not an object', { retry: 3 as never }, /"t" retry must be an object/],
+    ['dependsOn a string', { dependsOn: 'a' as never }, /"t" dependsOn must be an array of task ids/],
+    ['dependsOn with a number', { dependsOn: [1] as never }, /dependsOn/],
+    ['trigger unknown', { trigger: 'sometimes' as never }, /"t" has unknown trigger "sometimes"/],
+    ['when not a function', { when: true as never }, /"t" when must be a function/],
+    ['run not a function', { run: 'go' as never }, /"t" has no run function/],
+    ['retry.retryOn not a function', { retry: { retryOn: 'always' as never } }, /retry\.retryOn must be a function/],
+    ['retry.jitter not a boolean', { retry: { jitter: 'yes' as never } }, /retry\.jitter must be true or false/],
+  ];
+
+  it.each(cases)('%s', (_title, fields, message) => {
+    const define = () =>
+      defineWorkflow({
+        name: 'w',
+        tasks: [
+          { id: 'a', run },
+          { id: 't', dependsOn: ['a'], run, ...fields },
+        ],
+      });
+    expect(define).toThrow(WorkflowValidationError);
+    expect(define).toThrow(message);
+  });
+
+  it('accepts Infinity as a task timeout (no time limit) and gives it its own version', () => {
+    const none = defineWorkflow({ name: 'w', tasks: [{ id: 't', timeoutMs: Number.POSITIVE_INFINITY, run }] });
+    const own = defineWorkflow({ name: 'w', tasks: [{ id: 't', run }] });
+    expect(none.taskById.get('t')?.timeoutMs).toBe(Number.POSITIVE_INFINITY);
+    expect(none.version).not.toBe(own.version);
+  });
+
+  it('accepts well-formed retry policies and long timeouts', () => {
+    const wf = defineWorkflow({
+      name: 'w',
+      tasks: [
+        {
+          id: 't',
+          timeoutMs: 30 * 86_400_000,
+          retry: {
+            maxAttempts: 1,
+            backoff: 'linear',
+            initialDelayMs: 0,
+            maxDelayMs: 0,
+            jitter: false,
+            retryOn: () => true,
+          },
+          run,
+        },
+      ],
+    });
+    expect(wf.tasks).toHaveLength(1);
+  });
+
+  it('refuses a workflow name or description with a NUL character', () => {
+    expect(() => defineWorkflow({ name: 'bad\u0000name', tasks: [{ id: 't', run }] })).toThrow(WorkflowValidationError);
+    expect(() => defineWorkflow({ name: 'bad\u0000name', tasks: [{ id: 't', run }] })).toThrow(/NUL character/);
+    expect(() => defineWorkflow({ name: 'w', description: 'd\u0000', tasks: [{ id: 't', run }] })).toThrow(
+      WorkflowValidationError,
+    );
+  });
+});

@@ -45,7 +45,8 @@ type Step =
  * - Later slots were missed; the catch-up policy decides: `skip` runs none, `run_once` the
  *   latest, `run_all` each one oldest first, at most `maxCatchupExecutions` per tick, after
  *   dropping those older than `maxCatchupAgeMs`. The slots not run get one `missed` row per
- *   decision, with `missedCount` and the first slot as its scheduled time.
+ *   decision, with `missedCount` and the first slot as its scheduled time; slots that already
+ *   hold a ledger row (`state.takenSlots`, e.g. backfilled during the outage) are left out.
  * - `overlapPolicy: 'skip'`: the first slot to run is `skipped` when an earlier occurrence is
  *   still active, and every later one of the same tick is `skipped`: at most one is kept.
  * - Slots at or after `endAt` never fire; past it `nextRunAt` becomes null.
@@ -70,7 +71,7 @@ export function planSchedule(
     return { occurrences: [], nextRunAt: null, lastRunAt: schedule.lastRunAt };
   }
   budget.slots -= scan.slots.length;
-  const steps = decideSteps(schedule, scan, context);
+  const steps = withoutTakenSlots(decideSteps(schedule, scan, context), state.takenSlots);
   return applySteps(schedule, state, steps, scan.resumeAt, context, budget);
 }
 
@@ -127,6 +128,21 @@ function decideSteps(schedule: ScheduleRow, scan: SlotScan, context: PlanContext
   }
   for (const slot of onTime) steps.push({ kind: 'run', slot, source: 'schedule' });
   return steps;
+}
+
+/**
+ * Drops from the `missed` steps the slots that already hold a ledger row (a backfill during the
+ * outage): the summary takes the id and time of its first free slot, so it never collides with
+ * that row (and vanishes under ON CONFLICT DO NOTHING); a step left with no slot is dropped.
+ */
+function withoutTakenSlots(steps: Step[], takenSlots: readonly Date[] | undefined): Step[] {
+  if (takenSlots === undefined || takenSlots.length === 0) return steps;
+  const taken = new Set(takenSlots.map((slot) => slot.getTime()));
+  return steps.flatMap((step): Step[] => {
+    if (step.kind === 'run') return [step];
+    const slots = step.slots.filter((slot) => !taken.has(slot.getTime()));
+    return slots.length === 0 ? [] : [{ kind: 'missed', slots }];
+  });
 }
 
 function applySteps(

@@ -21,6 +21,8 @@ export interface RecoveryResult {
   abandoned: number;
   /** Attempts that failed and were rescheduled with back-off. */
   retried: number;
+  /** Occurrences given back untried, their attempt refunded, because the executor or this pass was shutting down. */
+  released: number;
 }
 
 type RecoveryDeps = Pick<
@@ -30,6 +32,12 @@ type RecoveryDeps = Pick<
 
 type Outcome = keyof RecoveryResult | 'fenced';
 
+/** One pass's shared state: set once a handoff is refused for shutdown, so the rest are released untried. */
+interface Pass {
+  signal: AbortSignal | undefined;
+  stopping: boolean;
+}
+
 /**
  * Step 4 of the cron cycle: finds occurrences still `claimed` `lostThresholdMs` after their
  * fire time (their runner died or failed between phase 1 and phase 2) and hands them off
@@ -37,8 +45,12 @@ type Outcome = keyof RecoveryResult | 'fenced';
  * duplicated. The claim is a compare-and-set that counts the attempt and leases the row in
  * the database, so two instances never recover one row and a restart does not reset the
  * count. Gives up (`abandoned`, `cron:abandoned`) past `maxRecoveryAttempts`, past
- * `maxRecoveryAgeMs` since the claim, or when the schedule was deleted, or disabled (for
- * scheduler occurrences; manual and backfill ones were explicit requests and still run).
+ * `maxRecoveryAgeMs` since the handoff was due (the later of claim and fire time), or when
+ * the schedule was deleted, or disabled (for scheduler occurrences; manual and backfill ones
+ * were explicit requests and still run) — but links first: a pipeline that already exists
+ * under the row's key is its run, whatever else. A shutdown never counts against an
+ * occurrence: a handoff refused because the executor is closing (`ConfigurationError`), or a
+ * pass stopped by its signal, refunds the attempt and releases the row for the next runner.
  */
 export class CronRecovery {
   readonly #deps: RecoveryDeps;
@@ -59,8 +71,11 @@ export class CronRecovery {
     return this.#moreLost;
   }
 
-  /** Runs one recovery pass over up to `batchSize` lost occurrences. */
-  async recover(): Promise<RecoveryResult> {
+  /**
+   * Runs one recovery pass over up to `batchSize` lost occurrences. Once `signal` aborts (the
+   * loop stops), occurrences not yet handed off are released with their attempt refunded.
+   */
+  async recover(signal?: AbortSignal): Promise<RecoveryResult> {
     const { store, clock, settings, workflows, runnerId } = this.#deps;
     const now = clock.now();
     const lost = await store.claimLostOccurrences({
@@ -72,20 +87,21 @@ export class CronRecovery {
       leaseMs: settings.lostThresholdMs,
     });
     this.#lastRecoveryAt = now;
-    this.#moreLost = lost.length >= settings.batchSize;
-    const result: RecoveryResult = { recovered: 0, abandoned: 0, retried: 0 };
+    const pass: Pass = { signal, stopping: false };
+    const result: RecoveryResult = { recovered: 0, abandoned: 0, retried: 0, released: 0 };
     await forEachConcurrently(lost, HANDOFF_CONCURRENCY, async (occurrence) => {
-      const outcome = await this.#recoverOne(occurrence);
+      const outcome = isStopping(pass) ? await this.#release(occurrence.row) : await this.#recoverOne(occurrence, pass);
       if (outcome !== 'fenced') result[outcome] += 1;
     });
+    this.#moreLost = lost.length >= settings.batchSize && !isStopping(pass);
     return result;
   }
 
-  async #recoverOne({ row, schedule }: LostOccurrence): Promise<Outcome> {
+  async #recoverOne({ row, schedule }: LostOccurrence, pass: Pass): Promise<Outcome> {
     const { executor, clock, logger, faults } = this.#deps;
     const attempt = row.recoveryAttempts;
     const reason = this.#abandonReason(row, schedule, clock.now());
-    if (reason !== null) return this.#abandon(row, reason);
+    if (reason !== null) return this.#linkOrAbandon(row, reason);
     emitEvent(this.#deps, 'cron:lost', {
       scheduleId: row.scheduleId,
       occurrenceId: row.id,
@@ -99,6 +115,15 @@ export class CronRecovery {
         scheduledTime: row.scheduledTime,
       });
     } catch (error) {
+      if (pass.signal?.aborted === true || isOrreryError(error, 'CONFIGURATION')) {
+        // The executor is shutting down (or this pass is): not the occurrence's fault, and nothing more will start.
+        pass.stopping = true;
+        logger.info(
+          { err: error, occurrenceId: row.id },
+          'cron recovery stopped by shutdown; the occurrence is released',
+        );
+        return this.#release(row);
+      }
       logger.warn({ err: error, scheduleId: row.scheduleId, occurrenceId: row.id, attempt }, 'cron recovery failed');
       if (error instanceof ValidationError || isOrreryError(error, 'IDEMPOTENCY_CONFLICT')) {
         return this.#abandon(row, `handoff can never succeed: ${describeError(error)}`);
@@ -106,16 +131,40 @@ export class CronRecovery {
       return this.#retry(row, error);
     }
     await faults?.duringRecovery?.(row);
-    const linked = await this.#finish(row, { status: 'linked', pipelineExecutionId: execution.id });
-    if (!linked) return 'fenced';
+    return this.#link(row, execution.id);
+  }
+
+  /**
+   * Links the pipeline that already exists under the row's key (the occurrence ran: the
+   * ledger must not say abandoned, and the overlap check must see it), else abandons.
+   */
+  async #linkOrAbandon(row: CronExecutionRow, reason: string): Promise<Outcome> {
+    let existing: string | null;
+    try {
+      existing = await this.#deps.store.findOccurrencePipeline(row.id);
+    } catch (error) {
+      this.#deps.logger.warn({ err: error, occurrenceId: row.id }, 'cron recovery could not look up the pipeline');
+      return this.#retry(row, error);
+    }
+    return existing === null ? this.#abandon(row, reason) : this.#link(row, existing);
+  }
+
+  async #link(row: CronExecutionRow, pipelineExecutionId: string): Promise<Outcome> {
+    if (!(await this.#finish(row, { status: 'linked', pipelineExecutionId }))) return 'fenced';
     emitEvent(this.#deps, 'cron:recovered', {
       scheduleId: row.scheduleId,
       occurrenceId: row.id,
       scheduledTime: row.scheduledTime,
-      pipelineExecutionId: execution.id,
-      recoveryAttempt: attempt,
+      pipelineExecutionId,
+      recoveryAttempt: row.recoveryAttempts,
     });
     return 'recovered';
+  }
+
+  /** Gives the row back untried: the attempt is refunded and any runner may take it at once. */
+  async #release(row: CronExecutionRow): Promise<Outcome> {
+    const outcome: RecoveryOutcome = { status: 'retry', nextRecoveryAt: this.#deps.clock.now(), refundAttempt: true };
+    return (await this.#finish(row, outcome)) ? 'released' : 'fenced';
   }
 
   #abandonReason(row: CronExecutionRow, schedule: ScheduleRow | null, now: Date): string | null {
@@ -126,8 +175,13 @@ export class CronRecovery {
     if (row.recoveryAttempts > maxRecoveryAttempts) {
       return `gave up after ${maxRecoveryAttempts} recovery attempts (maxRecoveryAttempts)`;
     }
-    const ageMs = now.getTime() - row.claimedAt.getTime();
-    if (ageMs > maxRecoveryAgeMs) return `claimed ${ageMs} ms ago, older than maxRecoveryAgeMs (${maxRecoveryAgeMs})`;
+    // Age counts from when the handoff was due: a jittered row (fireAt after its claim) left by a graceful
+    // restart gets the whole window after its fire time, and a row claimed late gets it after its claim.
+    const dueAtMs = Math.max(row.fireAt.getTime(), row.claimedAt.getTime());
+    const ageMs = now.getTime() - dueAtMs;
+    if (ageMs > maxRecoveryAgeMs) {
+      return `due for handoff ${ageMs} ms ago, older than maxRecoveryAgeMs (${maxRecoveryAgeMs})`;
+    }
     return null;
   }
 
@@ -170,6 +224,10 @@ export class CronRecovery {
     }
     return false;
   }
+}
+
+function isStopping(pass: Pass): boolean {
+  return pass.stopping || pass.signal?.aborted === true;
 }
 
 function describeError(error: unknown): string {

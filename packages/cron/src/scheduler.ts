@@ -79,6 +79,7 @@ export class CronScheduler {
     let moreDue = false;
     const rows = await store.claimDueSchedules({
       now,
+      missedBefore: new Date(now.getTime() - settings.misfireThresholdMs),
       workflowNames: workflows.names(),
       limit: settings.batchSize,
       plan: (schedule, state) => {

@@ -44,8 +44,9 @@ export class CronService {
     this.#schedulerLoop = new CronLoop({ name: 'cron-scheduler', intervalMs: settings.pollIntervalMs, logger }, () =>
       this.#scheduler.tick().then(() => this.#scheduler.msUntilNextWork()),
     );
-    this.#recoveryLoop = new CronLoop({ name: 'cron-recovery', intervalMs: settings.recoveryIntervalMs, logger }, () =>
-      this.#recovery.recover().then(() => (this.#recovery.hasMoreLost ? 0 : null)),
+    this.#recoveryLoop = new CronLoop(
+      { name: 'cron-recovery', intervalMs: settings.recoveryIntervalMs, logger },
+      (signal) => this.#recovery.recover(signal).then(() => (this.#recovery.hasMoreLost ? 0 : null)),
     );
     // A schedule this process (re)times wakes the tick at its next slot rather than a poll later.
     this.#schedules = new ScheduleManager(options, (nextRunAt) => {
@@ -129,9 +130,9 @@ export class CronService {
     return this.#scheduler.tick();
   }
 
-  /** Runs one recovery pass now. */
-  recover(): Promise<RecoveryResult> {
-    return this.#recovery.recover();
+  /** Runs one recovery pass now; once `signal` aborts, the rest of the pass is released untried. */
+  recover(signal?: AbortSignal): Promise<RecoveryResult> {
+    return this.#recovery.recover(signal);
   }
 
   /** Starts the tick loop (if enableScheduling) and the recovery loop (if enableRecovery); idempotent. */

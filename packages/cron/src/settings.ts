@@ -54,7 +54,8 @@ export interface CronSettings {
    */
   lostThresholdMs: number;
   /**
-   * Recovery abandons an occurrence claimed longer ago than this.
+   * Recovery abandons an occurrence whose handoff was due longer ago than this: measured from
+   * the later of its claim and its fire time (jitter included), unless its pipeline exists.
    * @default 86_400_000
    */
   maxRecoveryAgeMs: number;

@@ -1,5 +1,6 @@
 import {
   assertContextSize,
+  assertNoNul,
   type CatchupPolicy,
   ContextError,
   isJsonObject,
@@ -70,6 +71,7 @@ export function validateScheduleInput(
       `cronExpression must be a string such as '*/5 * * * *', got ${describe(input.cronExpression)}.`,
     );
   }
+  assertNoNul(input.cronExpression, `cronExpression ${describe(input.cronExpression)}`);
   const cronExpression = normalizeCronExpression(input.cronExpression);
   const timezone = validateTimezone(checkString('timezone', input.timezone ?? 'UTC'));
   const { startAt, endAt } = checkWindow(input.startAt, input.endAt);
@@ -203,11 +205,12 @@ function checkChoice<T extends string>(field: string, value: unknown, choices: r
   return value as T;
 }
 
+/** A non-empty string PostgreSQL can store (no NUL character). */
 function checkString(field: string, value: unknown): string {
   if (typeof value !== 'string' || value.length === 0) {
     throw new ValidationError(`${field} must be a non-empty string, got ${describe(value)}.`);
   }
-  return value;
+  return assertNoNul(value, `${field} ${describe(value)}`);
 }
 
 function checkBoolean(field: string, value: unknown): boolean {

@@ -40,6 +40,21 @@ describe('backfill', () => {
     expect(history).toHaveLength(11);
   });
 
+  it('keeps the missed summary of an outage whose first slot was backfilled meanwhile', async () => {
+    h = await openHarness();
+    await h.cron.addSchedule({ name: 's', workflowName: 'wf', cronExpression: '* * * * *', catchupPolicy: 'skip' });
+    h.clock.set(at(10 * MINUTE + 30 * SECOND));
+    // During the outage an operator backfills the first slot; then a runner ticks.
+    expect(await h.cron.backfill('s', { start: at(MINUTE), end: at(2 * MINUTE) })).toEqual({ created: 1, existing: 0 });
+    await h.cron.tick();
+    const history = await h.cron.history('s', { limit: 100 });
+    const missed = history.filter((row) => row.status === 'missed');
+    expect(missed.map((row) => [row.scheduledTime, row.missedCount])).toEqual([[at(2 * MINUTE), 8]]);
+    // Every slot 1..10 is accounted for: one backfilled, eight missed, one on time.
+    const accounted = history.reduce((sum, row) => sum + (row.status === 'missed' ? row.missedCount : 1), 0);
+    expect(accounted).toBe(10);
+  });
+
   it('refuses a range reaching into the future, an empty range or over 10,000 slots, writing nothing', async () => {
     h = await openHarness();
     await h.cron.addSchedule({ name: 's', workflowName: 'wf', cronExpression: '* * * * * *' });

@@ -34,6 +34,24 @@ const context = (now: Date) => ({ now, runnerId: 'r', settings: CRON_DEFAULTS, l
 const roomy = (): TickBudget => ({ rows: 1000, slots: 1_000_000 });
 
 describe('planSchedule', () => {
+  it('leaves slots that already hold a ledger row out of a missed summary', async () => {
+    const now = at(10_500);
+    const row = schedule({ catchupPolicy: 'skip', cronExpression: '* * * * * *', nextRunAt: at(1000) });
+    const lenient = { ...context(now), settings: { ...CRON_DEFAULTS, misfireThresholdMs: 2000 } };
+    const state = { hasActiveOccurrence: false, takenSlots: [at(1000), at(3000)] };
+    const plan = planSchedule(row, state, lenient, roomy())!;
+    const missed = plan.occurrences.filter((occurrence) => occurrence.status === 'missed');
+    // Slots 1..8 s are missed (before now − 2 s); 1 s and 3 s already hold rows.
+    expect(missed.map((occurrence) => [occurrence.scheduledTime, occurrence.missedCount])).toEqual([[at(2000), 6]]);
+    const allTaken = planSchedule(
+      row,
+      { hasActiveOccurrence: false, takenSlots: Array.from({ length: 8 }, (_, i) => at(1000 * (i + 1))) },
+      lenient,
+      roomy(),
+    )!;
+    expect(allTaken.occurrences.filter((occurrence) => occurrence.status === 'missed')).toEqual([]);
+  });
+
   it('summarises a backlog longer than one scan in missed rows and runs the latest slot once it is reached', async () => {
     const now = at(2 * DAY);
     const first = planSchedule(schedule(), { hasActiveOccurrence: false }, context(now), roomy())!;

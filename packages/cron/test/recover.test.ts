@@ -1,4 +1,4 @@
-import { DatabaseError, OrreryError } from '@orreryjs/core';
+import { ConfigurationError, DatabaseError, OrreryError } from '@orreryjs/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   allPipelines,
@@ -59,10 +59,10 @@ describe('crash points', () => {
     await expect(h.cron.tick()).rejects.toThrow(SimulatedCrash);
     expect(await allPipelines(h.storage)).toEqual([]);
     const survivor = h.another({ faults: {} });
-    expect(await survivor.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 0 });
+    expect(await survivor.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 0, released: 0 });
     h.clock.set(at(MINUTE + PAST_LOST));
-    expect(await survivor.cron.recover()).toEqual({ recovered: 3, abandoned: 0, retried: 0 });
-    expect(await survivor.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 0 });
+    expect(await survivor.cron.recover()).toEqual({ recovered: 3, abandoned: 0, retried: 0, released: 0 });
+    expect(await survivor.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 0, released: 0 });
     await expectExactlyOnePipelinePerOccurrence(h, ['s0', 's1', 's2']);
     const [pipeline] = await allPipelines(h.storage);
     expect(pipeline!.input).toMatchObject({
@@ -84,7 +84,7 @@ describe('crash points', () => {
     expect(started!.input).not.toHaveProperty('is_recovery');
     const survivor = h.another({ faults: {} });
     h.clock.set(at(MINUTE + PAST_LOST));
-    expect(await survivor.cron.recover()).toEqual({ recovered: 1, abandoned: 0, retried: 0 });
+    expect(await survivor.cron.recover()).toEqual({ recovered: 1, abandoned: 0, retried: 0, released: 0 });
     await expectExactlyOnePipelinePerOccurrence(h, ['s0']);
     expect((await h.cron.history('s0'))[0]!.pipelineExecutionId).toBe(started!.id);
     expect(survivor.eventsOf('cron:recovered')[0]!.pipelineExecutionId).toBe(started!.id);
@@ -99,9 +99,9 @@ describe('crash points', () => {
     await expect(crashing.cron.recover()).rejects.toThrow(SimulatedCrash);
     const healthy = h.another({ runnerId: 'runner-c', faults: {} });
     // The crashed runner's recovery lease (lostThresholdMs) still holds the rows.
-    expect(await healthy.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 0 });
+    expect(await healthy.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 0, released: 0 });
     h.clock.advance(MINUTE + SECOND);
-    expect(await healthy.cron.recover()).toEqual({ recovered: 2, abandoned: 0, retried: 0 });
+    expect(await healthy.cron.recover()).toEqual({ recovered: 2, abandoned: 0, retried: 0, released: 0 });
     await expectExactlyOnePipelinePerOccurrence(h, ['s0', 's1']);
     const rows = [...(await h.cron.history('s0')), ...(await h.cron.history('s1'))];
     expect(rows.map((row) => row.recoveryAttempts)).toEqual([2, 2]);
@@ -142,7 +142,7 @@ describe('failed handoffs', () => {
     expect(await h.cron.tick()).toEqual({ claimed: 1, handedOff: 0 });
     expect((await h.cron.history('s0'))[0]!.status).toBe('claimed');
     h.clock.set(at(MINUTE + PAST_LOST));
-    expect(await h.cron.recover()).toEqual({ recovered: 1, abandoned: 0, retried: 0 });
+    expect(await h.cron.recover()).toEqual({ recovered: 1, abandoned: 0, retried: 0, released: 0 });
     await expectExactlyOnePipelinePerOccurrence(h, ['s0']);
   });
 
@@ -152,7 +152,7 @@ describe('failed handoffs', () => {
     h.clock.set(at(MINUTE));
     await h.cron.tick();
     h.clock.set(at(MINUTE + PAST_LOST));
-    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 1 });
+    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 1, released: 0 });
     const [afterFirst] = await h.storage.cron.listOccurrences((await h.cron.getSchedule('s0')).id, 1, 0);
     expect(afterFirst).toMatchObject({
       status: 'claimed',
@@ -160,15 +160,15 @@ describe('failed handoffs', () => {
       nextRecoveryAt: at(MINUTE + PAST_LOST + 2 * MINUTE),
     });
     h.clock.advance(2 * MINUTE - 1);
-    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 0 });
+    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 0, released: 0 });
     h.clock.advance(1);
-    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 1 });
+    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 1, released: 0 });
     h.clock.advance(4 * MINUTE);
-    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 1 });
+    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 1, released: 0 });
     const [afterDbError] = await h.cron.history('s0');
     expect(afterDbError!.recoveryAttempts).toBe(2);
     h.clock.advance(8 * MINUTE);
-    expect(await h.cron.recover()).toEqual({ recovered: 1, abandoned: 0, retried: 0 });
+    expect(await h.cron.recover()).toEqual({ recovered: 1, abandoned: 0, retried: 0, released: 0 });
     expect((await h.cron.history('s0'))[0]).toMatchObject({
       status: 'handed_off',
       recovered: true,
@@ -184,11 +184,11 @@ describe('abandoning', () => {
     h.clock.set(at(MINUTE));
     await h.cron.tick();
     h.clock.set(at(MINUTE + PAST_LOST));
-    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 1 });
+    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 1, released: 0 });
     h.clock.advance(2 * MINUTE);
-    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 1 });
+    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 1, released: 0 });
     h.clock.advance(4 * MINUTE);
-    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 1, retried: 0 });
+    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 1, retried: 0, released: 0 });
     const [row] = await h.cron.history('s0');
     expect(row).toMatchObject({ status: 'abandoned', abandonReason: expect.stringMatching(/2 recovery attempts/) });
     expect(h.eventsOf('cron:abandoned')).toEqual([
@@ -207,7 +207,7 @@ describe('abandoning', () => {
     await h.cron.setEnabled('s2', false);
     await h.cron.deleteSchedule('s1');
     h.clock.set(at(MINUTE + PAST_LOST));
-    expect(await h.cron.recover()).toEqual({ recovered: 1, abandoned: 3, retried: 0 });
+    expect(await h.cron.recover()).toEqual({ recovered: 1, abandoned: 3, retried: 0, released: 0 });
     const reasons = h
       .eventsOf('cron:abandoned')
       .map((event) => event.reason)
@@ -222,7 +222,7 @@ describe('abandoning', () => {
     h.clock.set(at(MINUTE));
     await expect(h.cron.tick()).rejects.toThrow(SimulatedCrash);
     h.clock.set(at(12 * MINUTE));
-    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 1, retried: 0 });
+    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 1, retried: 0, released: 0 });
     expect(h.eventsOf('cron:abandoned')[0]!.reason).toMatch(/maxRecoveryAgeMs/);
   });
 });
@@ -250,5 +250,115 @@ describe('two runners recovering at once', () => {
       h,
       Array.from({ length: 40 }, (_, i) => `s${i}`),
     );
+  });
+});
+
+describe('link first, then decide', () => {
+  it('links the pipeline of a deleted or disabled schedule instead of abandoning it', async () => {
+    const h = await setUp({ faults: { afterHandoff: crash } }, 2);
+    h.clock.set(at(MINUTE));
+    await expect(h.cron.tick()).rejects.toThrow(SimulatedCrash);
+    const started = await allPipelines(h.storage);
+    expect(started).toHaveLength(2);
+    await h.cron.deleteSchedule('s0');
+    await h.cron.setEnabled('s1', false);
+    const survivor = h.another({ faults: {} });
+    h.clock.set(at(MINUTE + PAST_LOST));
+    expect(await survivor.cron.recover()).toEqual({ recovered: 2, abandoned: 0, retried: 0, released: 0 });
+    for (const pipeline of started) {
+      expect(await h.storage.cron.getOccurrence(pipeline.idempotencyKey!)).toMatchObject({
+        status: 'handed_off',
+        recovered: true,
+        pipelineExecutionId: pipeline.id,
+      });
+    }
+    expect(survivor.eventsOf('cron:abandoned')).toEqual([]);
+    expect(await allPipelines(h.storage)).toHaveLength(2);
+  });
+
+  it('links the pipeline of an occurrence older than maxRecoveryAgeMs instead of abandoning it', async () => {
+    const h = await setUp({ faults: { afterHandoff: crash }, settings: { maxRecoveryAgeMs: 10 * MINUTE } });
+    h.clock.set(at(MINUTE));
+    await expect(h.cron.tick()).rejects.toThrow(SimulatedCrash);
+    const [started] = await allPipelines(h.storage);
+    h.clock.set(at(12 * MINUTE));
+    const survivor = h.another({ faults: {} });
+    expect(await survivor.cron.recover()).toEqual({ recovered: 1, abandoned: 0, retried: 0, released: 0 });
+    expect((await h.cron.history('s0'))[0]).toMatchObject({ status: 'handed_off', pipelineExecutionId: started!.id });
+    expect(survivor.eventsOf('cron:abandoned')).toEqual([]);
+  });
+});
+
+describe('shutdown during a recovery pass', () => {
+  it('refunds the attempt and releases the row when the executor refuses for shutdown', async () => {
+    const h = await setUp({ faults: { afterPhase1: crash } });
+    h.clock.set(at(MINUTE));
+    await expect(h.cron.tick()).rejects.toThrow(SimulatedCrash);
+    h.clock.set(at(MINUTE + PAST_LOST));
+    const stopping = h.another({ faults: {} });
+    // Four quick restarts, each refused mid-pass: none may use up an attempt.
+    for (let restart = 0; restart < 4; restart += 1) {
+      stopping.executor.failNext.push(new ConfigurationError('This runner was shut down.'));
+      expect(await stopping.cron.recover()).toEqual({ recovered: 0, abandoned: 0, retried: 0, released: 1 });
+      expect((await h.cron.history('s0'))[0]).toMatchObject({ status: 'claimed', recoveryAttempts: 0 });
+    }
+    const [row] = await h.storage.cron.listOccurrences((await h.cron.getSchedule('s0')).id, 1, 0);
+    expect(row).toMatchObject({ recoveryLeaseOwner: null, recoveryLeaseExpiresAt: null });
+    // Released at once: the next runner takes it without waiting out a lease or a back-off.
+    const next = h.another({ runnerId: 'runner-c', faults: {} });
+    expect(await next.cron.recover()).toEqual({ recovered: 1, abandoned: 0, retried: 0, released: 0 });
+    expect((await h.cron.history('s0'))[0]).toMatchObject({ status: 'handed_off', recoveryAttempts: 1 });
+    expect(h.eventsOf('cron:abandoned')).toEqual([]);
+  });
+
+  it('stops the pass once its signal aborts, releasing the rest untried', async () => {
+    const h = await setUp({ faults: { afterPhase1: crash } }, 3);
+    h.clock.set(at(MINUTE));
+    await expect(h.cron.tick()).rejects.toThrow(SimulatedCrash);
+    h.clock.set(at(MINUTE + PAST_LOST));
+    const stopping = h.another({ faults: {} });
+    const abort = new AbortController();
+    abort.abort();
+    expect(await stopping.cron.recover(abort.signal)).toEqual({ recovered: 0, abandoned: 0, retried: 0, released: 3 });
+    expect(stopping.executor.calls).toBe(0);
+    for (const name of ['s0', 's1', 's2']) {
+      expect((await h.cron.history(name))[0]).toMatchObject({ status: 'claimed', recoveryAttempts: 0 });
+    }
+  });
+});
+
+describe('recovery age', () => {
+  it('counts from the fire time, so a long-jittered row left by a graceful restart is recovered', async () => {
+    const h = await setUp({ settings: { maxRecoveryAgeMs: 5 * MINUTE } });
+    const schedule = await h.cron.getSchedule('s0');
+    const slot = at(MINUTE);
+    // What a tick writes for a slot jittered 30 minutes late; the runner then stopped gracefully before firing it.
+    const id = '2b0f5a52-5d4a-5b4e-9b1e-3c1c7f6e9a01';
+    await h.storage.cron.insertOccurrences([
+      {
+        id,
+        scheduleId: schedule.id,
+        workflowName: 'wf',
+        context: {},
+        scheduledTime: slot,
+        fireAt: at(31 * MINUTE),
+        claimedAt: slot,
+        claimedBy: 'runner-gone',
+        status: 'claimed',
+        source: 'schedule',
+        missedCount: 0,
+      },
+    ]);
+    h.clock.set(at(31 * MINUTE + PAST_LOST));
+    expect(await h.cron.recover()).toEqual({ recovered: 1, abandoned: 0, retried: 0, released: 0 });
+    expect(await h.storage.cron.getOccurrence(id)).toMatchObject({ status: 'handed_off', recovered: true });
+  });
+
+  it('still abandons a row whose handoff was due longer ago than maxRecoveryAgeMs', async () => {
+    const h = await setUp({ faults: { afterPhase1: crash }, settings: { maxRecoveryAgeMs: 5 * MINUTE } });
+    h.clock.set(at(MINUTE));
+    await expect(h.cron.tick()).rejects.toThrow(SimulatedCrash);
+    h.clock.set(at(7 * MINUTE));
+    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 1, retried: 0, released: 0 });
   });
 });

@@ -81,9 +81,9 @@ describe('recoveryStats', () => {
     h.clock.set(at(MINUTE));
     await h.cron.tick();
     h.clock.set(at(2 * MINUTE + SECOND));
-    expect(await h.cron.recover()).toEqual({ recovered: 1, abandoned: 0, retried: 1 });
+    expect(await h.cron.recover()).toEqual({ recovered: 1, abandoned: 0, retried: 1, released: 0 });
     h.clock.advance(10 * MINUTE);
-    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 1, retried: 0 });
+    expect(await h.cron.recover()).toEqual({ recovered: 0, abandoned: 1, retried: 0, released: 0 });
     expect(await h.cron.recoveryStats()).toEqual({
       totalRecoveryAttempts: 3,
       successfulRecoveries: 1,

@@ -3,7 +3,12 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import { describe, expect, it } from 'vitest';
 import { flattenStatements, renderSqlSnapshot } from '../../../test/support/sql-snapshot.js';
 import { reclaimForBackfill } from '../src/cron-store/backfill.js';
-import { advanceNextRunAt, selectActiveSchedules, selectDueSchedules } from '../src/cron-store/claim.js';
+import {
+  advanceNextRunAt,
+  selectActiveSchedules,
+  selectDueSchedules,
+  selectTakenSlots,
+} from '../src/cron-store/claim.js';
 import { linkOccurrences } from '../src/cron-store/handoff.js';
 import { prepareCronStore } from '../src/cron-store/index.js';
 import { insertOccurrenceChunk } from '../src/cron-store/ledger.js';
@@ -68,6 +73,7 @@ const stores = {
           plan: () => null,
         }),
         selectActiveSchedules: selectActiveSchedules(db, tables, [id]),
+        selectTakenSlots: selectTakenSlots(db, tables, [schedule], now, now),
         advanceNextRunAt: advanceNextRunAt(db, tables, [{ schedule, nextRunAt: now, lastRunAt: now }], now),
       },
       handoff: { linkOccurrences: linkOccurrences(db, tables, new Map([[id, id]]), now) },

@@ -3,6 +3,7 @@ import {
   type Logger,
   type PipelineRow,
   PipelineTimeoutError,
+  setLongTimeout,
   type TaskRow,
 } from '@orreryjs/core';
 
@@ -68,7 +69,8 @@ export class CompletionWaiters {
   readonly #options: CompletionOptions;
   readonly #entries = new Map<string, Entry>();
   readonly #recentlyFinished = new Map<string, FinishedPipeline>();
-  #timer: NodeJS.Timeout | undefined;
+  /** Cancels the pending sweep, when one is planned. */
+  #timer: (() => void) | undefined;
   #timerAtMs = 0;
   #sweeping = false;
   #closedWith: unknown;
@@ -88,7 +90,8 @@ export class CompletionWaiters {
     const finished = this.#recentlyFinished.get(id);
     if (finished !== undefined) return Promise.resolve(finished);
     return new Promise<FinishedPipeline>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      // Any length: a wait of 2³¹ ms or more must not end after 1 ms, as setTimeout's would.
+      const cancelTimer = setLongTimeout(() => {
         this.#remove(id, waiter);
         reject(
           new PipelineTimeoutError(
@@ -98,11 +101,11 @@ export class CompletionWaiters {
       }, timeoutMs);
       const waiter: Waiter = {
         resolve: (finished) => {
-          clearTimeout(timer);
+          cancelTimer();
           resolve(finished);
         },
         reject: (error) => {
-          clearTimeout(timer);
+          cancelTimer();
           reject(error);
         },
       };
@@ -138,7 +141,8 @@ export class CompletionWaiters {
   close(error: unknown): void {
     this.#closedWith = error;
     this.#recentlyFinished.clear();
-    clearTimeout(this.#timer);
+    this.#timer?.();
+    this.#timer = undefined;
     const entries = [...this.#entries.values()];
     this.#entries.clear();
     for (const entry of entries) for (const waiter of entry.waiters) waiter.reject(error);
@@ -178,10 +182,11 @@ export class CompletionWaiters {
     if (this.#sweeping || this.#closedWith !== undefined) return;
     if (this.#timer !== undefined) {
       if (this.#timerAtMs <= atMs) return;
-      clearTimeout(this.#timer);
+      this.#timer();
     }
     this.#timerAtMs = atMs;
-    this.#timer = setTimeout(() => void this.#sweep(), Math.max(0, atMs - monotonicMs()));
+    // pollIntervalMs may be 2³¹ ms or more: a plain setTimeout would fire after 1 ms and spin.
+    this.#timer = setLongTimeout(() => void this.#sweep(), atMs - monotonicMs());
   }
 
   /** Re-reads the waiters that are due, at most {@link MAX_POLLS_PER_SWEEP} at a time. */

@@ -15,14 +15,16 @@ import {
 /** How long terminal rows are kept before the hourly retention sweep deletes them. */
 export interface RetentionConfig {
   /**
-   * Age (since completion) after which completed, failed and cancelled pipelines and their tasks are deleted.
-   * `Infinity` keeps them forever.
+   * Age (since completion) after which completed, failed and cancelled pipelines and their tasks are deleted
+   * (not while their cron ledger row is still `claimed`), and after which silent runners' rows are deleted.
+   * Must exceed cronMaxRecoveryAgeMs + cronLostThresholdMs. `Infinity` keeps them forever.
    * @default 2_592_000_000 (30 days)
    */
   executionsMs?: number;
   /**
-   * Age (since the scheduled time) after which cron ledger rows that are no longer `claimed` are deleted.
-   * `Infinity` keeps them forever.
+   * Age (since the row became terminal: handed off, else claimed) after which cron ledger rows that are no
+   * longer `claimed` are deleted, except handed-off rows whose pipeline is unfinished. Must exceed
+   * cronMaxRecoveryAgeMs + cronLostThresholdMs. `Infinity` keeps them forever.
    * @default 7_776_000_000 (90 days)
    */
   cronLedgerMs?: number;
@@ -46,7 +48,11 @@ export interface DefaultRunnerConfig {
   runnerId?: string;
   /** Most tasks this process runs at once. @default 16 */
   maxConcurrentTasks?: number;
-  /** Time limit of one task attempt unless the task sets `timeoutMs`. @default 300_000 */
+  /**
+   * Time limit of one task attempt unless the task sets `timeoutMs`: a positive integer of
+   * milliseconds of any length (a 30-day limit waits 30 days), or `Infinity` for no limit.
+   * @default 300_000
+   */
   taskTimeoutMs?: number;
   /** How long `execute()` and `wait()` wait for a pipeline unless told otherwise. @default 3_600_000 */
   pipelineTimeoutMs?: number;
@@ -78,7 +84,7 @@ export interface DefaultRunnerConfig {
   cronRecoveryIntervalMs?: number;
   /** An occurrence still `claimed` this long after its fire time and its claim is lost and recovered. @default 60_000 */
   cronLostThresholdMs?: number;
-  /** A lost occurrence older than this (since claim) is abandoned. @default 86_400_000 */
+  /** A lost occurrence due (the later of claim and fire time) longer ago than this is abandoned, unless its pipeline exists. @default 86_400_000 */
   cronMaxRecoveryAgeMs?: number;
   /** Recovery attempts before a lost occurrence is abandoned. @default 3 */
   cronMaxRecoveryAttempts?: number;
@@ -135,10 +141,13 @@ export interface ResolvedRunnerConfig
 
 type NumberRule = { min: number; integer: boolean; infinite?: boolean };
 
+/** The longest finite duration option (100 years): waits of any length work, but instants must stay valid dates. */
+const MAX_DURATION_MS = 100 * 365.25 * 86_400_000;
+
 const POSITIVE_MS: NumberRule = { min: 1, integer: true };
 const NUMBER_FIELDS = {
   maxConcurrentTasks: { min: 1, integer: true },
-  taskTimeoutMs: POSITIVE_MS,
+  taskTimeoutMs: { min: 1, integer: true, infinite: true },
   pipelineTimeoutMs: POSITIVE_MS,
   taskLeaseMs: { min: 30, integer: true },
   pollIntervalMs: POSITIVE_MS,
@@ -169,6 +178,13 @@ function checkNumber(field: string, value: unknown, rule: NumberRule): number {
     const kind = rule.integer ? 'an integer' : 'a number';
     const extra = rule.infinite ? ' (or Infinity)' : '';
     throw new ConfigurationError(`${field} must be ${kind} ≥ ${rule.min}${extra}, got ${JSON.stringify(value)}.`);
+  }
+  if (field.endsWith('Ms') && finite && value > MAX_DURATION_MS) {
+    // Any length waits (timers are chained past setTimeout's 2³¹ ms), but now + duration must stay a valid date.
+    const extra = rule.infinite ? '; use Infinity for no limit' : '';
+    throw new ConfigurationError(
+      `${field} is ${value} ms, over the limit of ${MAX_DURATION_MS} ms (100 years)${extra}.`,
+    );
   }
   return value as number;
 }
@@ -203,11 +219,29 @@ function checkRetention(value: unknown): Required<RetentionConfig> {
   };
 }
 
+/**
+ * Retention must outlast the recovery window: a pipeline or ledger row deleted while recovery
+ * may still need it (lost threshold, then up to cronMaxRecoveryAgeMs of attempts) lets an
+ * occurrence run twice or vanish.
+ */
+function checkRetentionWindow(
+  retention: Required<RetentionConfig>,
+  cron: { cronMaxRecoveryAgeMs: number; cronLostThresholdMs: number },
+): void {
+  const windowMs = cron.cronMaxRecoveryAgeMs + cron.cronLostThresholdMs;
+  for (const option of ['executionsMs', 'cronLedgerMs'] as const) {
+    if (retention[option] > windowMs) continue;
+    throw new ConfigurationError(
+      `retention.${option} (${retention[option]}) must exceed cronMaxRecoveryAgeMs + cronLostThresholdMs (${windowMs}): recovery may still need those rows. Raise retention.${option} or lower cronMaxRecoveryAgeMs.`,
+    );
+  }
+}
+
 function checkRunnerId(value: unknown): string {
   if (value === undefined) return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-  if (typeof value !== 'string' || value.trim() === '' || value.length > 200) {
+  if (typeof value !== 'string' || value.trim() === '' || value.length > 200 || value.includes('\u0000')) {
     throw new ConfigurationError(
-      `runnerId must be a non-empty string of at most 200 characters, got ${JSON.stringify(value)}.`,
+      `runnerId must be a non-empty string of at most 200 characters without NUL characters, got ${JSON.stringify(value)}.`,
     );
   }
   return value;
@@ -260,6 +294,8 @@ export function resolveConfig(config: DefaultRunnerConfig = {}): ResolvedRunnerC
     }),
   ) as Record<(typeof BOOLEAN_FIELDS)[number], boolean>;
   const database = config.database ?? RUNNER_DEFAULTS.database;
+  const retention = checkRetention(config.retention);
+  checkRetentionWindow(retention, numbers);
   return {
     ...numbers,
     ...booleans,
@@ -268,7 +304,7 @@ export function resolveConfig(config: DefaultRunnerConfig = {}): ResolvedRunnerC
     schema: validateSchemaName(config.schema ?? RUNNER_DEFAULTS.schema),
     workflows: checkWorkflows(config.workflows ?? []),
     runnerId: checkRunnerId(config.runnerId),
-    retention: checkRetention(config.retention),
+    retention,
     clock: checkClock(config.clock),
     logger: checkLogger(config.logger),
   };

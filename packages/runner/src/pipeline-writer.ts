@@ -13,7 +13,9 @@ interface PendingWrite {
  * Group commit for `executeAsync`: the first pipeline is written at once; pipelines asked
  * for while that write is in flight are written together by the next one, in a single
  * transaction. A lone caller waits no longer than before, and many concurrent callers pay
- * one commit per batch instead of one each. A failed write fails every caller of its batch.
+ * one commit per batch instead of one each. A batch is one transaction, so one bad request
+ * (a value the database refuses) rolls back the whole batch: the writer then writes each of its
+ * requests on its own, so that only the bad one fails and the unrelated ones still commit.
  */
 export class PipelineWriter {
   readonly #store: ExecutionStore;
@@ -47,7 +49,13 @@ export class PipelineWriter {
       const results = await this.#store.createPipelines(batch.map((write) => write.pipeline));
       for (const [i, write] of batch.entries()) write.resolve(results[i]!);
     } catch (error) {
-      for (const write of batch) write.reject(error);
+      if (batch.length === 1) {
+        batch[0]!.reject(error);
+        return;
+      }
+      // The transaction rolled back whole: nothing of the batch is written, so each request can be
+      // tried alone. Together, not one after another: when the database is down, all fail at once.
+      await Promise.all(batch.map((write) => this.#write([write])));
     }
   }
 }

@@ -15,9 +15,12 @@ export interface RetentionOptions {
 }
 
 /**
- * Deletes, every hour and in batches, terminal pipelines (with their tasks) completed longer
- * than `executionsMs` ago and cron ledger rows (not `claimed`) scheduled longer than
- * `cronLedgerMs` ago. An age of `Infinity` keeps rows forever.
+ * Deletes, every hour and in batches: terminal pipelines (with their tasks) completed longer
+ * than `executionsMs` ago, except those whose cron ledger row is still `claimed` (recovery
+ * links them by key); cron ledger rows that became terminal longer than `cronLedgerMs` ago,
+ * except those whose pipeline is unfinished (the overlap check reads them); and rows of
+ * runners silent (stopped or dead) for longer than `executionsMs`, so that `runners` does not
+ * grow by a row per process start forever. An age of `Infinity` keeps rows forever.
  */
 export class RetentionLoop extends BackgroundLoop {
   readonly #options: RetentionOptions;
@@ -28,7 +31,7 @@ export class RetentionLoop extends BackgroundLoop {
   }
 
   /** One sweep; returns how many rows of each kind were deleted. */
-  async sweep(signal?: AbortSignal): Promise<{ executions: number; cronLedger: number }> {
+  async sweep(signal?: AbortSignal): Promise<{ executions: number; cronLedger: number; runners: number }> {
     const { storage, executionsMs, cronLedgerMs, clock } = this.#options;
     const nowMs = clock.now().getTime();
     const executions = await deleteInBatches(executionsMs, nowMs, signal, (before) =>
@@ -37,10 +40,13 @@ export class RetentionLoop extends BackgroundLoop {
     const cronLedger = await deleteInBatches(cronLedgerMs, nowMs, signal, (before) =>
       storage.cron.deleteTerminalOccurrences(before, RETENTION_BATCH_SIZE),
     );
-    if (executions + cronLedger > 0) {
-      this.#options.logger.info({ executions, cronLedger }, 'retention sweep deleted old rows');
+    const runners = await deleteInBatches(executionsMs, nowMs, signal, (before) =>
+      storage.runners.deleteSilentRunners(before, RETENTION_BATCH_SIZE),
+    );
+    if (executions + cronLedger + runners > 0) {
+      this.#options.logger.info({ executions, cronLedger, runners }, 'retention sweep deleted old rows');
     }
-    return { executions, cronLedger };
+    return { executions, cronLedger, runners };
   }
 
   protected async tick(signal: AbortSignal): Promise<void> {

@@ -1,10 +1,12 @@
 import {
+  assertNoNul,
   ConfigurationError,
   type Context,
   type ExecuteOptions,
   emitSafely,
   type Json,
   type ListExecutionsFilter,
+  MAX_TIMER_MS,
   type PipelineExecution,
   type PipelineExecutor,
   type PipelineResult,
@@ -44,7 +46,11 @@ export const SHUTDOWN_TIMEOUT_MS = 30_000;
 
 /** Options of {@link DefaultRunner.shutdown}. */
 export interface ShutdownOptions {
-  /** How long running tasks may take to finish before their signals are aborted. @default 30_000 */
+  /**
+   * How long running tasks may take to finish before their signals are aborted: a positive
+   * integer of milliseconds, of any length (past setTimeout's 2³¹ ms too).
+   * @default 30_000
+   */
   timeoutMs?: number;
 }
 
@@ -144,17 +150,27 @@ export class DefaultRunner extends CronScheduling implements PipelineExecutor {
   }
 
   /**
-   * Opens (and by default migrates) the database and registers `config.workflows`.
+   * Opens (and by default migrates) the database, measures this host's clock offset from the
+   * database's (so that schedule management, triggers, backfills and `executeAsync` use
+   * database time before `start()` too; the heartbeat re-measures it after `start()`), and
+   * registers `config.workflows`.
    * @throws ConfigurationError for an invalid option, a duplicate workflow name, a database
    *   that cannot be opened, or (with `migrate: false`) a schema older than the code.
-   * @throws DatabaseError when a migration fails.
+   * @throws DatabaseError when a migration or the clock measurement fails.
    */
   static async create(config: DefaultRunnerConfig = {}): Promise<DefaultRunner> {
     const resolved = resolveConfig(config);
     const registry = new WorkflowRegistry();
     for (const workflow of resolved.workflows) registry.add(workflow);
     const storage = await openStorage(resolved);
-    return new DefaultRunner(resolved, storage, registry);
+    const runner = new DefaultRunner(resolved, storage, registry);
+    try {
+      await runner.#clock.measure(storage.runners);
+    } catch (error) {
+      await storage.close().catch(() => undefined);
+      throw error;
+    }
+    return runner;
   }
 
   /** This runner's id in the `runners` table and in task leases. */
@@ -220,7 +236,7 @@ export class DefaultRunner extends CronScheduling implements PipelineExecutor {
     await step('stop cron', () => this.#cron.stop());
     await step('stop claiming', () => this.#claimLoop.stop());
     await step('drain running tasks', async () => {
-      if (await this.#active.whenIdle(timeoutMs)) return;
+      if (await this.#whenIdle(timeoutMs)) return;
       const leases = this.#active.leases();
       this.#active.abortAll('shutdown');
       await this.#active.settled();
@@ -240,6 +256,16 @@ export class DefaultRunner extends CronScheduling implements PipelineExecutor {
     }
     await step('close database', () => this.#storage.close());
     if (failures.length > 0) throw failures[0];
+  }
+
+  /** {@link ActiveTasks.whenIdle} for a wait of any length: one timer holds at most MAX_TIMER_MS. */
+  async #whenIdle(timeoutMs: number): Promise<boolean> {
+    const endsAtMs = performance.now() + timeoutMs;
+    for (;;) {
+      const leftMs = endsAtMs - performance.now();
+      if (leftMs <= MAX_TIMER_MS) return this.#active.whenIdle(Math.max(0, leftMs));
+      if (await this.#active.whenIdle(MAX_TIMER_MS)) return true;
+    }
   }
 
   /**
@@ -321,12 +347,13 @@ export class DefaultRunner extends CronScheduling implements PipelineExecutor {
    * go back to `ready` (their signals are aborted; not counted as failures). A no-op on a
    * paused or terminal one.
    * @throws ExecutionNotFoundError for an unknown id.
-   * @throws ValidationError when `reason` is not a string.
+   * @throws ValidationError when `reason` is not a string, or holds a NUL character.
    */
   async pauseExecution(executionId: string, reason?: string): Promise<void> {
     if (reason !== undefined && typeof reason !== 'string') {
       throw new ValidationError(`A pause reason must be a string, got ${typeof reason}.`);
     }
+    if (reason !== undefined) assertNoNul(reason, `The pause reason ${JSON.stringify(reason)}`);
     const id = checkExecutionId(executionId);
     const row = await this.#storage.executions.pausePipeline(id, reason ?? null, this.#clock.now());
     if (row === null) throw executionNotFound(executionId);

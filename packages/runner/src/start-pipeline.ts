@@ -2,6 +2,7 @@ import {
   assertContextSize,
   Context,
   ContextError,
+  checkIdempotencyKey,
   type ExecuteOptions,
   IdempotencyConflictError,
   type JsonObject,
@@ -33,7 +34,8 @@ export interface PipelineRequest {
  * Checks the context and options of a new pipeline. Runs before any write, so bad input is
  * refused whole.
  * @throws ContextError when the context is not plain JSON or is larger than `maxContextBytes`.
- * @throws ValidationError for an empty idempotency key or an invalid scheduled time.
+ * @throws ValidationError for an empty idempotency key, one with a NUL character or longer
+ *   than MAX_IDEMPOTENCY_KEY_BYTES (1024 bytes in UTF-8), or an invalid scheduled time.
  */
 export function checkPipelineRequest(
   workflow: Workflow,
@@ -43,17 +45,15 @@ export function checkPipelineRequest(
 ): PipelineRequest {
   const input = readInput(context);
   assertContextSize(input, maxContextBytes, `The input context of workflow "${workflow.name}"`);
-  const { idempotencyKey, scheduledTime } = options;
-  if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || idempotencyKey === '')) {
-    throw new ValidationError(`idempotencyKey must be a non-empty string, got ${JSON.stringify(idempotencyKey)}.`);
-  }
+  const { scheduledTime } = options;
+  const idempotencyKey = checkIdempotencyKey(options.idempotencyKey);
   if (scheduledTime !== undefined && !(scheduledTime instanceof Date && Number.isFinite(scheduledTime.getTime()))) {
     throw new ValidationError('scheduledTime must be a valid Date.');
   }
   return {
     workflow,
     input,
-    idempotencyKey: idempotencyKey ?? null,
+    idempotencyKey,
     scheduledTime: scheduledTime === undefined ? null : truncateToMillis(scheduledTime),
   };
 }

@@ -6,6 +6,7 @@ import {
   type FinishTaskResult,
   type Logger,
   type PipelineRow,
+  setLongTimeout,
   sleep,
   type TaskDefinition,
   type TaskOutcome,
@@ -135,6 +136,7 @@ function attemptInfo(ref: AttemptRef, entry: ActiveTask, pipeline: PipelineRow):
 /**
  * Runs the task until it settles or its signal aborts (timeout, cancel, pause, shutdown,
  * lost lease), whichever comes first: a task that ignores its signal cannot hold its slot.
+ * The time limit may be of any length (past setTimeout's 2³¹ ms too); `Infinity` is none.
  */
 function runWithSignal(
   definition: TaskDefinition,
@@ -144,7 +146,10 @@ function runWithSignal(
   env: AttemptEnvironment,
 ): Promise<void> {
   const { signal } = entry.controller;
-  const timer = setTimeout(() => env.active.abort(entry, 'timeout'), definition.timeoutMs ?? env.taskTimeoutMs);
+  const cancelTimer = setLongTimeout(
+    () => env.active.abort(entry, 'timeout'),
+    definition.timeoutMs ?? env.taskTimeoutMs,
+  );
   const running = Promise.resolve().then(() => definition.run(context, info));
   const aborted = new Promise<never>((_, reject) => {
     if (signal.aborted) reject(signal.reason);
@@ -153,7 +158,7 @@ function runWithSignal(
   // Whichever loses the race settles unobserved; these keep its rejection from being reported as unhandled.
   running.catch(() => undefined);
   aborted.catch(() => undefined);
-  return Promise.race([running, aborted]).finally(() => clearTimeout(timer));
+  return Promise.race([running, aborted]).finally(cancelTimer);
 }
 
 /** Commits an outcome, fenced on this attempt, retrying a refused write a few times; then reports it. */

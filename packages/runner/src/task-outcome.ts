@@ -5,6 +5,7 @@ import {
   NonRetryableError,
   RETRY_DEFAULTS,
   type RetryPolicy,
+  replaceNul,
   retryDelayMs,
   shouldRetry,
   type TaskOutcome,
@@ -15,14 +16,24 @@ export function maxAttempts(policy: RetryPolicy | undefined): number {
   return policy?.maxAttempts ?? RETRY_DEFAULTS.maxAttempts;
 }
 
-/** A thrown value as the text stored in `error`. */
+/**
+ * A thrown value as the text stored in `error`. NUL characters (which PostgreSQL cannot
+ * store) become U+FFFD, so that no error a task throws can make its outcome uncommittable.
+ */
 export function errorMessage(error: unknown): string {
+  return replaceNul(describeError(error));
+}
+
+function describeError(error: unknown): string {
   if (error instanceof Error) {
-    return error.name === 'Error' || error.message.startsWith(error.name)
-      ? error.message
-      : `${error.name}: ${error.message}`;
+    const message = String(error.message);
+    return error.name === 'Error' || message.startsWith(error.name) ? message : `${error.name}: ${message}`;
   }
-  return String(error);
+  try {
+    return String(error);
+  } catch {
+    return Object.prototype.toString.call(error);
+  }
 }
 
 /**

@@ -1,4 +1,5 @@
 import {
+  assertNoNul,
   ExecutionNotFoundError,
   type ListExecutionsFilter,
   type PipelineFilter,
@@ -14,12 +15,13 @@ export const LIST_DEFAULT_LIMIT = 100;
 export const LIST_MAX_LIMIT = 1000;
 
 /**
- * A wait's time limit: `value` when given, else `fallback`.
+ * A wait's time limit: `value` when given, else `fallback`. Any length is honoured (waits
+ * past setTimeout's 2³¹ ms are chained timers).
  * @throws ValidationError unless it is a positive integer of milliseconds.
  */
 export function checkTimeoutMs(value: unknown, fallback: number, name: string): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
     throw new ValidationError(`${name} must be a positive integer of milliseconds, got ${JSON.stringify(value)}.`);
   }
   return value;
@@ -34,6 +36,7 @@ export function checkListFilter(filter: ListExecutionsFilter): PipelineFilter {
   if (workflowName !== undefined && typeof workflowName !== 'string') {
     throw new ValidationError('workflowName must be a string.');
   }
+  if (workflowName !== undefined) assertNoNul(workflowName, `workflowName ${JSON.stringify(workflowName)}`);
   if (status !== undefined && !PIPELINE_STATUSES.has(status)) {
     throw new ValidationError(
       `status ${JSON.stringify(status)} is unknown; use one of ${[...PIPELINE_STATUSES].join(', ')}.`,

@@ -40,6 +40,16 @@ describe('configuration', () => {
     ['an unknown database scheme', { database: 'mysql://x' }, /unknown scheme/],
     ['a non-boolean flag', { enableCronScheduling: 'yes' as never }, /enableCronScheduling/],
     ['a negative retention', { retention: { executionsMs: -1 } }, /retention\.executionsMs/],
+    [
+      'an executions retention within the recovery window',
+      { retention: { executionsMs: 3_600_000 } },
+      /retention\.executionsMs \(3600000\) must exceed cronMaxRecoveryAgeMs \+ cronLostThresholdMs \(86460000\)/,
+    ],
+    [
+      'a ledger retention within the recovery window',
+      { cronMaxRecoveryAgeMs: 600_000, retention: { cronLedgerMs: 660_000 } },
+      /retention\.cronLedgerMs \(660000\) must exceed cronMaxRecoveryAgeMs \+ cronLostThresholdMs \(660000\)/,
+    ],
     ['a bad schema name', { schema: 'Bad-Name' }, /Schema name/],
     ['two workflows of one name', { workflows: [quick, twin] }, /already registered/],
     ['a workflow not built by defineWorkflow', { workflows: [{ name: 'fake' } as never] }, /workflows\[0\]/],

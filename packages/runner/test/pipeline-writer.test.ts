@@ -66,14 +66,21 @@ describe.each(ADAPTERS)('PipelineWriter on $name', (adapter) => {
     expect(second).toEqual({ pipeline: first!.pipeline, created: false });
   });
 
-  it('fails every caller of a batch whose write fails, and carries on with the next', async () => {
-    const writer = new PipelineWriter(storage.executions);
+  it('fails only the bad request of a batch whose write fails, committing the others, and carries on', async () => {
+    const { store, batches } = recording(storage.executions);
+    const writer = new PipelineWriter(store);
     const taken = pipeline();
     await storage.executions.createPipeline(taken);
     const lone = writer.create(pipeline());
-    const batch = [writer.create(pipeline()), writer.create({ ...pipeline(), id: taken.id })];
+    const good = [pipeline(), pipeline(), pipeline()];
+    const goodWrites = good.map((request) => writer.create(request));
+    const bad = writer.create({ ...pipeline(), id: taken.id });
     await expect(lone).resolves.toMatchObject({ created: true });
-    for (const result of batch) await expect(result).rejects.toBeInstanceOf(DatabaseError);
+    await expect(bad).rejects.toBeInstanceOf(DatabaseError);
+    for (const write of goodWrites) await expect(write).resolves.toMatchObject({ created: true });
+    for (const request of good) expect(await storage.executions.getPipeline(request.id)).not.toBeNull();
+    // The four were asked for while the lone write ran: one batch of four failed, then each was written alone.
+    expect(batches).toEqual([1, 4, 1, 1, 1, 1]);
     await expect(writer.create(pipeline())).resolves.toMatchObject({ created: true });
   });
 });

@@ -51,6 +51,8 @@ export function reclaimForBackfill(db: PostgresDb, tables: PostgresTables, rows:
       claimedBy: sql`v.claimed_by`,
       fireAt: sql`v.fire_at`,
       missedCount: 1,
+      // A fresh request: the attempts an earlier recovery used up do not count against it.
+      recoveryAttempts: 0,
       workflowName: sql`v.workflow_name`,
       context: sql`v.context::jsonb`,
       nextRecoveryAt: null,

@@ -1,5 +1,5 @@
 import type { ClaimDueRequest, CronExecutionRow, ScheduleRow } from '@orreryjs/core';
-import { and, asc, lte, sql } from 'drizzle-orm';
+import { and, asc, gte, lt, lte, sql } from 'drizzle-orm';
 import { arrayParam, dateToIso, encodeUuidList, inTextList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
@@ -55,6 +55,59 @@ export function selectActiveSchedules(db: PostgresDb, tables: PostgresTables, sc
 }
 
 /**
+ * Non-manual ledger rows of `late` schedules scheduled in [from, missedBefore): one statement
+ * over the schedule-time index.
+ */
+export function selectTakenSlots(
+  db: PostgresDb,
+  tables: PostgresTables,
+  late: readonly ScheduleRow[],
+  from: Date,
+  missedBefore: Date,
+) {
+  const c = tables.cronExecutions;
+  return db
+    .select({ scheduleId: c.scheduleId, scheduledTime: c.scheduledTime })
+    .from(c)
+    .where(
+      and(
+        // Raw SQL: a uuid array parameter, which drizzle's inArray would expand into one parameter per id.
+        sql`${c.scheduleId} = ANY(${arrayParam(encodeUuidList(late.map((schedule) => schedule.id)))}::uuid[])`,
+        gte(c.scheduledTime, from),
+        lt(c.scheduledTime, missedBefore),
+        sql`${c.source} <> 'manual'`,
+      ),
+    )
+    .orderBy(asc(c.scheduledTime));
+}
+
+/**
+ * The slots in [nextRunAt, missedBefore) that already hold a non-manual ledger row, for each
+ * schedule that may have missed slots (nextRunAt before missedBefore): a `missed` summary must
+ * skip them. Nothing to read on a punctual tick.
+ */
+async function takenSlotsOf(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  due: readonly ScheduleRow[],
+  missedBefore: Date | undefined,
+): Promise<Map<string, Date[]>> {
+  const taken = new Map<string, Date[]>();
+  if (missedBefore === undefined) return taken;
+  const late = due.filter((schedule) => schedule.nextRunAt !== null && schedule.nextRunAt < missedBefore);
+  if (late.length === 0) return taken;
+  for (const schedule of late) taken.set(schedule.id, []);
+  const from = new Date(Math.min(...late.map((schedule) => schedule.nextRunAt!.getTime())));
+  const rows = await selectTakenSlots(tx, tables, late, from, missedBefore);
+  const nextRunAt = new Map(late.map((schedule) => [schedule.id, schedule.nextRunAt!.getTime()]));
+  for (const row of rows) {
+    if (row.scheduledTime.getTime() >= nextRunAt.get(row.scheduleId)!)
+      taken.get(row.scheduleId)!.push(row.scheduledTime);
+  }
+  return taken;
+}
+
+/**
  * Advances planned schedules by compare-and-set on `version`, one statement for all of them;
  * returns the ids it advanced.
  */
@@ -92,9 +145,14 @@ export async function claimDueSchedules(
     skipIfActive.length === 0
       ? new Set<string>()
       : new Set((await selectActiveSchedules(tx, tables, skipIfActive)).rows.map((row) => row.id));
+  const taken = await takenSlotsOf(tx, tables, due, request.missedBefore);
   const plans = [];
   for (const schedule of due) {
-    const plan = request.plan(schedule, { hasActiveOccurrence: active.has(schedule.id) });
+    const takenSlots = taken.get(schedule.id);
+    const plan = request.plan(schedule, {
+      hasActiveOccurrence: active.has(schedule.id),
+      ...(takenSlots !== undefined && { takenSlots }),
+    });
     if (plan !== null) plans.push({ schedule, ...plan });
   }
   const advanced =

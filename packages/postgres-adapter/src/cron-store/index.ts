@@ -129,6 +129,13 @@ export class PostgresCronStore implements CronStore {
     );
   }
 
+  findOccurrencePipeline(occurrenceId: string): Promise<string | null> {
+    return statement(
+      'findOccurrencePipeline',
+      async () => (await this.#q.recover.selectOccurrencePipeline.execute({ key: occurrenceId }))[0]?.id ?? null,
+    );
+  }
+
   deleteTerminalOccurrences(before: Date, batchSize: number): Promise<number> {
     return statement(
       'deleteTerminalOccurrences',

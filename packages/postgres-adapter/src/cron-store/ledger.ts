@@ -3,9 +3,10 @@ import {
   type NewCronExecution,
   newCronExecutionRow,
   type OccurrenceStats,
+  UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
-import { bind } from '../codec.js';
+import { bind, statusIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
 import { isLost } from './recover.js';
@@ -21,6 +22,16 @@ const INSERT_CHUNK = 1000;
 /** `claimed` rows: a literal, so that a generic plan can use the recovery index. */
 export function isClaimed({ cronExecutions: c }: PostgresTables) {
   return sql`${c.status} = 'claimed'`;
+}
+
+/**
+ * Not a `handed_off` row whose pipeline is still pending, running or paused: the overlap check
+ * reads those rows, so retention keeps them however old their slot is (a fresh backfill of old
+ * slots). Raw SQL: a probe of the pipeline table, which the cron schema does not reference.
+ */
+function isNotOverlapping({ cronExecutions: c, pipelineExecutions: p }: PostgresTables) {
+  return sql`NOT EXISTS (SELECT 1 FROM ${p} pe
+  WHERE pe.id = ${c.pipelineExecutionId} AND ${statusIn(sql`pe.status`, UNFINISHED_PIPELINE_STATUSES)})`;
 }
 
 /** A handoff delay in milliseconds (numeric, exact to the microsecond). */
@@ -87,7 +98,13 @@ export function prepareLedger({ db, tables, named }: PostgresHandle) {
           db
             .select({ id: c.id })
             .from(c)
-            .where(and(sql`${c.status} <> 'claimed'`, lt(c.scheduledTime, bind(c.scheduledTime, 'before'))))
+            .where(
+              and(
+                sql`${c.status} <> 'claimed'`,
+                lt(sql`coalesce(${c.handedOffAt}, ${c.claimedAt})`, bind(c.claimedAt, 'before')),
+                isNotOverlapping(tables),
+              ),
+            )
             .limit(sql.placeholder('batchSize'))
             .for('update', { skipLocked: true }),
         ),

@@ -60,7 +60,14 @@ export function prepareRecover({ db, tables, named }: PostgresHandle) {
       )
       .returning(),
   );
+  const p = tables.pipelineExecutions;
   return {
+    // Recovery links a pipeline that already exists under the row's id as idempotency key before it hands off again.
+    selectOccurrencePipeline: db
+      .select({ id: p.id })
+      .from(p)
+      .where(eq(p.idempotencyKey, bind(p.idempotencyKey, 'key')))
+      .prepare(named('orrery_find_occurrence_pipeline')),
     // Claims the lost rows (SKIP LOCKED: recoverers split them) and reads each one's schedule, in one statement.
     claimLostOccurrences: db
       .with(lost)

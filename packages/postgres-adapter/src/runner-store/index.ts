@@ -1,5 +1,5 @@
 import type { RunnerRow, RunnerStore } from '@orreryjs/core';
-import { asc, eq, sql } from 'drizzle-orm';
+import { asc, eq, inArray, lt, sql } from 'drizzle-orm';
 import { bind, parseTimestamptz } from '../codec.js';
 import { type PostgresHandle, statement } from '../transaction.js';
 
@@ -35,6 +35,21 @@ export function prepareRunnerStore({ db, tables, named }: PostgresHandle) {
       .set({ stoppedAt: bind(r.stoppedAt, 'now') })
       .where(eq(r.id, bind(r.id, 'id')))
       .prepare(named('orrery_mark_stopped')),
+    deleteSilent: db
+      .delete(r)
+      .where(
+        inArray(
+          r.id,
+          db
+            .select({ id: r.id })
+            .from(r)
+            .where(lt(r.heartbeatAt, bind(r.heartbeatAt, 'before')))
+            .limit(sql.placeholder('batchSize'))
+            // Concurrent sweeps split the work instead of waiting on each other's rows.
+            .for('update', { skipLocked: true }),
+        ),
+      )
+      .prepare(named('orrery_delete_silent_runners')),
     list: db.select().from(r).orderBy(asc(r.startedAt), asc(r.id)).prepare(named('orrery_list_runners')),
     // Text, decoded like every other instant: drizzle's driver hands timestamptz over as the server formats it.
     now: db
@@ -67,6 +82,13 @@ export class PostgresRunnerStore implements RunnerStore {
 
   listRunners(): Promise<RunnerRow[]> {
     return statement('listRunners', () => this.#q.list.execute());
+  }
+
+  deleteSilentRunners(before: Date, batchSize: number): Promise<number> {
+    return statement(
+      'deleteSilentRunners',
+      async () => (await this.#q.deleteSilent.execute({ before, batchSize })).rowCount ?? 0,
+    );
   }
 
   /** The server's `now()`, to the millisecond: what runners measure their clock offset against. */

@@ -24,6 +24,11 @@ update "cron_executions"
   set "status" = $1, "pipeline_execution_id" = $2::uuid, "handed_off_at" = $3::timestamp (3) with time zone, "recovery_lease_owner" = $4, "recovery_lease_expires_at" = $5
   where ("cron_executions"."id" = $6::uuid and "cron_executions"."status" = 'claimed');
 
+-- recover/selectOccurrencePipeline
+select "id"
+  from "pipeline_executions"
+  where "pipeline_executions"."idempotency_key" = $1::text;
+
 -- recover/claimLostOccurrences
 with "lost" as (update "cron_executions"
   set "recovery_attempts" = "cron_executions"."recovery_attempts" + 1, "recovery_lease_owner" = $1::text, "recovery_lease_expires_at" = $2::timestamp (3) with time zone
@@ -86,7 +91,8 @@ delete
   from "cron_executions"
   where "cron_executions"."id" in (select "id"
   from "cron_executions"
-  where ("cron_executions"."status" <> 'claimed' and "cron_executions"."scheduled_time" < $1::timestamp (3) with time zone)
+  where ("cron_executions"."status" <> 'claimed' and coalesce("cron_executions"."handed_off_at", "cron_executions"."claimed_at") < $1::timestamp (3) with time zone and NOT EXISTS (SELECT 1 FROM "pipeline_executions" pe
+  WHERE pe.id = "cron_executions"."pipeline_execution_id" AND pe.status IN ('pending', 'running', 'paused')))
   limit $2
   for update skip locked);
 
@@ -121,22 +127,39 @@ SELECT d.id::text AS id
         WHERE pe.status IN ('pending', 'running', 'paused') AND pe.scheduled_time IS NOT NULL
           AND ce.schedule_id = d.id AND ce.status = 'handed_off' AND ce.pipeline_execution_id = pe.id);
 
+-- claim/selectTakenSlots
+select "schedule_id", "scheduled_time"
+  from "cron_executions"
+  where ("cron_executions"."schedule_id" = ANY($1::uuid[]) and "cron_executions"."scheduled_time" >= $2 and "cron_executions"."scheduled_time" < $3 and "cron_executions"."source" <> 'manual')
+  order by "cron_executions"."scheduled_time" asc;
+
 -- claim/advanceNextRunAt
-update "cron_schedules" set "next_run_at" = v.next_run_at, "last_run_at" = v.last_run_at, "version" = "cron_schedules"."version" + 1, "updated_at" = $1 from unnest($2::uuid[],
+update "cron_schedules"
+  set "next_run_at" = v.next_run_at, "last_run_at" = v.last_run_at, "version" = "cron_schedules"."version" + 1, "updated_at" = $1
+  from unnest($2::uuid[],
       $3::int[], $4::timestamptz[],
-      $5::timestamptz[]) AS v(id, version, next_run_at, last_run_at) where ("cron_schedules"."id" = v.id and "cron_schedules"."version" = v.version) returning "cron_schedules"."id";
+      $5::timestamptz[]) AS v(id, version, next_run_at, last_run_at)
+  where ("cron_schedules"."id" = v.id and "cron_schedules"."version" = v.version)
+  returning "cron_schedules"."id";
 
 -- handoff/linkOccurrences
-update "cron_executions" set "status" = $1, "pipeline_execution_id" = v.pipeline_id, "handed_off_at" = $2 from unnest($3::uuid[],
-      $4::uuid[]) AS v(id, pipeline_id) where ("cron_executions"."id" = v.id and "cron_executions"."status" = 'claimed');
+update "cron_executions"
+  set "status" = $1, "pipeline_execution_id" = v.pipeline_id, "handed_off_at" = $2
+  from unnest($3::uuid[],
+      $4::uuid[]) AS v(id, pipeline_id)
+  where ("cron_executions"."id" = v.id and "cron_executions"."status" = 'claimed');
 
 -- backfill/reclaimForBackfill
-update "cron_executions" set "workflow_name" = v.workflow_name, "context" = v.context::jsonb, "fire_at" = v.fire_at, "claimed_at" = v.claimed_at, "claimed_by" = v.claimed_by, "status" = $1, "source" = $2, "missed_count" = $3, "next_recovery_at" = $4, "recovery_lease_owner" = $5, "recovery_lease_expires_at" = $6, "abandon_reason" = $7 from unnest($8::uuid[],
-      $9::timestamptz[],
-      $10::timestamptz[], $11::text[],
-      $12::timestamptz[], $13::text[],
-      $14::text[])
-    AS v(schedule_id, scheduled_time, claimed_at, claimed_by, fire_at, workflow_name, context) where ("cron_executions"."schedule_id" = v.schedule_id and "cron_executions"."scheduled_time" = v.scheduled_time and "cron_executions"."status" IN ('missed', 'abandoned') and "cron_executions"."pipeline_execution_id" is null and "cron_executions"."source" <> 'manual') returning "cron_executions"."id", "cron_executions"."schedule_id", "cron_executions"."workflow_name", "cron_executions"."context", "cron_executions"."scheduled_time", "cron_executions"."fire_at", "cron_executions"."claimed_at", "cron_executions"."claimed_by", "cron_executions"."status", "cron_executions"."source", "cron_executions"."missed_count", "cron_executions"."pipeline_execution_id", "cron_executions"."handed_off_at", "cron_executions"."recovery_attempts", "cron_executions"."recovered", "cron_executions"."next_recovery_at", "cron_executions"."recovery_lease_owner", "cron_executions"."recovery_lease_expires_at", "cron_executions"."abandon_reason";
+update "cron_executions"
+  set "workflow_name" = v.workflow_name, "context" = v.context::jsonb, "fire_at" = v.fire_at, "claimed_at" = v.claimed_at, "claimed_by" = v.claimed_by, "status" = $1, "source" = $2, "missed_count" = $3, "recovery_attempts" = $4, "next_recovery_at" = $5, "recovery_lease_owner" = $6, "recovery_lease_expires_at" = $7, "abandon_reason" = $8
+  from unnest($9::uuid[],
+      $10::timestamptz[],
+      $11::timestamptz[], $12::text[],
+      $13::timestamptz[], $14::text[],
+      $15::text[])
+    AS v(schedule_id, scheduled_time, claimed_at, claimed_by, fire_at, workflow_name, context)
+  where ("cron_executions"."schedule_id" = v.schedule_id and "cron_executions"."scheduled_time" = v.scheduled_time and "cron_executions"."status" IN ('missed', 'abandoned') and "cron_executions"."pipeline_execution_id" is null and "cron_executions"."source" <> 'manual')
+  returning "cron_executions"."id", "cron_executions"."schedule_id", "cron_executions"."workflow_name", "cron_executions"."context", "cron_executions"."scheduled_time", "cron_executions"."fire_at", "cron_executions"."claimed_at", "cron_executions"."claimed_by", "cron_executions"."status", "cron_executions"."source", "cron_executions"."missed_count", "cron_executions"."pipeline_execution_id", "cron_executions"."handed_off_at", "cron_executions"."recovery_attempts", "cron_executions"."recovered", "cron_executions"."next_recovery_at", "cron_executions"."recovery_lease_owner", "cron_executions"."recovery_lease_expires_at", "cron_executions"."abandon_reason";
 
 -- ledger/insertOccurrenceChunk
 insert into "cron_executions" ("id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason")

@@ -9,6 +9,15 @@ update "runners"
   set "stopped_at" = $1::timestamp (3) with time zone
   where "runners"."id" = $2::text;
 
+-- deleteSilent
+delete
+  from "runners"
+  where "runners"."id" in (select "id"
+  from "runners"
+  where "runners"."heartbeat_at" < $1::timestamp (3) with time zone
+  limit $2
+  for update skip locked);
+
 -- list
 select "id", "hostname", "pid", "workflows", "started_at", "heartbeat_at", "stopped_at"
   from "runners"

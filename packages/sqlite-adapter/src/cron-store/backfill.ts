@@ -23,6 +23,8 @@ export function prepareBackfill({ db, tables }: SqliteHandle) {
         claimedBy: bind(c.claimedBy, 'claimedBy'),
         fireAt: bind(c.fireAt, 'fireAt'),
         missedCount: 1,
+        // A fresh request: the attempts an earlier recovery used up do not count against it.
+        recoveryAttempts: 0,
         workflowName: bind(c.workflowName, 'workflowName'),
         context: bind(c.context, 'context'),
         nextRecoveryAt: null,

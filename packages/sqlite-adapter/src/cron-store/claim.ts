@@ -1,5 +1,10 @@
-import { type ClaimDueRequest, type CronExecutionRow, UNFINISHED_PIPELINE_STATUSES } from '@orreryjs/core';
-import { and, asc, eq, lte, sql } from 'drizzle-orm';
+import {
+  type ClaimDueRequest,
+  type CronExecutionRow,
+  type ScheduleRow,
+  UNFINISHED_PIPELINE_STATUSES,
+} from '@orreryjs/core';
+import { and, asc, eq, gte, lt, lte, sql } from 'drizzle-orm';
 import { bind, encodeTextList, statusIn, textListSql } from '../codec.js';
 import type { PipelineStatements } from '../execution-store/pipelines.js';
 import type { SqliteHandle } from '../transaction.js';
@@ -50,6 +55,20 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
       .from(s)
       .where(eq(s.id, bind(s.id, 'scheduleId')))
       .prepare(),
+    // Slots of a late schedule that already hold a row (a backfill during the outage): a `missed` summary skips them.
+    selectTakenSlots: db
+      .select({ scheduledTime: c.scheduledTime })
+      .from(c)
+      .where(
+        and(
+          eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')),
+          gte(c.scheduledTime, bind(c.scheduledTime, 'from')),
+          lt(c.scheduledTime, bind(c.scheduledTime, 'missedBefore')),
+          sql`${c.source} <> 'manual'`,
+        ),
+      )
+      .orderBy(asc(c.scheduledTime))
+      .prepare(),
     advanceNextRunAt: db
       .update(s)
       .set({
@@ -73,6 +92,13 @@ export interface ClaimDueStatements {
   pipelines: PipelineStatements;
 }
 
+/** The slots in [nextRunAt, missedBefore) that already hold a non-manual row; undefined when none can be missed. */
+function takenSlotsOf(q: ClaimStatements, schedule: ScheduleRow, missedBefore: Date | undefined): Date[] | undefined {
+  if (missedBefore === undefined || schedule.nextRunAt === null || schedule.nextRunAt >= missedBefore) return undefined;
+  const rows = q.selectTakenSlots.all({ scheduleId: schedule.id, from: schedule.nextRunAt, missedBefore });
+  return rows.map((row) => row.scheduledTime);
+}
+
 /** Claim + phase 1 (and the in-transaction handoff when asked), inside the caller's write transaction. */
 export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueRequest): CronExecutionRow[] {
   const due = q.claim.selectDueSchedules.all({
@@ -84,7 +110,8 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
   for (const schedule of due) {
     const hasActiveOccurrence =
       schedule.overlapPolicy === 'skip' && q.claim.selectActiveSchedule.get({ scheduleId: schedule.id })?.active === 1;
-    const plan = request.plan(schedule, { hasActiveOccurrence });
+    const takenSlots = takenSlotsOf(q.claim, schedule, request.missedBefore);
+    const plan = request.plan(schedule, { hasActiveOccurrence, ...(takenSlots !== undefined && { takenSlots }) });
     if (plan === null) continue;
     const advanced = q.claim.advanceNextRunAt.run({
       id: schedule.id,

@@ -139,6 +139,14 @@ export class SqliteCronStore implements CronStore {
     );
   }
 
+  findOccurrencePipeline(occurrenceId: string): Promise<string | null> {
+    return readTransaction(
+      this.#handle,
+      'findOccurrencePipeline',
+      () => this.#q.recover.selectOccurrencePipeline.get({ key: occurrenceId })?.id ?? null,
+    );
+  }
+
   deleteTerminalOccurrences(before: Date, batchSize: number): Promise<number> {
     return writeTransaction(
       this.#handle,

@@ -3,9 +3,10 @@ import {
   type NewCronExecution,
   newCronExecutionRow,
   type OccurrenceStats,
+  UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
-import { bind, bindAllColumns } from '../codec.js';
+import { bind, bindAllColumns, statusIn } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteHandle } from '../transaction.js';
 import { isLost } from './recover.js';
@@ -18,6 +19,16 @@ import { isLost } from './recover.js';
 /** `claimed` rows: a literal, so that SQLite matches it to the recovery index. */
 export function isClaimed({ cronExecutions: c }: SqliteTables) {
   return sql`${c.status} = 'claimed'`;
+}
+
+/**
+ * Not a `handed_off` row whose pipeline is still pending, running or paused: the overlap check
+ * reads those rows, so retention keeps them however old their slot is (a fresh backfill of old
+ * slots). Raw SQL: a probe of the pipeline table, which the cron schema does not reference.
+ */
+function isNotOverlapping({ cronExecutions: c, pipelineExecutions: p }: SqliteTables) {
+  return sql`NOT EXISTS (SELECT 1 FROM ${p} pe
+  WHERE pe.id = ${c.pipelineExecutionId} AND ${statusIn(sql`pe.status`, UNFINISHED_PIPELINE_STATUSES)})`;
 }
 
 /** Prepares the ledger statements once on the connection. */
@@ -84,7 +95,13 @@ export function prepareLedger({ db, tables }: SqliteHandle) {
           db
             .select({ id: c.id })
             .from(c)
-            .where(and(sql`${c.status} <> 'claimed'`, lt(c.scheduledTime, bind(c.scheduledTime, 'before'))))
+            .where(
+              and(
+                sql`${c.status} <> 'claimed'`,
+                lt(sql`coalesce(${c.handedOffAt}, ${c.claimedAt})`, bind(c.claimedAt, 'before')),
+                isNotOverlapping(tables),
+              ),
+            )
             .limit(placeholder('batchSize')),
         ),
       )

@@ -30,7 +30,14 @@ export function prepareRecover({ db, tables }: SqliteHandle) {
     eq(c.recoveryLeaseOwner, bind(c.recoveryLeaseOwner, 'runnerId')),
     isClaimed(tables),
   );
+  const p = tables.pipelineExecutions;
   return {
+    // Recovery links a pipeline that already exists under the row's id as idempotency key before it hands off again.
+    selectOccurrencePipeline: db
+      .select({ id: p.id })
+      .from(p)
+      .where(eq(p.idempotencyKey, bind(p.idempotencyKey, 'key')))
+      .prepare(),
     claimLostOccurrences: db
       .update(c)
       .set({

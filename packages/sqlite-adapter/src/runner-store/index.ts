@@ -1,5 +1,5 @@
 import type { RunnerRow, RunnerStore } from '@orreryjs/core';
-import { asc, eq, sql } from 'drizzle-orm';
+import { asc, eq, inArray, lt, sql } from 'drizzle-orm';
 import { bind } from '../codec.js';
 import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
 
@@ -35,6 +35,19 @@ export function prepareRunnerStore({ db, tables }: SqliteHandle) {
       .set({ stoppedAt: bind(r.stoppedAt, 'now') })
       .where(eq(r.id, bind(r.id, 'id')))
       .prepare(),
+    deleteSilent: db
+      .delete(r)
+      .where(
+        inArray(
+          r.id,
+          db
+            .select({ id: r.id })
+            .from(r)
+            .where(lt(r.heartbeatAt, bind(r.heartbeatAt, 'before')))
+            .limit(sql.placeholder('batchSize')),
+        ),
+      )
+      .prepare(),
     list: db.select().from(r).orderBy(asc(r.startedAt), asc(r.id)).prepare(),
   };
 }
@@ -64,6 +77,14 @@ export class SqliteRunnerStore implements RunnerStore {
 
   listRunners(): Promise<RunnerRow[]> {
     return readTransaction(this.#handle, 'listRunners', () => this.#q.list.all());
+  }
+
+  deleteSilentRunners(before: Date, batchSize: number): Promise<number> {
+    return writeTransaction(
+      this.#handle,
+      'deleteSilentRunners',
+      () => this.#q.deleteSilent.run({ before, batchSize }).changes,
+    );
   }
 
   /** SQLite has no server clock: the file is local, so this host's clock is the database's. */

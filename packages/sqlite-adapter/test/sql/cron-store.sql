@@ -33,7 +33,15 @@ select EXISTS (SELECT 1 FROM "cron_executions" ce
             CROSS JOIN "cron_executions" ce ON ce.id = unhex(replace(pe.idempotency_key, '-', ''))
             WHERE pe.status IN ('pending', 'running', 'paused') AND pe.scheduled_time IS NOT NULL
               AND +ce.schedule_id = ? AND ce.status = 'handed_off'
-              AND ce.pipeline_execution_id = pe.id) from "cron_schedules" where "cron_schedules"."id" = ?;
+              AND ce.pipeline_execution_id = pe.id)
+  from "cron_schedules"
+  where "cron_schedules"."id" = ?;
+
+-- claim/selectTakenSlots
+select "scheduled_time"
+  from "cron_executions"
+  where ("cron_executions"."schedule_id" = ? and "cron_executions"."scheduled_time" >= ? and "cron_executions"."scheduled_time" < ? and "cron_executions"."source" <> 'manual')
+  order by "cron_executions"."scheduled_time" asc;
 
 -- claim/advanceNextRunAt
 update "cron_schedules"
@@ -47,9 +55,14 @@ update "cron_executions"
 
 -- backfill/reclaimForBackfill
 update "cron_executions"
-  set "workflow_name" = ?, "context" = ?, "fire_at" = ?, "claimed_at" = ?, "claimed_by" = ?, "status" = ?, "source" = ?, "missed_count" = ?, "next_recovery_at" = ?, "recovery_lease_owner" = ?, "recovery_lease_expires_at" = ?, "abandon_reason" = ?
+  set "workflow_name" = ?, "context" = ?, "fire_at" = ?, "claimed_at" = ?, "claimed_by" = ?, "status" = ?, "source" = ?, "missed_count" = ?, "recovery_attempts" = ?, "next_recovery_at" = ?, "recovery_lease_owner" = ?, "recovery_lease_expires_at" = ?, "abandon_reason" = ?
   where ("cron_executions"."schedule_id" = ? and "cron_executions"."scheduled_time" = ? and "cron_executions"."status" IN ('missed', 'abandoned') and "cron_executions"."pipeline_execution_id" is null and "cron_executions"."source" <> 'manual')
   returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
+
+-- recover/selectOccurrencePipeline
+select "id"
+  from "pipeline_executions"
+  where "pipeline_executions"."idempotency_key" = ?;
 
 -- recover/claimLostOccurrences
 update "cron_executions"
@@ -127,7 +140,8 @@ delete
   from "cron_executions"
   where "cron_executions"."id" in (select "id"
   from "cron_executions"
-  where ("cron_executions"."status" <> 'claimed' and "cron_executions"."scheduled_time" < ?)
+  where ("cron_executions"."status" <> 'claimed' and coalesce("cron_executions"."handed_off_at", "cron_executions"."claimed_at") < ? and NOT EXISTS (SELECT 1 FROM "pipeline_executions" pe
+  WHERE pe.id = "cron_executions"."pipeline_execution_id" AND pe.status IN ('pending', 'running', 'paused')))
   limit ?);
 
 -- pipelines/insertPipeline

@@ -135,7 +135,8 @@ delete
   from "pipeline_executions"
   where "pipeline_executions"."id" in (select "id"
   from "pipeline_executions"
-  where ("pipeline_executions"."status" IN ('completed', 'failed', 'cancelled') and "pipeline_executions"."completed_at" < ?)
+  where ("pipeline_executions"."status" IN ('completed', 'failed', 'cancelled') and "pipeline_executions"."completed_at" < ? and ("pipeline_executions"."scheduled_time" IS NULL OR NOT EXISTS (SELECT 1 FROM "cron_executions" ce
+  WHERE ce.id = unhex(replace("pipeline_executions"."idempotency_key", '-', '')) AND ce.status = 'claimed')))
   limit ?);
 
 -- pipelines/selectPipelines

@@ -9,6 +9,14 @@ update "runners"
   set "stopped_at" = ?
   where "runners"."id" = ?;
 
+-- deleteSilent
+delete
+  from "runners"
+  where "runners"."id" in (select "id"
+  from "runners"
+  where "runners"."heartbeat_at" < ?
+  limit ?);
+
 -- list
 select "id", "hostname", "pid", "workflows", "started_at", "heartbeat_at", "stopped_at"
   from "runners"
