@@ -1,10 +1,11 @@
 import { ConfigurationError, type OpenStorageOptions, type Storage, validateSchemaName } from '@orreryjs/core';
 import pg from 'pg';
+import { assertIsoDateStyle } from './codec.js';
 import { PostgresCronStore } from './cron-store/index.js';
 import { PostgresExecutionStore } from './execution-store/index.js';
 import { applyMigrations, assertSchemaCurrent } from './migrate.js';
 import { PostgresRunnerStore } from './runner-store/index.js';
-import { tables } from './schema.js';
+import { tablesIn } from './schema.js';
 import { createHandle, sqlState, toOrreryError } from './transaction.js';
 
 /** Options of {@link openPostgresStorage}. */
@@ -28,10 +29,17 @@ export interface PostgresStorageOptions extends OpenStorageOptions {
    * @default 10
    */
   poolSize?: number;
+  /**
+   * Send named prepared statements, so that each connection parses a statement once. Set false
+   * behind a transaction pooler that cannot route them (PgBouncer before 1.21 in
+   * `pool_mode = transaction`): every statement is then sent unnamed.
+   * @default true
+   */
+  preparedStatements?: boolean;
 }
 
 /** Defaults of {@link PostgresStorageOptions}. */
-export const POSTGRES_DEFAULTS = { schema: 'public', migrate: true, poolSize: 10 } as const;
+export const POSTGRES_DEFAULTS = { schema: 'public', migrate: true, poolSize: 10, preparedStatements: true } as const;
 
 /** SQLSTATEs of a refused login: the URL names a user, password or database the server does not accept. */
 const CONFIGURATION_STATES: Record<string, string> = {
@@ -46,28 +54,28 @@ function redact(connectionString: string): string {
 }
 
 /**
- * `connectionString` with session settings added to its `options` parameter (kept when the
- * URL already has one): pg lets the URL override the pool config, so they must go in the URL.
- * Every connection then starts with search_path on the tenant schema and ISO dates in UTC (what the codec parses),
- * without a round trip.
+ * Refuses a URL that cannot be parsed. Nothing is added to it: no session setting (no
+ * `options` startup parameter, which PgBouncer refuses), since every statement names its
+ * schema and the codec reads instants in any time zone.
+ * @throws ConfigurationError naming the URL without its password.
  */
-export function withSessionSettings(connectionString: string, schema: string): string {
-  const settings = `-c search_path=${schema} -c TimeZone=UTC -c DateStyle=ISO,MDY`;
-  let url: URL;
+function assertParsableUrl(connectionString: string): void {
   try {
-    url = new URL(connectionString);
+    new URL(connectionString);
   } catch (error) {
     throw new ConfigurationError(
       `PostgreSQL URL "${redact(connectionString)}" cannot be parsed; use postgres://user:password@host:5432/database.`,
       { cause: error },
     );
   }
-  const existing = url.searchParams.get('options');
-  url.searchParams.set('options', existing === null ? settings : `${existing} ${settings}`);
-  return url.toString();
 }
 
-function validateOptions(options: PostgresStorageOptions): { schema: string; migrate: boolean; poolSize: number } {
+function validateOptions(options: PostgresStorageOptions): {
+  schema: string;
+  migrate: boolean;
+  poolSize: number;
+  preparedStatements: boolean;
+} {
   const { connectionString } = options;
   if (
     typeof connectionString !== 'string' ||
@@ -82,7 +90,14 @@ function validateOptions(options: PostgresStorageOptions): { schema: string; mig
   if (!Number.isInteger(poolSize) || poolSize < 1) {
     throw new ConfigurationError(`poolSize must be a positive integer number of connections, got ${poolSize}.`);
   }
-  return { schema, migrate: options.migrate ?? POSTGRES_DEFAULTS.migrate, poolSize };
+  const preparedStatements = options.preparedStatements ?? POSTGRES_DEFAULTS.preparedStatements;
+  if (typeof preparedStatements !== 'boolean') {
+    throw new ConfigurationError(
+      `preparedStatements must be true or false, got ${JSON.stringify(preparedStatements)}; use false behind PgBouncer in transaction mode.`,
+    );
+  }
+  assertParsableUrl(connectionString);
+  return { schema, migrate: options.migrate ?? POSTGRES_DEFAULTS.migrate, poolSize, preparedStatements };
 }
 
 /** A connection failure at open, as the error that tells the user what to fix. */
@@ -97,17 +112,17 @@ function connectionError(connectionString: string, error: unknown): Error {
 }
 
 /**
- * Opens PostgreSQL as Orrery storage: a pool whose connections work in `schema` (search_path)
- * and UTC, then applies pending migrations under an advisory lock on the schema name (or, with
+ * Opens PostgreSQL as Orrery storage: a pool whose statements all name `schema` (no session
+ * state, so a transaction pooler may hand each transaction another server connection), then applies pending migrations under an advisory lock on the schema name (or, with
  * `migrate: false`, checks that none is pending). Several processes may open one schema at once.
  * @throws ConfigurationError for an invalid schema name, pool size or URL, a server that cannot
  *   be reached or refuses the login, or (with `migrate: false`) a schema older than the code.
  * @throws DatabaseError when a migration fails.
  */
 export async function openPostgresStorage(options: PostgresStorageOptions): Promise<Storage> {
-  const { schema, migrate, poolSize } = validateOptions(options);
+  const { schema, migrate, poolSize, preparedStatements } = validateOptions(options);
   const pool = new pg.Pool({
-    connectionString: withSessionSettings(options.connectionString, schema),
+    connectionString: options.connectionString,
     max: poolSize,
     application_name: 'orrery',
   });
@@ -122,6 +137,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     throw connectionError(options.connectionString, error);
   }
   try {
+    await assertIsoDateStyle(client);
     if (migrate) await applyMigrations(client, schema);
     else await assertSchemaCurrent(client, schema);
   } catch (error) {
@@ -136,7 +152,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     throw toOrreryError('openPostgresStorage', error);
   }
   client.release();
-  const handle = createHandle(pool, tables);
+  const handle = createHandle(pool, tablesIn(schema), preparedStatements);
   let closed: Promise<void> | undefined;
   return {
     dialect: 'postgres',

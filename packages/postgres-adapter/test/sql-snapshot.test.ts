@@ -22,11 +22,13 @@ import {
 import { prepareExecutionStore } from '../src/execution-store/index.js';
 import { insertPipelines, selectPipelines } from '../src/execution-store/pipelines.js';
 import { prepareRunnerStore } from '../src/runner-store/index.js';
-import { tables } from '../src/schema.js';
+import { tablesIn } from '../src/schema.js';
 import type { PostgresHandle } from '../src/transaction.js';
 
-// Statements are built, never run: drizzle's mock driver renders them without a server.
+// Statements are built, never run: drizzle's mock driver renders them without a server. The schema
+// name is a stand-in: every statement names the storage's schema.
 const db = drizzle.mock();
+const tables = tablesIn('tenant');
 const handle: PostgresHandle = { pool: undefined as never, db, tables, named: (name) => name };
 const now = new Date('2026-01-02T03:04:05.678Z');
 const id = newId();

@@ -17,7 +17,12 @@ export async function openStorage(config: ResolvedRunnerConfig): Promise<Storage
     }
     case 'postgres': {
       const { openPostgresStorage } = await import('@orreryjs/postgres-adapter');
-      return openPostgresStorage({ connectionString: location.connectionString, schema: config.schema, migrate });
+      return openPostgresStorage({
+        connectionString: location.connectionString,
+        schema: config.schema,
+        migrate,
+        preparedStatements: config.preparedStatements,
+      });
     }
   }
 }

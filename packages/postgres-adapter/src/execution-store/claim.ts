@@ -15,6 +15,7 @@ import {
   decodeJsonRow,
   fieldsOf,
   inTextList,
+  lockOf,
   pickAliased,
   statusIn,
 } from '../codec.js';
@@ -55,7 +56,7 @@ function selectClaimable(db: PostgresDb, tables: PostgresTables, condition: SQL 
     )
     .orderBy(asc(t.availableAt))
     .limit(sql.placeholder('limit'))
-    .for('no key update', { of: [t, p], skipLocked: true });
+    .for('no key update', { of: lockOf(t, p), skipLocked: true });
 }
 
 /**

@@ -53,7 +53,7 @@ export function prepareRunnerStore({ db, tables, named }: PostgresHandle) {
     list: db.select().from(r).orderBy(asc(r.startedAt), asc(r.id)).prepare(named('orrery_list_runners')),
     // Text, decoded like every other instant: drizzle's driver hands timestamptz over as the server formats it.
     now: db
-      .select({ now: sql<string>`now()::text` })
+      .select({ now: sql<string>`to_json(now()) #>> '{}'` })
       .from(sql`(SELECT 1) AS one`)
       .prepare(named('orrery_database_now')),
   };
