@@ -35,7 +35,7 @@ export function prepareRunnerStore({ db, tables, named }: PostgresHandle) {
       .set({ stoppedAt: bind(r.stoppedAt, 'now') })
       .where(eq(r.id, bind(r.id, 'id')))
       .prepare(named('orrery_mark_stopped')),
-    deleteSilent: db
+    deleteSilentRunners: db
       .delete(r)
       .where(
         inArray(
@@ -50,9 +50,9 @@ export function prepareRunnerStore({ db, tables, named }: PostgresHandle) {
         ),
       )
       .prepare(named('orrery_delete_silent_runners')),
-    list: db.select().from(r).orderBy(asc(r.startedAt), asc(r.id)).prepare(named('orrery_list_runners')),
+    selectRunners: db.select().from(r).orderBy(asc(r.startedAt), asc(r.id)).prepare(named('orrery_list_runners')),
     // Text, decoded like every other instant: drizzle's driver hands timestamptz over as the server formats it.
-    now: db
+    selectDatabaseNow: db
       .select({ now: sql<string>`to_json(now()) #>> '{}'` })
       .from(sql`(SELECT 1) AS one`)
       .prepare(named('orrery_database_now')),
@@ -81,20 +81,20 @@ export class PostgresRunnerStore implements RunnerStore {
   }
 
   listRunners(): Promise<RunnerRow[]> {
-    return statement('listRunners', () => this.#q.list.execute());
+    return statement('listRunners', () => this.#q.selectRunners.execute());
   }
 
   deleteSilentRunners(before: Date, batchSize: number): Promise<number> {
     return statement(
       'deleteSilentRunners',
-      async () => (await this.#q.deleteSilent.execute({ before, batchSize })).rowCount ?? 0,
+      async () => (await this.#q.deleteSilentRunners.execute({ before, batchSize })).rowCount ?? 0,
     );
   }
 
   /** The server's `now()`, to the millisecond: what runners measure their clock offset against. */
   databaseNow(): Promise<Date> {
     return statement('databaseNow', async () => {
-      const [row] = await this.#q.now.execute();
+      const [row] = await this.#q.selectDatabaseNow.execute();
       return parseTimestamptz(row!.now);
     });
   }

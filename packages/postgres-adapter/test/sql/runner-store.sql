@@ -9,7 +9,7 @@ update "tenant"."runners"
   set "stopped_at" = $1::timestamp (3) with time zone
   where "tenant"."runners"."id" = $2::text;
 
--- deleteSilent
+-- deleteSilentRunners
 delete
   from "tenant"."runners"
   where "tenant"."runners"."id" in (select "id"
@@ -18,11 +18,11 @@ delete
   limit $2
   for update skip locked);
 
--- list
+-- selectRunners
 select "id", "hostname", "pid", "workflows", "started_at", "heartbeat_at", "stopped_at"
   from "tenant"."runners"
   order by "tenant"."runners"."started_at" asc, "tenant"."runners"."id" asc;
 
--- now
+-- selectDatabaseNow
 select to_json(now()) #>> '{}'
   from (SELECT 1) AS one;

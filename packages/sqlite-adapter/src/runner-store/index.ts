@@ -35,7 +35,7 @@ export function prepareRunnerStore({ db, tables }: SqliteHandle) {
       .set({ stoppedAt: bind(r.stoppedAt, 'now') })
       .where(eq(r.id, bind(r.id, 'id')))
       .prepare(),
-    deleteSilent: db
+    deleteSilentRunners: db
       .delete(r)
       .where(
         inArray(
@@ -48,7 +48,7 @@ export function prepareRunnerStore({ db, tables }: SqliteHandle) {
         ),
       )
       .prepare(),
-    list: db.select().from(r).orderBy(asc(r.startedAt), asc(r.id)).prepare(),
+    selectRunners: db.select().from(r).orderBy(asc(r.startedAt), asc(r.id)).prepare(),
   };
 }
 
@@ -76,14 +76,14 @@ export class SqliteRunnerStore implements RunnerStore {
   }
 
   listRunners(): Promise<RunnerRow[]> {
-    return readTransaction(this.#handle, 'listRunners', () => this.#q.list.all());
+    return readTransaction(this.#handle, 'listRunners', () => this.#q.selectRunners.all());
   }
 
   deleteSilentRunners(before: Date, batchSize: number): Promise<number> {
     return writeTransaction(
       this.#handle,
       'deleteSilentRunners',
-      () => this.#q.deleteSilent.run({ before, batchSize }).changes,
+      () => this.#q.deleteSilentRunners.run({ before, batchSize }).changes,
     );
   }
 

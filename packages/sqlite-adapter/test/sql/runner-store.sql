@@ -9,7 +9,7 @@ update "runners"
   set "stopped_at" = ?
   where "runners"."id" = ?;
 
--- deleteSilent
+-- deleteSilentRunners
 delete
   from "runners"
   where "runners"."id" in (select "id"
@@ -17,7 +17,7 @@ delete
   where "runners"."heartbeat_at" < ?
   limit ?);
 
--- list
+-- selectRunners
 select "id", "hostname", "pid", "workflows", "started_at", "heartbeat_at", "stopped_at"
   from "runners"
   order by "runners"."started_at" asc, "runners"."id" asc;
