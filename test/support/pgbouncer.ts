@@ -69,7 +69,9 @@ export async function startPgbouncer(
   const ini = join(dir, 'pgbouncer.ini');
   const log = join(dir, 'pgbouncer.log');
   const pidfile = join(dir, 'pgbouncer.pid');
-  writeFileSync(join(dir, 'userlist.txt'), `"${user}" ""\n`, { mode: 0o644 });
+  // Clients are trusted; the password (if the URL has one) is what PgBouncer logs in to the server with.
+  const password = decodeURIComponent(server.password).replaceAll('"', '""');
+  writeFileSync(join(dir, 'userlist.txt'), `"${user}" "${password}"\n`, { mode: 0o644 });
   writeFileSync(
     ini,
     [
