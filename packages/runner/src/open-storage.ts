@@ -32,6 +32,7 @@ export async function openStorage(config: ResolvedRunnerConfig): Promise<Storage
         migrate,
         pool: config.pool,
         applicationName: config.applicationName,
+        preparedStatements: config.preparedStatements,
       });
     }
   }
