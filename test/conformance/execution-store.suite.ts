@@ -42,6 +42,7 @@ export function describeExecutionStore(open: OpenStorage): void {
             input: { n: 1, nested: { list: [1, 'two'] } },
             idempotencyKey: null,
             scheduledTime: at(-1000),
+            scheduleId: null,
             remainingTasks: 3,
             failedTasks: 0,
             error: null,

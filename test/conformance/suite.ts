@@ -6,6 +6,7 @@ import { describeDataIntegrity } from './data-integrity.suite.js';
 import { describeEdgeInput } from './edge-input.suite.js';
 import { describeExecutionStore } from './execution-store.suite.js';
 import type { ConformanceOptions, OpenStorage } from './fixtures.js';
+import { describeOperations } from './operations.suite.js';
 import { describeRunnerStore } from './runner-store.suite.js';
 import { describeWorkflowStore } from './workflow-store.suite.js';
 
@@ -30,6 +31,7 @@ export function describeStorageConformance(name: string, open: OpenStorage, opti
     describeWorkflowStore(open);
     describeDataIntegrity(open);
     describeEdgeInput(open);
+    describeOperations(open);
     if (options.concurrentClaims && options.openSecond !== undefined)
       describeConcurrentClaims(open, options.openSecond);
   });

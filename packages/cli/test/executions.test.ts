@@ -122,3 +122,52 @@ describe('orrery executions show', () => {
     expect(shown.stdout).toContain('no runner has stored a definition of "report"');
   });
 });
+
+describe('orrery executions retry and list --schedule', () => {
+  const scheduled = migratedSqliteDatabase();
+  const scheduledEnv = { ORRERY_DATABASE_URL: scheduled.url };
+  let triggered: PipelineResult;
+  let failed: PipelineResult;
+  let scheduleId: string;
+
+  beforeAll(async () => {
+    const runner = await DefaultRunner.create({
+      database: scheduled.url,
+      workflows: [report, flaky],
+      enableCronScheduling: false,
+    });
+    try {
+      await runner.start();
+      scheduleId = (
+        await runner.addCronSchedule({ name: 'nightly', workflowName: 'report', cronExpression: '0 0 * * *' })
+      ).id;
+      triggered = await (await runner.triggerCronSchedule('nightly')).wait();
+      failed = await runner.execute('flaky');
+    } finally {
+      await runner.shutdown();
+    }
+  });
+  afterAll(() => scheduled.remove());
+
+  it('lists the executions a schedule started, by name or id, with their scheduled time', () => {
+    const byName = orreryJson<PipelineSummary[]>(['executions', 'list', '--schedule', 'nightly'], {
+      env: scheduledEnv,
+    });
+    expect(byName.map((e) => [e.executionId, e.scheduleId])).toEqual([[triggered.executionId, scheduleId]]);
+    expect(byName[0]!.scheduledTime).not.toBeNull();
+    const byId = orreryJson<PipelineSummary[]>(['executions', 'list', '--schedule', scheduleId], { env: scheduledEnv });
+    expect(byId.map((e) => e.executionId)).toEqual([triggered.executionId]);
+    expectOneLineError(orrery(['executions', 'list', '--schedule', 'nope'], { env: scheduledEnv }), 1, '"nope"');
+  });
+
+  it('sets a failed execution running again from its failed tasks, and refuses a completed one', () => {
+    const retried = orrery(['executions', 'retry', failed.executionId], { env: scheduledEnv });
+    expect(retried.status).toBe(0);
+    expect(retried.stdout).toBe(`Execution ${failed.executionId} is running again; tasks to run: give-up.\n`);
+    expectOneLineError(
+      orrery(['executions', 'retry', triggered.executionId], { env: scheduledEnv }),
+      1,
+      'only a failed or cancelled execution can be retried',
+    );
+  });
+});

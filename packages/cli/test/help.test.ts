@@ -12,6 +12,7 @@ const COMMANDS = [
   ['executions'],
   ['executions', 'list'],
   ['executions', 'show'],
+  ['executions', 'retry'],
   ['stats'],
   ['next'],
   ['worker'],

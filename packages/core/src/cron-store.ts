@@ -3,10 +3,15 @@ import type { JsonObject } from './json.js';
 
 /** What to do with occurrences that were missed while no runner was running. */
 export type CatchupPolicy = 'skip' | 'run_once' | 'run_all';
-/** Whether an occurrence may start while an earlier one of the schedule is still active. */
-export type OverlapPolicy = 'allow' | 'skip';
+/** What an occurrence does while an earlier one of the schedule is still active. */
+export type OverlapPolicy = 'allow' | 'skip' | 'buffer_one' | 'buffer_all' | 'cancel_other';
 /** Ledger state of an occurrence. */
-export type CronExecutionStatus = 'claimed' | 'handed_off' | 'skipped' | 'missed' | 'abandoned';
+export type CronExecutionStatus = 'claimed' | 'buffered' | 'handed_off' | 'skipped' | 'missed' | 'abandoned';
+/** A schedule's own DST choices (see `dst` in DESIGN.md); null keeps the default rules. */
+export interface ScheduleDst {
+  repeated: 'first' | 'last' | 'both';
+  gap: 'shift' | 'skip';
+}
 /** What created an occurrence. */
 export type CronExecutionSource = 'schedule' | 'catchup' | 'manual' | 'backfill';
 
@@ -23,6 +28,15 @@ export interface ScheduleRow {
   catchupPolicy: CatchupPolicy;
   overlapPolicy: OverlapPolicy;
   jitterMs: number;
+  /** A failed pipeline of the schedule disables it. */
+  pauseOnFailure: boolean;
+  /** After this many scheduler hand-offs the schedule disables itself; null: no limit. */
+  maxRuns: number | null;
+  /** Occurrences the scheduler has claimed to run (what maxRuns counts). */
+  runCount: number;
+  dst: ScheduleDst | null;
+  /** Free text shown with the schedule: why it is paused, who owns it. */
+  note: string | null;
   startAt: Date | null;
   endAt: Date | null;
   /** Nominal time of the next occurrence not yet claimed; null when there is none. */
@@ -78,12 +92,20 @@ export interface SchedulePlan {
   occurrences: NewCronExecution[];
   nextRunAt: Date | null;
   lastRunAt: Date | null;
+  /** The schedule's runCount after this plan; absent: unchanged. */
+  runCount?: number;
+  /** Disable the schedule with this note (maxRuns reached); null or absent leaves it enabled. */
+  disableNote?: string | null;
+  /** Turn the schedule's stored `buffered` rows into `skipped` (buffer_one keeps only the newest). */
+  skipBuffered?: boolean;
 }
 
 /** Facts about a due schedule that its plan depends on, read under its row lock. */
 export interface DueScheduleState {
-  /** An earlier occurrence is `claimed`, or linked to a pending, running or paused pipeline. */
+  /** An earlier occurrence is `claimed` or `buffered`, or linked to a pending, running or paused pipeline. */
   hasActiveOccurrence: boolean;
+  /** For a `cancel_other` schedule: the unfinished pipelines of its handed-off occurrences, to cancel. */
+  activePipelineIds?: readonly string[];
   /**
    * Scheduled times in [nextRunAt, missedBefore) that already hold a (non-manual) ledger row,
    * e.g. slots backfilled during an outage: a `missed` summary must not claim them. Read only
@@ -113,6 +135,18 @@ export interface ClaimDueRequest {
    * two-phase path.
    */
   prepareHandoff?: (occurrence: CronExecutionRow) => NewPipeline | null;
+}
+
+/** The note of a schedule that disabled itself on reaching maxRuns. */
+export const MAX_RUNS_NOTE = 'maxRuns reached';
+
+/** Input of {@link CronStore.releaseBuffered}. */
+export interface ReleaseBufferedRequest {
+  now: Date;
+  /** Only schedules of these workflows. */
+  workflowNames: readonly string[];
+  runnerId: string;
+  limit: number;
 }
 
 /** Input of {@link CronStore.claimLostOccurrences}. */
@@ -194,6 +228,16 @@ export interface CronStore {
    * `prepareHandoff` created their pipelines in the transaction.
    */
   claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]>;
+  /**
+   * Hands on buffered occurrences, one transaction: for up to `limit` schedules (of
+   * `workflowNames`; SKIP LOCKED on Postgres) that hold a `buffered` row and no other active
+   * occurrence (`claimed`, or linked to a pending, running or paused pipeline), the oldest
+   * buffered row becomes `claimed` by `runnerId` at `now` (fireAt = now; recovery treats it
+   * like any claimed row from then on) and the schedule's runCount grows by one; a schedule
+   * whose maxRuns is already reached has its buffered rows `skipped` instead, and a schedule
+   * that reaches it is disabled with the note "maxRuns reached". Returns the rows to hand off.
+   */
+  releaseBuffered(request: ReleaseBufferedRequest): Promise<CronExecutionRow[]>;
   /**
    * Inserts rows ON CONFLICT DO NOTHING (manual triggers, backfill). For a backfill row
    * whose slot already holds a `missed` or `abandoned` row without a pipeline, that row is

@@ -17,6 +17,8 @@ export interface PipelineRow {
   input: JsonObject;
   idempotencyKey: string | null;
   scheduledTime: Date | null;
+  /** The schedule whose occurrence started it, else null. */
+  scheduleId: string | null;
   /** Tasks not yet terminal; the pipeline ends when it reaches 0. */
   remainingTasks: number;
   /** Tasks that ended `failed`; a pipeline with any is `failed`. */
@@ -63,6 +65,10 @@ export interface NewPipeline {
   input: JsonObject;
   idempotencyKey: string | null;
   scheduledTime: Date | null;
+  /** The schedule whose occurrence starts it; null or absent for none. */
+  scheduleId?: string | null;
+  /** Delayed start: the tasks' `availableAt`; null or absent for now. */
+  runAt?: Date | null;
   now: Date;
   /** One per task, in canonical order; `pendingDeps` = number of dependencies. */
   tasks: ReadonlyArray<{ id: string; taskId: string; position: number; pendingDeps: number }>;
@@ -129,10 +135,18 @@ export interface FinishTaskResult {
   finishedPipeline: PipelineRow | null;
 }
 
+/** A task {@link ExecutionStore.retryPipeline} sends back to run. */
+export interface RetriedTask {
+  id: string;
+  /** Its dependencies that are being retried too: `ready` at 0, else `not_started`. */
+  pendingDeps: number;
+}
+
 /** Filter of {@link ExecutionStore.listPipelines}; newest first. */
 export interface PipelineFilter {
   workflowName?: string;
   status?: PipelineStatus;
+  scheduleId?: string;
   limit: number;
   offset: number;
 }
@@ -179,6 +193,15 @@ export interface ExecutionStore {
   pausePipeline(id: string, reason: string | null, now: Date): Promise<PipelineRow | null>;
   /** Resumes a paused pipeline. */
   resumePipeline(id: string, now: Date): Promise<PipelineRow | null>;
+  /**
+   * Runs a `failed` or `cancelled` pipeline again, in one transaction that first locks its
+   * row: the pipeline becomes `running` (no error, no completion time, `remainingTasks` =
+   * `tasks.length`, `failedTasks` 0) and each listed task `ready` or `not_started` with its
+   * `pendingDeps`, `availableAt` = now and no lease, its attempt counters kept. Other tasks
+   * are untouched (completed ones keep their outputs). Returns the pipeline after the retry;
+   * the row as it is, unchanged, when it was in another status; null when unknown.
+   */
+  retryPipeline(id: string, tasks: readonly RetriedTask[], now: Date): Promise<PipelineRow | null>;
   /** Running tasks whose lease expired before `now`: their runner died or stalled, and no runner has taken them over yet. */
   countStalledTasks(now: Date): Promise<number>;
   /**

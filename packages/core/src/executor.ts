@@ -13,8 +13,15 @@ export interface ExecuteOptions {
   idempotencyKey?: string;
   /** execute(): how long to wait for the result. @default the runner's pipelineTimeoutMs */
   timeoutMs?: number;
+  /**
+   * Delayed start: the pipeline stays `pending` and none of its tasks is claimable before
+   * this instant (like pg-boss's `startAfter`). A past instant starts it at once.
+   */
+  runAt?: Date;
   /** Set when a cron occurrence starts the pipeline; passed to tasks as `info.scheduledTime`. */
   scheduledTime?: Date;
+  /** Set with `scheduledTime` by the cron scheduler: the schedule whose occurrence started the pipeline. */
+  scheduleId?: string;
 }
 
 /** Outcome of one task. */
@@ -48,7 +55,12 @@ export interface PipelineResult {
 }
 
 /** A pipeline result without its context and tasks, as listed newest first. */
-export type PipelineSummary = Omit<PipelineResult, 'finalContext' | 'tasks'>;
+export type PipelineSummary = Omit<PipelineResult, 'finalContext' | 'tasks'> & {
+  /** The schedule whose occurrence started it; null when no schedule did. */
+  scheduleId: string | null;
+  /** The occurrence's scheduled time; null when no schedule started it. */
+  scheduledTime: Date | null;
+};
 
 /** A handle on a started pipeline. */
 export interface PipelineExecution {
@@ -64,6 +76,8 @@ export interface PipelineExecution {
 export interface ListExecutionsFilter {
   workflowName?: string;
   status?: PipelineStatus;
+  /** Only pipelines started by this schedule (its id). */
+  scheduleId?: string;
   limit?: number;
   offset?: number;
 }

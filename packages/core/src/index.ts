@@ -30,10 +30,13 @@ export type {
   OverlapPolicy,
   RecoveryCounts,
   RecoveryOutcome,
+  ReleaseBufferedRequest,
+  ScheduleDst,
   ScheduleFilter,
   SchedulePlan,
   ScheduleRow,
 } from './cron-store.js';
+export { MAX_RUNS_NOTE } from './cron-store.js';
 export {
   ConfigurationError,
   ContextError,
@@ -63,6 +66,7 @@ export type {
   PipelineFilter,
   PipelineRow,
   RegisteredTasks,
+  RetriedTask,
   TaskOutcome,
   TaskRow,
 } from './execution-store.js';

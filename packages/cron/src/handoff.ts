@@ -63,6 +63,7 @@ export class Handoff {
       execution = await executor.executeAsync(row.workflowName, row.context, {
         idempotencyKey: row.id,
         scheduledTime: row.scheduledTime,
+        scheduleId: row.scheduleId,
       });
     } catch (error) {
       logger.warn(

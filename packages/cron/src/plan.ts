@@ -2,6 +2,7 @@ import {
   type CronExecutionSource,
   type DueScheduleState,
   type Logger,
+  MAX_RUNS_NOTE,
   type NewCronExecution,
   occurrenceId,
   type SchedulePlan,
@@ -68,7 +69,7 @@ export function planSchedule(
     // A stored expression or zone this process cannot read: park the schedule (nextRunAt null) rather than fail
     // every tick; updating or re-enabling the schedule sets it again.
     context.logger.error({ err: error, scheduleId: schedule.id }, 'cron schedule cannot be evaluated; parked');
-    return { occurrences: [], nextRunAt: null, lastRunAt: schedule.lastRunAt };
+    return { ...unchanged(schedule), occurrences: [], nextRunAt: null };
   }
   budget.slots -= scan.slots.length;
   const steps = withoutTakenSlots(decideSteps(schedule, scan, context), state.takenSlots);
@@ -85,7 +86,7 @@ interface SlotScan {
 }
 
 function scanDueSlots(schedule: ScheduleRow, now: Date, limit: number): SlotScan {
-  const cron = parseCronExpression(schedule.cronExpression, schedule.timezone);
+  const cron = parseCronExpression(schedule.cronExpression, schedule.timezone, schedule.dst);
   const nowMs = now.getTime();
   const endMs = schedule.endAt?.getTime() ?? Number.POSITIVE_INFINITY;
   const slots: Date[] = [];
@@ -154,15 +155,21 @@ function applySteps(
   budget: TickBudget,
 ): SchedulePlan | null {
   const occurrences: NewCronExecution[] = [];
-  let lastRunAt = schedule.lastRunAt;
+  const plan = unchanged(schedule);
   let catchupRuns = 0;
-  let overlapKept = state.hasActiveOccurrence;
+  let active = state.hasActiveOccurrence;
   let resumeAt = scannedTo;
+  const policy = schedule.overlapPolicy;
   for (const step of steps) {
     const overCatchupCap =
       step.kind === 'run' && step.source === 'catchup' && catchupRuns >= context.settings.maxCatchupExecutions;
     if (budget.rows <= 0 || overCatchupCap) {
       resumeAt = step.kind === 'run' ? step.slot : step.slots[0]!;
+      break;
+    }
+    if (step.kind === 'run' && schedule.maxRuns !== null && plan.runCount >= schedule.maxRuns) {
+      plan.disableNote = MAX_RUNS_NOTE;
+      resumeAt = null;
       break;
     }
     budget.rows -= 1;
@@ -171,23 +178,68 @@ function applySteps(
       continue;
     }
     if (step.source === 'catchup') catchupRuns += 1;
-    const skipped = schedule.overlapPolicy === 'skip' && overlapKept;
-    if (schedule.overlapPolicy === 'skip') overlapKept = true;
-    occurrences.push(runRow(schedule, step, skipped, context));
-    if (!skipped && (lastRunAt === null || step.slot > lastRunAt)) lastRunAt = step.slot;
+    const status = overlapStatus(policy, active);
+    if (status === 'buffered' && policy === 'buffer_one') {
+      // Only the newest waits: the one buffered before it (stored, or earlier in this tick) is skipped.
+      plan.skipBuffered = true;
+      for (const row of occurrences) if (row.status === 'buffered') row.status = 'skipped';
+    }
+    if (policy === 'cancel_other') {
+      // The newest replaces every earlier one: an earlier slot of this same tick never starts.
+      for (const row of occurrences) {
+        if (row.status === 'claimed') {
+          row.status = 'skipped';
+          plan.runCount -= 1;
+        }
+      }
+    }
+    if (policy !== 'allow') active = true;
+    occurrences.push(runRow(schedule, step, status, context));
+    if (status === 'claimed') plan.runCount += 1;
+    if (status !== 'skipped' && (plan.lastRunAt === null || step.slot > plan.lastRunAt)) plan.lastRunAt = step.slot;
+    if (status === 'claimed' && schedule.maxRuns !== null && plan.runCount >= schedule.maxRuns) {
+      plan.disableNote = MAX_RUNS_NOTE;
+      resumeAt = null;
+      break;
+    }
   }
-  if (occurrences.length === 0 && steps.length > 0) return null;
-  return { occurrences, nextRunAt: resumeAt, lastRunAt };
+  if (occurrences.length === 0 && steps.length > 0 && plan.disableNote === null) return null;
+  return { ...plan, occurrences, nextRunAt: resumeAt };
+}
+
+/** The parts of a plan that {@link applySteps} updates slot by slot. */
+interface PlanCounters {
+  lastRunAt: Date | null;
+  runCount: number;
+  disableNote: string | null;
+  skipBuffered: boolean;
+}
+
+/** A plan that changes nothing yet: the schedule's own counters. */
+function unchanged(schedule: ScheduleRow): PlanCounters {
+  return { lastRunAt: schedule.lastRunAt, runCount: schedule.runCount, disableNote: null, skipBuffered: false };
+}
+
+/**
+ * What an occurrence that is due to run becomes under the overlap policy, given whether an
+ * earlier one is still active: `skip` skips it, `buffer_one`/`buffer_all` buffer it until
+ * the active one ends; `allow` and `cancel_other` (which cancels the active pipelines) run it.
+ */
+function overlapStatus(policy: ScheduleRow['overlapPolicy'], active: boolean): 'claimed' | 'skipped' | 'buffered' {
+  if (!active) return 'claimed';
+  if (policy === 'skip') return 'skipped';
+  if (policy === 'buffer_one' || policy === 'buffer_all') return 'buffered';
+  return 'claimed';
 }
 
 function runRow(
   schedule: ScheduleRow,
   step: Extract<Step, { kind: 'run' }>,
-  skipped: boolean,
+  status: 'claimed' | 'skipped' | 'buffered',
   context: PlanContext,
 ): NewCronExecution {
   const id = occurrenceId(schedule.id, step.slot);
-  const delayMs = step.source === 'schedule' && !skipped ? jitterDelayMs(id, schedule.jitterMs) : 0;
+  const delayMs = step.source === 'schedule' && status === 'claimed' ? jitterDelayMs(id, schedule.jitterMs) : 0;
   return {
     ...claimedOccurrence(schedule, step.slot, {
       id,
@@ -196,7 +248,7 @@ function runRow(
       source: step.source,
     }),
     fireAt: new Date(step.slot.getTime() + delayMs),
-    status: skipped ? 'skipped' : 'claimed',
+    status,
   };
 }
 

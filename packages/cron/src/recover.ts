@@ -113,6 +113,7 @@ export class CronRecovery {
       execution = await executor.executeAsync(row.workflowName, recoveryContext(row.context, attempt), {
         idempotencyKey: row.id,
         scheduledTime: row.scheduledTime,
+        scheduleId: row.scheduleId,
       });
     } catch (error) {
       if (pass.signal?.aborted === true || isOrreryError(error, 'CONFIGURATION')) {

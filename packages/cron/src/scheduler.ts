@@ -1,4 +1,4 @@
-import type { CronExecutionRow, NewCronExecution } from '@orreryjs/core';
+import { type CronExecutionRow, MAX_RUNS_NOTE, type NewCronExecution } from '@orreryjs/core';
 import { DeferredHandoffs } from './deferred.js';
 import type { Handoff } from './handoff.js';
 import { reportFired } from './link.js';
@@ -20,7 +20,16 @@ export interface TickResult {
 
 type SchedulerDeps = Pick<
   CronServiceOptions,
-  'store' | 'clock' | 'logger' | 'runnerId' | 'settings' | 'workflows' | 'emit' | 'faults' | 'inTransactionHandoff'
+  | 'store'
+  | 'clock'
+  | 'logger'
+  | 'runnerId'
+  | 'settings'
+  | 'workflows'
+  | 'emit'
+  | 'faults'
+  | 'inTransactionHandoff'
+  | 'executor'
 >;
 
 /**
@@ -76,6 +85,9 @@ export class CronScheduler {
     const planContext = { now, runnerId, settings, logger };
     const skipped = new Map<string, NewCronExecution>();
     const missed = new Map<string, NewCronExecution>();
+    const buffered = new Map<string, NewCronExecution>();
+    const toCancel = new Set<string>();
+    const exhausted = new Map<string, string | null>();
     let planned = 0;
     let moreDue = false;
     const rows = await store.claimDueSchedules({
@@ -95,7 +107,12 @@ export class CronScheduler {
         for (const row of plan.occurrences) {
           if (row.status === 'skipped') skipped.set(row.id, row);
           else if (row.status === 'missed') missed.set(row.id, row);
+          else if (row.status === 'buffered') buffered.set(row.id, row);
         }
+        const replaces =
+          schedule.overlapPolicy === 'cancel_other' && plan.occurrences.some((r) => r.status === 'claimed');
+        if (replaces) for (const id of state.activePipelineIds ?? []) toCancel.add(id);
+        if (plan.disableNote !== null) exhausted.set(schedule.id, schedule.name);
         return plan;
       },
       ...(inTransactionHandoff && {
@@ -106,13 +123,23 @@ export class CronScheduler {
     this.#moreDue = moreDue || planned >= settings.batchSize;
     for (const row of skipped.values()) this.#reportSkipped(row);
     for (const row of missed.values()) this.#reportMissed(row);
+    for (const row of buffered.values()) this.#reportBuffered(row);
+    for (const [scheduleId, scheduleName] of exhausted) this.#reportExhausted(scheduleId, scheduleName);
+    await this.#cancelReplaced(toCancel);
     const linkedInClaim = this.#reportHandedOff(rows);
-    const claimed = rows.filter((row) => row.status === 'claimed');
+    // Buffered occurrences whose active one has ended: claimed now, so recovery covers them from here on.
+    const released = await store.releaseBuffered({
+      now,
+      workflowNames: workflows.names(),
+      runnerId,
+      limit: settings.batchSize,
+    });
+    const claimed = [...rows.filter((row) => row.status === 'claimed'), ...released];
     await faults?.afterPhase1?.(claimed);
     const due = this.#deferred.takeDue(now);
     const ready = this.#splitByFireTime(claimed, now, due);
     const handedOff = await this.#handoff.handOffAll(ready);
-    return { claimed: rows.length, handedOff: linkedInClaim + handedOff };
+    return { claimed: rows.length + released.length, handedOff: linkedInClaim + handedOff };
   }
 
   /** Reports the occurrences the claim transaction already handed off; returns how many. */
@@ -135,6 +162,36 @@ export class CronScheduler {
     this.#deferred.add(later);
     this.expectWorkAt(this.#deferred.earliestFireAt());
     return ready;
+  }
+
+  /** `cancel_other`: the pipelines the new occurrences replace. A failure is logged; the new ones run anyway. */
+  async #cancelReplaced(ids: ReadonlySet<string>): Promise<void> {
+    for (const id of ids) {
+      try {
+        await this.#deps.executor.cancelExecution(id);
+      } catch (error) {
+        this.#deps.logger.warn({ err: error, pipelineExecutionId: id }, 'cancel_other could not cancel a pipeline');
+      }
+    }
+  }
+
+  #reportBuffered(row: NewCronExecution): void {
+    emitEvent(this.#deps, 'cron:buffered', {
+      scheduleId: row.scheduleId,
+      scheduleName: scheduleNameOf(row),
+      occurrenceId: row.id,
+      scheduledTime: row.scheduledTime,
+    });
+  }
+
+  #reportExhausted(scheduleId: string, scheduleName: string | null): void {
+    emitEvent(this.#deps, 'cron:paused', {
+      scheduleId,
+      scheduleName,
+      note: MAX_RUNS_NOTE,
+      reason: 'max_runs',
+      pipelineExecutionId: null,
+    });
   }
 
   #reportMissed(row: NewCronExecution): void {

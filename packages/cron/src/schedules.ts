@@ -9,7 +9,7 @@ import {
 } from '@orreryjs/core';
 import type { CronServiceOptions } from './options.js';
 import { type CronSchedule, type CronScheduleInput, toCronSchedule } from './types.js';
-import { assertCanFire, type ScheduleDefinition, validatePage, validateScheduleInput } from './validate.js';
+import { assertCanFire, checkNote, type ScheduleDefinition, validatePage, validateScheduleInput } from './validate.js';
 import { firstRunAt, sameTiming } from './window.js';
 
 /** Filter of {@link ScheduleManager.list}. */
@@ -58,7 +58,7 @@ export class ScheduleManager {
    */
   async add(input: CronScheduleInput, options: AddScheduleOptions = {}): Promise<CronSchedule> {
     const onConflict = options.onConflict ?? 'error';
-    const { definition, enabled } = validateScheduleInput(input, this.#limits());
+    const { definition, enabled, note } = validateScheduleInput(input, this.#limits());
     const now = this.#deps.clock.now();
     try {
       assertCanFire(definition, now);
@@ -72,6 +72,8 @@ export class ScheduleManager {
       id: newId(),
       ...definition,
       enabled,
+      note: note ?? null,
+      runCount: 0,
       nextRunAt: enabled ? firstRunAt(definition, now) : null,
       lastRunAt: null,
       version: 1,
@@ -119,8 +121,12 @@ export class ScheduleManager {
       // A schedule stored before names were required has none: the merged input is refused until the patch gives one.
       const merged = { ...inputOf(row), ...definedFields(patch) } as CronScheduleInput;
       const workflowChanged = patch.workflowName !== undefined && patch.workflowName !== row.workflowName;
-      const { definition, enabled } = validateScheduleInput(merged, this.#limits(), workflowChanged);
-      return { ...this.#retime(row, definition), ...this.#enabledPatch(row, enabled, definition) };
+      const { definition, enabled, note } = validateScheduleInput(merged, this.#limits(), workflowChanged);
+      return {
+        ...this.#retime(row, definition),
+        ...this.#enabledPatch(row, enabled, definition),
+        ...(note === undefined ? {} : { note }),
+      };
     });
     return toCronSchedule(changed);
   }
@@ -130,12 +136,34 @@ export class ScheduleManager {
    * now, so a schedule enabled after a long pause fires nothing stale.
    * @throws ScheduleNotFoundError for an unknown id or name.
    */
-  async setEnabled(idOrName: string, enabled: boolean): Promise<CronSchedule> {
+  async setEnabled(idOrName: string, enabled: boolean, options: { note?: string } = {}): Promise<CronSchedule> {
     if (typeof enabled !== 'boolean') {
       throw new ValidationError(`enabled must be true or false, got ${String(enabled)}.`);
     }
+    const note = options?.note === undefined ? undefined : checkNote(options.note);
     const current = await this.resolve(idOrName);
-    return toCronSchedule(await this.#update(current, (row) => this.#enabledPatch(row, enabled, row)));
+    return toCronSchedule(
+      await this.#update(current, (row) => ({
+        ...this.#enabledPatch(row, enabled, row),
+        // Disabling stores the note given (keeping the stored one without); enabling clears it.
+        ...(enabled ? (row.note === null ? {} : { note: null }) : note === undefined ? {} : { note }),
+      })),
+    );
+  }
+
+  /**
+   * Disables a `pauseOnFailure` schedule after one of its pipelines failed, with the note
+   * "paused after failure of execution <id>". Null when the schedule is gone, does not pause
+   * on failure, or is already disabled: nothing to report.
+   */
+  async pauseAfterFailure(scheduleId: string, executionId: string): Promise<ScheduleRow | null> {
+    const current = await this.#deps.store.getSchedule(scheduleId);
+    if (current === null || !current.pauseOnFailure || !current.enabled) return null;
+    const note = `paused after failure of execution ${executionId}`;
+    const paused = await this.#update(current, (row) =>
+      row.enabled && row.pauseOnFailure ? { ...this.#enabledPatch(row, false, row), note } : {},
+    );
+    return paused.note === note && !paused.enabled ? paused : null;
   }
 
   /**
@@ -230,6 +258,8 @@ function sameDefinition(row: ScheduleRow, definition: ScheduleDefinition): boole
     row.catchupPolicy === definition.catchupPolicy &&
     row.overlapPolicy === definition.overlapPolicy &&
     row.jitterMs === definition.jitterMs &&
+    row.pauseOnFailure === definition.pauseOnFailure &&
+    row.maxRuns === definition.maxRuns &&
     sameTiming(row, definition) &&
     canonicalJson(row.context) === canonicalJson(definition.context)
   );
@@ -260,6 +290,9 @@ function inputOf(row: ScheduleRow): Partial<CronScheduleInput> {
     catchupPolicy: row.catchupPolicy,
     overlapPolicy: row.overlapPolicy,
     jitterMs: row.jitterMs,
+    pauseOnFailure: row.pauseOnFailure,
+    maxRuns: row.maxRuns,
+    ...(row.dst === null ? {} : { dst: row.dst }),
     ...(row.startAt === null ? {} : { startAt: row.startAt }),
     ...(row.endAt === null ? {} : { endAt: row.endAt }),
   };

@@ -3,7 +3,7 @@ import { backfillSchedule } from './backfill.js';
 import { CronLoop } from './cron-loop.js';
 import { Handoff } from './handoff.js';
 import { cronHistory, cronRecoveryStats, cronStats, type HistoryOptions } from './ledger.js';
-import type { CronServiceOptions } from './options.js';
+import { type CronServiceOptions, emitEvent } from './options.js';
 import { CronRecovery, type RecoveryResult } from './recover.js';
 import { CronScheduler, type TickResult } from './scheduler.js';
 import { type AddScheduleOptions, type ListSchedulesFilter, ScheduleManager } from './schedules.js';
@@ -85,8 +85,29 @@ export class CronService {
   }
 
   /** Enables (from the next slot after now) or disables a schedule. @throws ScheduleNotFoundError */
-  setEnabled(idOrName: string, enabled: boolean): Promise<CronSchedule> {
-    return this.#schedules.setEnabled(idOrName, enabled);
+  setEnabled(idOrName: string, enabled: boolean, options?: { note?: string }): Promise<CronSchedule> {
+    return this.#schedules.setEnabled(idOrName, enabled, options);
+  }
+
+  /**
+   * Called when a pipeline a schedule started ended `failed`: a `pauseOnFailure` schedule is
+   * disabled with the note "paused after failure of execution <id>" and `cron:paused` is
+   * emitted. Does nothing for other schedules. Never throws: a failure is logged.
+   */
+  async pipelineFailed(scheduleId: string, executionId: string): Promise<void> {
+    try {
+      const paused = await this.#schedules.pauseAfterFailure(scheduleId, executionId);
+      if (paused === null) return;
+      emitEvent(this.#options, 'cron:paused', {
+        scheduleId: paused.id,
+        scheduleName: paused.name,
+        note: paused.note ?? '',
+        reason: 'failure',
+        pipelineExecutionId: executionId,
+      });
+    } catch (error) {
+      this.#options.logger.error({ err: error, scheduleId, executionId }, 'pausing a schedule after a failure failed');
+    }
   }
 
   /** Deletes a schedule, keeping its ledger. @throws ScheduleNotFoundError */

@@ -5,8 +5,10 @@ import type {
   CronExecutionStatus,
   Json,
   OverlapPolicy,
+  ScheduleDst,
   ScheduleRow,
 } from '@orreryjs/core';
+import type { DstRules } from './local-time.js';
 
 /** What `addCronSchedule` takes: a workflow, when to run it, and how to treat missed and overlapping runs. */
 export interface CronScheduleInput {
@@ -47,10 +49,39 @@ export interface CronScheduleInput {
    */
   catchupPolicy?: CatchupPolicy;
   /**
-   * `skip`: an occurrence starts nothing while an earlier one is still claimed or running.
+   * What an occurrence does while an earlier one is still active (claimed, buffered, or its
+   * pipeline pending, running or paused): `allow` runs it anyway; `skip` records it `skipped`;
+   * `buffer_one` keeps the newest `buffered` until the active one ends (an older buffered
+   * one is skipped); `buffer_all` keeps every one, handed off one at a time, oldest first;
+   * `cancel_other` cancels the active pipeline and runs the new one at once.
    * @default 'allow'
    */
   overlapPolicy?: OverlapPolicy;
+  /**
+   * A failed pipeline of this schedule disables it, with the note "paused after failure of
+   * execution <id>" and a `cron:paused` event.
+   * @default false
+   */
+  pauseOnFailure?: boolean;
+  /**
+   * After this many scheduler hand-offs (`runCount`) the schedule disables itself, with the
+   * note "maxRuns reached". Manual triggers and backfills do not count.
+   * @default null (no limit)
+   */
+  maxRuns?: number | null;
+  /**
+   * Overrides the DST rules for this schedule: `repeated` fires a wall time repeated at
+   * fall-back at its `first` instance, its `last`, or `both`; `gap` `shift`s a wall time
+   * inside a spring-forward gap to the offset before the gap, or `skip`s it that day. A
+   * missing field keeps the expression's default rule.
+   * @default the default rules (see `nextOccurrences`)
+   */
+  dst?: DstRules;
+  /**
+   * Free text shown with the schedule (why it is paused, who owns it). Not part of the
+   * definition: re-adding a schedule without a note keeps the stored one.
+   */
+  note?: string | null;
   /**
    * On-time occurrences are handed off `hash(occurrence id) mod jitterMs` after their time;
    * the scheduled time stays nominal. Catch-up, manual and backfill occurrences are not delayed.
@@ -64,8 +95,16 @@ export interface CronScheduleInput {
 }
 
 /** A stored cron schedule. */
-export interface CronSchedule extends Required<Omit<CronScheduleInput, 'startAt' | 'endAt' | 'name'>> {
+export interface CronSchedule
+  extends Required<Omit<CronScheduleInput, 'startAt' | 'endAt' | 'name' | 'note' | 'dst' | 'maxRuns'>> {
   id: string;
+  /** The stored note; null when there is none. Enabling the schedule clears it. */
+  note: string | null;
+  /** The schedule's DST choices with both rules filled in; null: the default rules. */
+  dst: ScheduleDst | null;
+  maxRuns: number | null;
+  /** Occurrences the scheduler has handed off so far (what maxRuns counts). */
+  runCount: number;
   /** Null only for a schedule added before names were required. */
   name: string | null;
   startAt: Date | null;
@@ -141,6 +180,11 @@ export function toCronSchedule(row: ScheduleRow): CronSchedule {
     catchupPolicy: row.catchupPolicy,
     overlapPolicy: row.overlapPolicy,
     jitterMs: row.jitterMs,
+    pauseOnFailure: row.pauseOnFailure,
+    maxRuns: row.maxRuns,
+    runCount: row.runCount,
+    dst: row.dst,
+    note: row.note,
     startAt: row.startAt,
     endAt: row.endAt,
     nextRunAt: row.nextRunAt,

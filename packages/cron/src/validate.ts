@@ -7,12 +7,15 @@ import {
   isJsonObject,
   type JsonObject,
   type OverlapPolicy,
+  type ScheduleDst,
   toJson,
   UniversalUuid,
   ValidationError,
   WorkflowNotFoundError,
 } from '@orreryjs/core';
-import { normalizeCronExpression } from './cron-expression.js';
+import { parseCronFields } from './cron-expression.js';
+import { resolveDstRules } from './local-time.js';
+import { checkDst } from './occurrences.js';
 import type { WorkflowCatalog } from './options.js';
 import { occurrenceContext, recoveryContext } from './schedule-context.js';
 import { nearestName } from './suggest.js';
@@ -35,6 +38,10 @@ export interface ScheduleDefinition {
   catchupPolicy: CatchupPolicy;
   overlapPolicy: OverlapPolicy;
   jitterMs: number;
+  pauseOnFailure: boolean;
+  maxRuns: number | null;
+  /** Both rules filled in from the expression's defaults; null when the input gave none. */
+  dst: ScheduleDst | null;
   startAt: Date | null;
   endAt: Date | null;
 }
@@ -48,7 +55,8 @@ export interface ValidationLimits {
 }
 
 const CATCHUP_POLICIES: readonly CatchupPolicy[] = ['skip', 'run_once', 'run_all'];
-const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['allow', 'skip'];
+const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['allow', 'skip', 'buffer_one', 'buffer_all', 'cancel_other'];
+const MAX_NOTE_LENGTH = 1000;
 const MAX_NAME_LENGTH = 255;
 /** Every key a schedule input may have: anything else is a typo, refused rather than ignored. */
 const INPUT_KEYS: readonly (keyof CronScheduleInput)[] = [
@@ -61,6 +69,10 @@ const INPUT_KEYS: readonly (keyof CronScheduleInput)[] = [
   'catchupPolicy',
   'overlapPolicy',
   'jitterMs',
+  'pauseOnFailure',
+  'maxRuns',
+  'dst',
+  'note',
   'startAt',
   'endAt',
 ];
@@ -78,7 +90,7 @@ export function validateScheduleInput(
   input: CronScheduleInput,
   limits: ValidationLimits,
   checkWorkflow = true,
-): { definition: ScheduleDefinition; enabled: boolean } {
+): { definition: ScheduleDefinition; enabled: boolean; note: string | null | undefined } {
   if (typeof input !== 'object' || input === null) {
     throw new ValidationError(
       'A cron schedule input must be an object with at least name, workflowName and cronExpression.',
@@ -92,7 +104,9 @@ export function validateScheduleInput(
     );
   }
   assertNoNul(input.cronExpression, `cronExpression ${describe(input.cronExpression)}`);
-  const cronExpression = normalizeCronExpression(input.cronExpression);
+  const fields = parseCronFields(input.cronExpression);
+  const cronExpression = fields.normalized;
+  checkDst(input.dst);
   const timezone = validateTimezone(checkString('timezone', input.timezone ?? 'UTC'));
   const { startAt, endAt } = checkWindow(input.startAt, input.endAt);
   const definition: ScheduleDefinition = {
@@ -104,6 +118,9 @@ export function validateScheduleInput(
     catchupPolicy: checkChoice('catchupPolicy', input.catchupPolicy ?? 'run_once', CATCHUP_POLICIES),
     overlapPolicy: checkChoice('overlapPolicy', input.overlapPolicy ?? 'allow', OVERLAP_POLICIES),
     jitterMs: checkJitter(input.jitterMs ?? 0),
+    pauseOnFailure: checkBoolean('pauseOnFailure', input.pauseOnFailure ?? false),
+    maxRuns: checkMaxRuns(input.maxRuns ?? null),
+    dst: input.dst === undefined || input.dst === null ? null : resolveDstRules(fields.followsRealClock, input.dst),
     startAt,
     endAt,
   };
@@ -115,7 +132,11 @@ export function validateScheduleInput(
     limits.maxRecoveryAttempts,
   );
   assertContextSize(largest, limits.maxContextBytes, 'Schedule context (with the schedule and recovery keys)');
-  return { definition, enabled: checkBoolean('enabled', input.enabled ?? true) };
+  return {
+    definition,
+    enabled: checkBoolean('enabled', input.enabled ?? true),
+    note: input.note === undefined ? undefined : checkNote(input.note),
+  };
 }
 
 /**
@@ -243,6 +264,28 @@ function checkDate(field: string, value: unknown): Date | null {
   }
   assertStorableDate(value, field);
   return new Date(Math.trunc(value.getTime()));
+}
+
+/**
+ * A schedule's note: free text of at most 1000 characters; null clears it.
+ * @throws ValidationError for anything else.
+ */
+export function checkNote(value: unknown): string | null {
+  if (value === null) return null;
+  if (typeof value !== 'string' || value.length > MAX_NOTE_LENGTH) {
+    throw new ValidationError(
+      `note must be a string of at most ${MAX_NOTE_LENGTH} characters, got ${describe(value)}.`,
+    );
+  }
+  return assertNoNul(value, `note ${describe(value)}`);
+}
+
+function checkMaxRuns(value: unknown): number | null {
+  if (value === null) return null;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new ValidationError(`maxRuns must be a positive integer or null (no limit), got ${describe(value)}.`);
+  }
+  return value;
 }
 
 function checkJitter(value: unknown): number {

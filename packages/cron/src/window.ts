@@ -1,3 +1,4 @@
+import type { ScheduleDst } from '@orreryjs/core';
 import { parseCronExpression } from './occurrences.js';
 
 /** The timing fields of a schedule: what decides when it fires. */
@@ -6,6 +7,8 @@ export interface ScheduleTiming {
   timezone: string;
   startAt: Date | null;
   endAt: Date | null;
+  /** The schedule's DST choices; null or absent: the default rules. */
+  dst?: ScheduleDst | null;
 }
 
 /**
@@ -15,7 +18,7 @@ export interface ScheduleTiming {
  * pause fires nothing stale.
  */
 export function firstRunAt(timing: ScheduleTiming, now: Date): Date | null {
-  const cron = parseCronExpression(timing.cronExpression, timing.timezone);
+  const cron = parseCronExpression(timing.cronExpression, timing.timezone, timing.dst);
   const startMs = timing.startAt?.getTime() ?? Number.NEGATIVE_INFINITY;
   // `next` is strictly after its argument: begin 1 ms before startAt so that startAt itself counts.
   const after = startMs > now.getTime() ? new Date(startMs - 1) : now;
@@ -33,6 +36,8 @@ export function sameTiming(a: ScheduleTiming, b: ScheduleTiming): boolean {
   return (
     a.cronExpression === b.cronExpression &&
     a.timezone === b.timezone &&
+    a.dst?.repeated === b.dst?.repeated &&
+    a.dst?.gap === b.dst?.gap &&
     sameInstant(a.startAt, b.startAt) &&
     sameInstant(a.endAt, b.endAt)
   );

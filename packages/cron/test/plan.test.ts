@@ -19,6 +19,11 @@ function schedule(overrides: Partial<ScheduleRow> = {}): ScheduleRow {
     catchupPolicy: 'run_once',
     overlapPolicy: 'allow',
     jitterMs: 0,
+    pauseOnFailure: false,
+    maxRuns: null,
+    runCount: 0,
+    dst: null,
+    note: null,
     startAt: null,
     endAt: null,
     nextRunAt: at(1000),
@@ -105,7 +110,14 @@ describe('planSchedule', () => {
       context(at(3000)),
       roomy(),
     );
-    expect(plan).toEqual({ occurrences: [], nextRunAt: null, lastRunAt: null });
+    expect(plan).toEqual({
+      occurrences: [],
+      nextRunAt: null,
+      lastRunAt: null,
+      runCount: 0,
+      disableNote: null,
+      skipBuffered: false,
+    });
   });
 });
 
@@ -115,5 +127,66 @@ describe('jitterDelayMs', () => {
     expect(jitterDelayMs(id, 1000)).toBe(jitterDelayMs(id, 1000));
     expect(jitterDelayMs(id, 1000)).toBeLessThan(1000);
     expect(jitterDelayMs(id, 0)).toBe(0);
+  });
+
+  describe('overlap policies with an active occurrence', () => {
+    const now = at(3500); // slots 1, 2 and 3 s are due and on time
+    const statuses = (overlapPolicy: ScheduleRow['overlapPolicy'], active: boolean) => {
+      const plan = planSchedule(schedule({ overlapPolicy }), { hasActiveOccurrence: active }, context(now), roomy())!;
+      return { plan, statuses: plan.occurrences.map((occurrence) => occurrence.status) };
+    };
+
+    it('allow runs every slot', () => {
+      expect(statuses('allow', true).statuses).toEqual(['claimed', 'claimed', 'claimed']);
+    });
+
+    it('buffer_one keeps only the newest slot buffered and skips the stored buffered ones', () => {
+      const { plan, statuses: result } = statuses('buffer_one', true);
+      expect(result).toEqual(['skipped', 'skipped', 'buffered']);
+      expect(plan).toMatchObject({ skipBuffered: true, runCount: 0, lastRunAt: at(3000) });
+    });
+
+    it('buffer_one runs the first slot when nothing is active and buffers the newest after it', () => {
+      expect(statuses('buffer_one', false).statuses).toEqual(['claimed', 'skipped', 'buffered']);
+    });
+
+    it('buffer_all keeps every slot buffered, in order', () => {
+      expect(statuses('buffer_all', true).statuses).toEqual(['buffered', 'buffered', 'buffered']);
+      expect(statuses('buffer_all', false).statuses).toEqual(['claimed', 'buffered', 'buffered']);
+    });
+
+    it('cancel_other runs only the newest slot of a tick', () => {
+      const { plan, statuses: result } = statuses('cancel_other', true);
+      expect(result).toEqual(['skipped', 'skipped', 'claimed']);
+      expect(plan.runCount).toBe(1);
+    });
+  });
+
+  it('maxRuns claims exactly the runs left, then disables the schedule', () => {
+    const row = schedule({ maxRuns: 3, runCount: 1 });
+    const plan = planSchedule(row, { hasActiveOccurrence: false }, context(at(5500)), roomy())!;
+    expect(plan.occurrences.map((occurrence) => [occurrence.status, occurrence.scheduledTime])).toEqual([
+      ['claimed', at(1000)],
+      ['claimed', at(2000)],
+    ]);
+    expect(plan).toMatchObject({ runCount: 3, disableNote: 'maxRuns reached', nextRunAt: null });
+    const spent = planSchedule({ ...row, runCount: 3 }, { hasActiveOccurrence: false }, context(at(5500)), roomy())!;
+    expect(spent).toMatchObject({ occurrences: [], disableNote: 'maxRuns reached', nextRunAt: null });
+  });
+
+  it("follows the schedule's dst choice when it scans due slots", () => {
+    // New York falls back 2026-11-01: 01:30 happens at 05:30Z (EDT) and 06:30Z (EST).
+    const row = schedule({
+      cronExpression: '0 30 1 * * *',
+      timezone: 'America/New_York',
+      nextRunAt: new Date('2026-11-01T05:30:00Z'),
+      dst: { repeated: 'both', gap: 'shift' },
+    });
+    const now = new Date('2026-11-01T06:30:10Z');
+    const plan = planSchedule(row, { hasActiveOccurrence: false }, context(now), roomy())!;
+    expect(plan.occurrences.map((occurrence) => occurrence.scheduledTime.toISOString())).toEqual([
+      '2026-11-01T05:30:00.000Z',
+      '2026-11-01T06:30:00.000Z',
+    ]);
   });
 });

@@ -6,6 +6,7 @@ import type {
   JsonObject,
   OverlapPolicy,
   PipelineStatus,
+  ScheduleDst,
   TaskStatus,
   WorkflowTaskInfo,
 } from '@orreryjs/core';
@@ -40,6 +41,7 @@ function defineTables(table: TableFn) {
       input: json<JsonObject>('input').notNull(),
       idempotencyKey: text('idempotency_key'),
       scheduledTime: timestamp('scheduled_time'),
+      scheduleId: uuid('schedule_id'),
       remainingTasks: integer('remaining_tasks').notNull(),
       failedTasks: integer('failed_tasks').notNull(),
       error: freeText('error'),
@@ -56,6 +58,9 @@ function defineTables(table: TableFn) {
       index('pipeline_executions_created_at_idx').on(t.createdAt),
       index('pipeline_executions_status_created_at_idx').on(t.status, t.createdAt),
       index('pipeline_executions_workflow_name_created_at_idx').on(t.workflowName, t.createdAt),
+      index('pipeline_executions_schedule_id_created_at_idx')
+        .on(t.scheduleId, t.createdAt)
+        .where(sql`schedule_id IS NOT NULL`),
     ],
   );
 
@@ -104,6 +109,11 @@ function defineTables(table: TableFn) {
       catchupPolicy: text('catchup_policy').$type<CatchupPolicy>().notNull(),
       overlapPolicy: text('overlap_policy').$type<OverlapPolicy>().notNull(),
       jitterMs: integer('jitter_ms').notNull(),
+      pauseOnFailure: boolean('pause_on_failure').notNull().default(false),
+      maxRuns: integer('max_runs'),
+      runCount: integer('run_count').notNull().default(0),
+      dst: json<ScheduleDst>('dst'),
+      note: freeText('note'),
       startAt: timestamp('start_at'),
       endAt: timestamp('end_at'),
       nextRunAt: timestamp('next_run_at'),
@@ -142,6 +152,7 @@ function defineTables(table: TableFn) {
     (t) => [
       uniqueIndex('cron_executions_occurrence_key').on(t.scheduleId, t.scheduledTime).where(sql`source <> 'manual'`),
       index('cron_executions_recovery_idx').on(t.fireAt).where(sql`status = 'claimed'`),
+      index('cron_executions_buffered_idx').on(t.scheduleId, t.scheduledTime).where(sql`status = 'buffered'`),
       index('cron_executions_schedule_time_idx').on(t.scheduleId, t.scheduledTime),
     ],
   );

@@ -17,6 +17,7 @@ import {
   systemClock,
   ValidationError,
   type WorkflowInfo,
+  WorkflowNotFoundError,
 } from '@orreryjs/core';
 import { CronService } from '@orreryjs/cron';
 import { type OrreryClientConfig, resolveClientConfig } from './client-config.js';
@@ -31,6 +32,7 @@ import { openStorage } from './open-storage.js';
 import { PipelineWriter } from './pipeline-writer.js';
 import { WorkflowRegistry } from './registry.js';
 import { toPipelineResult, toPipelineSummary } from './result.js';
+import { assertRetryable, planRetry } from './retry-execution.js';
 import { type ListRunnersOptions, type RunnerInfo, toRunnerInfos } from './runner-info.js';
 import { checkPipelineRequest, startPipeline } from './start-pipeline.js';
 import { checkExecutionId, checkListFilter, checkTimeoutMs, executionNotFound } from './validate.js';
@@ -224,6 +226,55 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
     const row = await this.storage.executions.resumePipeline(id, this.clock.now());
     if (row === null) throw executionNotFound(executionId);
     this.workReady();
+  }
+
+  /**
+   * Runs a `failed` or `cancelled` execution again from where it failed: its failed and
+   * cancelled tasks, and those skipped downstream of them, go back to run with their attempt
+   * counters kept; completed tasks keep their outputs. The execution keeps its id, so a cron
+   * ledger row stays linked to it and a failed slot re-runs with its `scheduled_time`.
+   * Emits `pipeline:retried`.
+   * @throws ExecutionNotFoundError for an unknown id.
+   * @throws ValidationError when the execution is in any other status.
+   * @throws WorkflowNotFoundError when no runner stored the workflow version it ran.
+   */
+  async retryExecution(executionId: string): Promise<PipelineExecution> {
+    this.assertOpen();
+    const before = await this.#pipeline(executionId);
+    assertRetryable(before);
+    const dependsOn = await this.#dependencies(before);
+    const tasks = await this.storage.executions.listTasks(before.id);
+    const plan = planRetry(tasks, (taskId) => dependsOn.get(taskId) ?? []);
+    const row = await this.storage.executions.retryPipeline(before.id, plan.tasks, this.clock.now());
+    if (row === null) throw executionNotFound(executionId);
+    // Another call retried it (or cancelled the retry) in between: judge the status it has now.
+    if (row.status !== 'running') assertRetryable(row);
+    this.waiters.forget(row.id);
+    this.emitEvent('pipeline:retried', {
+      executionId: row.id,
+      workflowName: row.workflowName,
+      previousStatus: before.status,
+      retriedTasks: plan.taskIds,
+    });
+    this.workReady();
+    return this.#handle(row, this.config.pipelineTimeoutMs);
+  }
+
+  /** The direct dependencies of each task of the workflow version a pipeline ran. */
+  async #dependencies(row: PipelineRow): Promise<Map<string, readonly string[]>> {
+    const registered = this.registry.find(row.workflowName);
+    const tasks =
+      registered?.version === row.workflowVersion
+        ? registered.tasks.map((task) => ({ id: task.id, dependsOn: task.dependsOn ?? [] }))
+        : (await this.storage.workflows.listWorkflows()).find(
+            (info) => info.name === row.workflowName && info.version === row.workflowVersion,
+          )?.tasks;
+    if (tasks === undefined) {
+      throw new WorkflowNotFoundError(
+        `Execution ${row.id} ran version ${row.workflowVersion} of workflow "${row.workflowName}", which no runner has stored, so its task dependencies are unknown; start a runner that registers that version to retry it.`,
+      );
+    }
+    return new Map(tasks.map((task) => [task.id, task.dependsOn]));
   }
 
   /**

@@ -121,6 +121,11 @@ export class CompletionWaiters {
     });
   }
 
+  /** A pipeline that runs again (retryExecution): what this process remembered of its end is stale. */
+  forget(id: string): void {
+    this.#recentlyFinished.delete(id);
+  }
+
   /** A pipeline this process made terminal (with all its task rows, if known): wake its waiters now. */
   notify(row: PipelineRow, tasks: readonly TaskRow[] | null = null): void {
     const finished = { row, tasks };

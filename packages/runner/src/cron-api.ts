@@ -80,12 +80,13 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
 
   /**
    * Enables or disables a schedule. Enabling fires nothing stale: the next run is the first
-   * slot strictly after now (and after `startAt`).
+   * slot strictly after now (and after `startAt`). Disabling stores `note` (why it is paused)
+   * when given; enabling clears the note.
    * @throws ScheduleNotFoundError for an unknown id or name.
    */
-  async setCronScheduleEnabled(idOrName: string, enabled: boolean): Promise<CronSchedule> {
+  async setCronScheduleEnabled(idOrName: string, enabled: boolean, options?: { note?: string }): Promise<CronSchedule> {
     this.assertOpen();
-    return this.cronService().setEnabled(idOrName, enabled);
+    return this.cronService().setEnabled(idOrName, enabled, options);
   }
 
   /**

@@ -29,7 +29,7 @@ export function cronHandoffOf(deps: CronHandoffDeps): InTransactionHandoff {
         const request = checkPipelineRequest(
           deps.registry.get(occurrence.workflowName),
           occurrence.context,
-          { idempotencyKey: occurrence.id, scheduledTime: occurrence.scheduledTime },
+          { idempotencyKey: occurrence.id, scheduledTime: occurrence.scheduledTime, scheduleId: occurrence.scheduleId },
           deps.maxContextBytes,
         );
         const pipeline = newPipelineRows(request, now);

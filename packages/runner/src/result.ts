@@ -23,6 +23,8 @@ export function toPipelineSummary(row: PipelineRow): PipelineSummary {
     workflowVersion: row.workflowVersion,
     status: row.status,
     createdAt: row.createdAt,
+    scheduleId: row.scheduleId,
+    scheduledTime: row.scheduledTime,
     ...(row.startedAt === null ? {} : { startedAt: row.startedAt }),
     ...(row.completedAt === null ? {} : { completedAt: row.completedAt }),
     ...(durationMs === undefined ? {} : { durationMs }),

@@ -306,6 +306,8 @@ export class DefaultRunner extends OrreryClient {
       error: row.error,
     };
     this.emitEvent(row.status === 'failed' ? 'pipeline:failed' : 'pipeline:completed', payload);
+    // pauseOnFailure: the runner that ends a scheduled pipeline failed tells the scheduler.
+    if (row.status === 'failed' && row.scheduleId !== null) void this.cron.pipelineFailed(row.scheduleId, row.id);
   }
 
   /** @throws ConfigurationError after `shutdown()`. @internal */

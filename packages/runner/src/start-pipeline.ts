@@ -1,5 +1,6 @@
 import {
   assertContextSize,
+  assertStorableDate,
   Context,
   ContextError,
   checkIdempotencyKey,
@@ -10,6 +11,7 @@ import {
   newId,
   type PipelineRow,
   truncateToMillis,
+  UniversalUuid,
   ValidationError,
   type Workflow,
 } from '@orreryjs/core';
@@ -28,6 +30,8 @@ export interface PipelineRequest {
   input: JsonObject;
   idempotencyKey: string | null;
   scheduledTime: Date | null;
+  scheduleId: string | null;
+  runAt: Date | null;
 }
 
 /**
@@ -45,16 +49,27 @@ export function checkPipelineRequest(
 ): PipelineRequest {
   const input = readInput(context);
   assertContextSize(input, maxContextBytes, `The input context of workflow "${workflow.name}"`);
-  const { scheduledTime } = options;
+  const { scheduledTime, scheduleId, runAt } = options;
   const idempotencyKey = checkIdempotencyKey(options.idempotencyKey);
   if (scheduledTime !== undefined && !(scheduledTime instanceof Date && Number.isFinite(scheduledTime.getTime()))) {
     throw new ValidationError('scheduledTime must be a valid Date.');
+  }
+  if (scheduleId !== undefined && (typeof scheduleId !== 'string' || !UniversalUuid.isUuid(scheduleId))) {
+    throw new ValidationError(`scheduleId must be a schedule's id (a UUID), got ${JSON.stringify(scheduleId)}.`);
+  }
+  if (runAt !== undefined) {
+    if (!(runAt instanceof Date) || !Number.isFinite(runAt.getTime())) {
+      throw new ValidationError(`runAt must be a valid Date, got ${String(runAt)}.`);
+    }
+    assertStorableDate(runAt, 'runAt');
   }
   return {
     workflow,
     input,
     idempotencyKey,
     scheduledTime: scheduledTime === undefined ? null : truncateToMillis(scheduledTime),
+    scheduleId: scheduleId === undefined ? null : scheduleId.toLowerCase(),
+    runAt: runAt === undefined ? null : truncateToMillis(runAt),
   };
 }
 
@@ -79,6 +94,8 @@ export function newPipelineRows(request: PipelineRequest, now: Date): NewPipelin
     input: request.input,
     idempotencyKey: request.idempotencyKey,
     scheduledTime: request.scheduledTime,
+    scheduleId: request.scheduleId,
+    runAt: request.runAt,
     now: truncateToMillis(now),
     tasks: workflow.tasks.map((task, position) => ({
       id: newId(),

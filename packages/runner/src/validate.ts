@@ -32,7 +32,12 @@ export function checkTimeoutMs(value: unknown, fallback: number, name: string): 
  * @throws ValidationError for an unknown status, or a limit or offset out of range.
  */
 export function checkListFilter(filter: ListExecutionsFilter): PipelineFilter {
-  const { workflowName, status, limit = LIST_DEFAULT_LIMIT, offset = 0 } = filter;
+  const { workflowName, status, scheduleId, limit = LIST_DEFAULT_LIMIT, offset = 0 } = filter;
+  if (scheduleId !== undefined && (typeof scheduleId !== 'string' || !UniversalUuid.isUuid(scheduleId))) {
+    throw new ValidationError(
+      `scheduleId must be a schedule's id (a UUID), got ${JSON.stringify(scheduleId)}; getCronSchedule(name) gives the id of a named one.`,
+    );
+  }
   if (workflowName !== undefined && typeof workflowName !== 'string') {
     throw new ValidationError('workflowName must be a string.');
   }
@@ -53,6 +58,7 @@ export function checkListFilter(filter: ListExecutionsFilter): PipelineFilter {
     offset,
     ...(workflowName === undefined ? {} : { workflowName }),
     ...(status === undefined ? {} : { status }),
+    ...(scheduleId === undefined ? {} : { scheduleId: scheduleId.toLowerCase() }),
   };
 }
 

@@ -6,6 +6,7 @@ import type {
   JsonObject,
   OverlapPolicy,
   PipelineStatus,
+  ScheduleDst,
   TaskStatus,
   WorkflowTaskInfo,
 } from '@orreryjs/core';
@@ -31,6 +32,7 @@ export const pipelineExecutions = sqliteTable(
     input: json<JsonObject>('input').notNull(),
     idempotencyKey: text('idempotency_key'),
     scheduledTime: timestamp('scheduled_time'),
+    scheduleId: uuid('schedule_id'),
     remainingTasks: integer('remaining_tasks').notNull(),
     failedTasks: integer('failed_tasks').notNull(),
     error: text('error'),
@@ -45,6 +47,9 @@ export const pipelineExecutions = sqliteTable(
     index('pipeline_executions_created_at_idx').on(t.createdAt),
     index('pipeline_executions_status_created_at_idx').on(t.status, t.createdAt),
     index('pipeline_executions_workflow_name_created_at_idx').on(t.workflowName, t.createdAt),
+    index('pipeline_executions_schedule_id_created_at_idx')
+      .on(t.scheduleId, t.createdAt)
+      .where(sql`schedule_id IS NOT NULL`),
   ],
 );
 
@@ -93,6 +98,11 @@ export const cronSchedules = sqliteTable(
     catchupPolicy: text('catchup_policy').$type<CatchupPolicy>().notNull(),
     overlapPolicy: text('overlap_policy').$type<OverlapPolicy>().notNull(),
     jitterMs: integer('jitter_ms').notNull(),
+    pauseOnFailure: bool('pause_on_failure').notNull().default(false),
+    maxRuns: integer('max_runs'),
+    runCount: integer('run_count').notNull().default(0),
+    dst: json<ScheduleDst>('dst'),
+    note: text('note'),
     startAt: timestamp('start_at'),
     endAt: timestamp('end_at'),
     nextRunAt: timestamp('next_run_at'),
@@ -131,6 +141,7 @@ export const cronExecutions = sqliteTable(
   (t) => [
     uniqueIndex('cron_executions_occurrence_key').on(t.scheduleId, t.scheduledTime).where(sql`source <> 'manual'`),
     index('cron_executions_recovery_idx').on(t.fireAt).where(sql`status = 'claimed'`),
+    index('cron_executions_buffered_idx').on(t.scheduleId, t.scheduledTime).where(sql`status = 'buffered'`),
     index('cron_executions_schedule_time_idx').on(t.scheduleId, t.scheduledTime),
   ],
 );

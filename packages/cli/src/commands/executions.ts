@@ -27,6 +27,7 @@ const EXECUTION_COLUMNS: readonly Column<PipelineSummary>[] = [
   { header: 'Status', cell: (e) => e.status },
   { header: 'Created (UTC)', cell: (e) => formatInstant(e.createdAt) },
   { header: 'Started (UTC)', cell: (e) => formatInstant(e.startedAt) },
+  { header: 'Scheduled (UTC)', cell: (e) => formatInstant(e.scheduledTime) },
   { header: 'Duration', cell: (e) => formatDuration(e.durationMs) },
   { header: 'Error', cell: (e) => orDash(e.error === undefined ? undefined : oneLine(e.error)) },
 ];
@@ -37,25 +38,54 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
 
   databaseCommand(executions, 'list', 'List executions, newest first')
     .option('--workflow <name>', 'only executions of this workflow')
+    .option('--schedule <schedule>', 'only executions started by this schedule (id or name)')
     .option('--status <status>', `only executions in this state: ${STATUSES.join(', ')}`, oneOf(STATUSES))
     .option('--limit <n>', 'at most this many', integerAtLeast(1), 50)
     .option('--offset <n>', 'skip this many', integerAtLeast(0), 0)
     .action(
       async (
-        options: CommonOptions & { workflow?: string; status?: PipelineStatus; limit: number; offset: number },
+        options: CommonOptions & {
+          workflow?: string;
+          schedule?: string;
+          status?: PipelineStatus;
+          limit: number;
+          offset: number;
+        },
       ) => {
-        const found = await withClient(options, {}, (client) =>
-          client.listExecutions({
+        const found = await withClient(options, {}, async (client) => {
+          // A name is resolved to its schedule's id (an unknown one is ScheduleNotFoundError).
+          const scheduleId =
+            options.schedule === undefined ? undefined : (await client.getCronSchedule(options.schedule)).id;
+          return client.listExecutions({
             limit: options.limit,
             offset: options.offset,
             ...(options.workflow === undefined ? {} : { workflowName: options.workflow }),
             ...(options.status === undefined ? {} : { status: options.status }),
-          }),
-        );
+            ...(scheduleId === undefined ? {} : { scheduleId }),
+          });
+        });
         if (options.json) writeJson(io, found);
         else writeTable(io, EXECUTION_COLUMNS, found, 'No executions.');
       },
     );
+
+  databaseCommand(executions, 'retry', 'Run a failed or cancelled execution again from its failed tasks')
+    .argument('<id>', 'execution id')
+    .action(async (id: string, options: CommonOptions) => {
+      const retried = await withClient(options, {}, async (client) => {
+        const execution = await client.retryExecution(id);
+        return client.getExecutionResult(execution.id);
+      });
+      if (options.json) {
+        writeJson(io, retried);
+        return;
+      }
+      const again = retried.tasks.filter((task) => task.status === 'ready' || task.status === 'not_started');
+      writeLine(
+        io,
+        `Execution ${retried.executionId} is ${retried.status} again; tasks to run: ${again.map((task) => task.taskId).join(', ') || 'none'}.`,
+      );
+    });
 
   databaseCommand(executions, 'show', 'Show one execution and its task DAG: state, attempts and duration of each task')
     .argument('<id>', 'execution id')

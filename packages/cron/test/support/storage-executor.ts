@@ -54,6 +54,7 @@ export class StorageExecutor implements PipelineExecutor {
       input,
       idempotencyKey: options.idempotencyKey ?? null,
       scheduledTime: options.scheduledTime ?? null,
+      scheduleId: options.scheduleId ?? null,
       now: this.#clock.now(),
       tasks: [{ id: newId(), taskId: TASK_ID, position: 0, pendingDeps: 0 }],
     });
@@ -157,6 +158,8 @@ function summaryOf(pipeline: PipelineRow): PipelineSummary {
     workflowVersion: pipeline.workflowVersion,
     status: pipeline.status,
     createdAt: pipeline.createdAt,
+    scheduleId: pipeline.scheduleId,
+    scheduledTime: pipeline.scheduledTime,
     ...(pipeline.startedAt === null ? {} : { startedAt: pipeline.startedAt }),
     ...(pipeline.completedAt === null ? {} : { completedAt: pipeline.completedAt }),
     ...(pipeline.error === null ? {} : { error: pipeline.error }),

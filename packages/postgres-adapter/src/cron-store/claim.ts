@@ -1,5 +1,5 @@
 import type { ClaimDueRequest, CronExecutionRow, ScheduleRow } from '@orreryjs/core';
-import { and, asc, gte, lt, lte, sql } from 'drizzle-orm';
+import { and, asc, eq, gte, lt, lte, sql } from 'drizzle-orm';
 import { arrayParam, dateToIso, encodeUuidList, inTextList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
@@ -18,6 +18,9 @@ interface Advance {
   schedule: ScheduleRow;
   nextRunAt: Date | null;
   lastRunAt: Date | null;
+  runCount?: number;
+  /** Disables the schedule with this note (maxRuns reached). */
+  disableNote?: string | null;
 }
 
 /** Locks up to `limit` due enabled schedules of `workflowNames`, earliest first; SKIP LOCKED, so tickers split them. */
@@ -35,23 +38,65 @@ export function selectDueSchedules(db: PostgresDb, tables: PostgresTables, reque
 }
 
 /**
- * The ids among `scheduleIds` with an active occurrence: a `claimed` ledger row, or a
- * `handed_off` one whose pipeline is unfinished. Two probes that cost what is in flight, not
+ * The ids among `scheduleIds` with an active occurrence: a `claimed` (or, with
+ * `includeBuffered`, `buffered`) ledger row, or a `handed_off` one whose pipeline is unfinished. Two probes that cost what is in flight, not
  * the schedule's history: its claimed rows through the recovery index, and the unfinished cron
  * pipelines, whose idempotency key is their occurrence's id (DESIGN: the handoff uses the row id
  * as the key), each checked against its ledger row by primary key.
  */
-export function selectActiveSchedules(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[]) {
+export function selectActiveSchedules(
+  db: PostgresDb,
+  tables: PostgresTables,
+  scheduleIds: readonly string[],
+  includeBuffered = true,
+) {
   const { cronExecutions: c, pipelineExecutions: p } = tables;
+  const buffered = includeBuffered
+    ? sql`OR EXISTS (SELECT 1 FROM ${c} ce WHERE ce.status = 'buffered' AND ce.schedule_id = d.id)`
+    : sql``;
   // Raw SQL: EXISTS probes over a parameter array, and a key cast guarded so that a key that is not a UUID cannot fail it.
   return db.execute<{ id: string }>(sql`SELECT d.id::text AS id
     FROM unnest(${arrayParam(encodeUuidList(scheduleIds))}::uuid[]) AS d(id)
-    WHERE EXISTS (SELECT 1 FROM ${c} ce WHERE ce.status = 'claimed' AND ce.schedule_id = d.id)
+    WHERE EXISTS (SELECT 1 FROM ${c} ce WHERE ce.status = 'claimed' AND ce.schedule_id = d.id) ${buffered}
       OR EXISTS (SELECT 1 FROM ${p} pe
         JOIN ${c} ce ON ce.id = (CASE WHEN pe.idempotency_key
           ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN pe.idempotency_key::uuid END)
         WHERE pe.status IN ('pending', 'running', 'paused') AND pe.scheduled_time IS NOT NULL
           AND ce.schedule_id = d.id AND ce.status = 'handed_off' AND ce.pipeline_execution_id = pe.id)`);
+}
+
+/**
+ * The unfinished pipelines of the `handed_off` occurrences of `scheduleIds`: what a
+ * `cancel_other` schedule's new occurrence replaces.
+ */
+export function selectActivePipelines(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[]) {
+  const { cronExecutions: c, pipelineExecutions: p } = tables;
+  return db
+    .select({ scheduleId: c.scheduleId, pipelineId: p.id })
+    .from(c)
+    .innerJoin(p, eq(p.id, c.pipelineExecutionId))
+    .where(
+      and(
+        // Raw SQL: a uuid array parameter, which drizzle's inArray would expand into one parameter per id.
+        sql`${c.scheduleId} = ANY(${arrayParam(encodeUuidList(scheduleIds))}::uuid[])`,
+        sql`${c.status} = 'handed_off'`,
+        sql`${p.status} IN ('pending', 'running', 'paused')`,
+      ),
+    );
+}
+
+/** buffer_one: the stored `buffered` rows of these schedules become `skipped` (a newer one replaces them). */
+export function skipBufferedRows(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[]) {
+  const c = tables.cronExecutions;
+  return db
+    .update(c)
+    .set({ status: 'skipped' })
+    .where(
+      and(
+        sql`${c.scheduleId} = ANY(${arrayParam(encodeUuidList(scheduleIds))}::uuid[])`,
+        sql`${c.status} = 'buffered'`,
+      ),
+    );
 }
 
 /**
@@ -117,12 +162,18 @@ export function advanceNextRunAt(db: PostgresDb, tables: PostgresTables, advance
   // Raw SQL: rows from parallel arrays (unnest), which drizzle's builder cannot name as an UPDATE source.
   const source = sql`unnest(${arrayParam(encodeUuidList(advances.map((a) => a.schedule.id)))}::uuid[],
       ${arrayParam(advances.map((a) => a.schedule.version))}::int[], ${arrayParam(advances.map((a) => iso(a.nextRunAt)))}::timestamptz[],
-      ${arrayParam(advances.map((a) => iso(a.lastRunAt)))}::timestamptz[]) AS v(id, version, next_run_at, last_run_at)`;
+      ${arrayParam(advances.map((a) => iso(a.lastRunAt)))}::timestamptz[],
+      ${arrayParam(advances.map((a) => a.runCount ?? a.schedule.runCount))}::int[],
+      ${arrayParam(advances.map((a) => a.disableNote ?? null))}::text[])
+      AS v(id, version, next_run_at, last_run_at, run_count, disable_note)`;
   return db
     .update(s)
     .set({
       nextRunAt: sql`v.next_run_at`,
       lastRunAt: sql`v.last_run_at`,
+      runCount: sql`v.run_count`,
+      enabled: sql`CASE WHEN v.disable_note IS NULL THEN ${s.enabled} ELSE false END`,
+      note: sql`coalesce(v.disable_note, ${s.note})`,
       version: sql`${s.version} + 1`,
       updatedAt: at,
     })
@@ -140,18 +191,31 @@ export async function claimDueSchedules(
   const due = await selectDueSchedules(tx, tables, request);
   if (due.length === 0) return [];
   // Read after the locks are held, on a snapshot that sees every claim committed before them.
-  const skipIfActive = due.filter((schedule) => schedule.overlapPolicy === 'skip').map((schedule) => schedule.id);
+  const waitIfActive = due.filter((schedule) => schedule.overlapPolicy !== 'allow').map((schedule) => schedule.id);
   const active =
-    skipIfActive.length === 0
+    waitIfActive.length === 0
       ? new Set<string>()
-      : new Set((await selectActiveSchedules(tx, tables, skipIfActive)).rows.map((row) => row.id));
+      : new Set((await selectActiveSchedules(tx, tables, waitIfActive)).rows.map((row) => row.id));
+  const cancelling = due.filter((schedule) => schedule.overlapPolicy === 'cancel_other' && active.has(schedule.id));
+  const activePipelines = new Map<string, string[]>();
+  if (cancelling.length > 0) {
+    const rows = await selectActivePipelines(
+      tx,
+      tables,
+      cancelling.map((schedule) => schedule.id),
+    );
+    for (const row of rows)
+      activePipelines.set(row.scheduleId, [...(activePipelines.get(row.scheduleId) ?? []), row.pipelineId]);
+  }
   const taken = await takenSlotsOf(tx, tables, due, request.missedBefore);
   const plans = [];
   for (const schedule of due) {
     const takenSlots = taken.get(schedule.id);
+    const pipelines = activePipelines.get(schedule.id);
     const plan = request.plan(schedule, {
       hasActiveOccurrence: active.has(schedule.id),
       ...(takenSlots !== undefined && { takenSlots }),
+      ...(pipelines !== undefined && { activePipelineIds: pipelines }),
     });
     if (plan !== null) plans.push({ schedule, ...plan });
   }
@@ -160,7 +224,10 @@ export async function claimDueSchedules(
       ? new Set<string>()
       : new Set((await advanceNextRunAt(tx, tables, plans, request.now)).map((row) => row.id));
   // Cannot miss under the row locks; if it ever did, that schedule stays due and writes nothing.
-  const occurrences = plans.filter((plan) => advanced.has(plan.schedule.id)).flatMap((plan) => plan.occurrences);
+  const landed = plans.filter((plan) => advanced.has(plan.schedule.id));
+  const replaced = landed.filter((plan) => plan.skipBuffered === true).map((plan) => plan.schedule.id);
+  if (replaced.length > 0) await skipBufferedRows(tx, tables, replaced);
+  const occurrences = landed.flatMap((plan) => plan.occurrences);
   const claimed = (await insertOccurrenceRows(tx, tables, occurrences)).filter((row) => row.status === 'claimed');
   const { prepareHandoff } = request;
   if (prepareHandoff === undefined) return claimed;

@@ -8,11 +8,13 @@ import type {
   OccurrenceStats,
   RecoveryCounts,
   RecoveryOutcome,
+  ReleaseBufferedRequest,
   ScheduleFilter,
   ScheduleRow,
 } from '@orreryjs/core';
 import { type PostgresHandle, statement, transaction } from '../transaction.js';
 import { insertOccurrences } from './backfill.js';
+import { releaseBuffered } from './buffer.js';
 import { claimDueSchedules } from './claim.js';
 import { prepareHandoff } from './handoff.js';
 import { occurrenceStats, prepareLedger } from './ledger.js';
@@ -79,6 +81,11 @@ export class PostgresCronStore implements CronStore {
   claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {
     if (request.workflowNames.length === 0 || request.limit <= 0) return Promise.resolve([]);
     return transaction(this.#handle, 'claimDueSchedules', (tx) => claimDueSchedules(tx, this.#handle.tables, request));
+  }
+
+  releaseBuffered(request: ReleaseBufferedRequest): Promise<CronExecutionRow[]> {
+    if (request.workflowNames.length === 0 || request.limit <= 0) return Promise.resolve([]);
+    return transaction(this.#handle, 'releaseBuffered', (tx) => releaseBuffered(tx, this.#handle.tables, request));
   }
 
   insertOccurrences(rows: readonly NewCronExecution[]): Promise<{ claimed: CronExecutionRow[]; existing: number }> {

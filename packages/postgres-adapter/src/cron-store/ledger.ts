@@ -100,7 +100,7 @@ export function prepareLedger({ db, tables, named }: PostgresHandle) {
             .from(c)
             .where(
               and(
-                sql`${c.status} <> 'claimed'`,
+                sql`${c.status} NOT IN ('claimed', 'buffered')`,
                 lt(sql`coalesce(${c.handedOffAt}, ${c.claimedAt})`, bind(c.claimedAt, 'before')),
                 isNotOverlapping(tables),
               ),

@@ -1,17 +1,19 @@
 import {
   ACTIVE_PIPELINE_STATUSES,
+  newTaskStatus,
   type PipelineRow,
+  type RetriedTask,
   TERMINAL_TASK_STATUSES,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, eq, sql } from 'drizzle-orm';
-import { bind, statusIn } from '../codec.js';
+import { arrayParam, bind, encodeUuidList, statusIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
 import { isRunning } from './lease.js';
 
 /*
- * Operator control of a pipeline: cancel, pause, resume. Cancel and pause lock the pipeline row
+ * Operator control of a pipeline: cancel, pause, resume, retry. Cancel, pause and retry lock the pipeline row
  * first, so a concurrent claim either sees the new state or is seen by it.
  */
 
@@ -107,4 +109,70 @@ export async function pausePipeline(
   if (paused === undefined) return selectPipelineIn(tx, tables, id);
   await requeueRunningTasks(tx, tables, id, now);
   return paused;
+}
+
+/** Marks a failed or cancelled pipeline running again; returns it, or nothing when it was in another status. */
+export function retryPipelineRow(
+  db: PostgresDb,
+  tables: PostgresTables,
+  id: string,
+  remainingTasks: number,
+  now: Date,
+) {
+  const p = tables.pipelineExecutions;
+  return db
+    .update(p)
+    .set({
+      status: 'running',
+      remainingTasks,
+      failedTasks: 0,
+      error: null,
+      pauseReason: null,
+      completedAt: null,
+      updatedAt: now,
+    })
+    .where(and(eq(p.id, id), sql`${p.status} IN ('failed', 'cancelled')`))
+    .returning();
+}
+
+/** Sends the listed tasks back to run (ready, or not_started while retried dependencies wait), attempt counters kept. */
+export function retryTasks(
+  db: PostgresDb,
+  tables: PostgresTables,
+  id: string,
+  tasks: readonly RetriedTask[],
+  now: Date,
+) {
+  const t = tables.taskExecutions;
+  // Raw SQL: rows from parallel arrays (unnest), which drizzle's builder cannot name as an UPDATE source.
+  const source = sql`unnest(${arrayParam(encodeUuidList(tasks.map((task) => task.id)))}::uuid[],
+      ${arrayParam(tasks.map((task) => newTaskStatus(task.pendingDeps)))}::text[],
+      ${arrayParam(tasks.map((task) => task.pendingDeps))}::int[]) AS v(id, status, pending_deps)`;
+  return db
+    .update(t)
+    .set({
+      status: sql`v.status`,
+      pendingDeps: sql`v.pending_deps`,
+      availableAt: now,
+      leaseOwner: null,
+      leaseExpiresAt: null,
+      completedAt: null,
+      updatedAt: now,
+    })
+    .from(source)
+    .where(and(sql`${t.id} = v.id`, eq(t.pipelineExecutionId, id)));
+}
+
+/** Runs a failed or cancelled pipeline again inside `tx` (see ExecutionStore.retryPipeline); the pipeline row is locked first. */
+export async function retryPipeline(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  id: string,
+  tasks: readonly RetriedTask[],
+  now: Date,
+): Promise<PipelineRow | null> {
+  const [retried] = await retryPipelineRow(tx, tables, id, tasks.length, now);
+  if (retried === undefined) return selectPipelineIn(tx, tables, id);
+  if (tasks.length > 0) await retryTasks(tx, tables, id, tasks, now);
+  return retried;
 }

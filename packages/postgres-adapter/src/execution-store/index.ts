@@ -8,12 +8,13 @@ import {
   type NewPipeline,
   type PipelineFilter,
   type PipelineRow,
+  type RetriedTask,
   registeredTaskKeys,
   type TaskRow,
 } from '@orreryjs/core';
 import { type PostgresHandle, statement, transaction } from '../transaction.js';
 import { claimTasks, prepareClaim } from './claim.js';
-import { cancelPipeline, pausePipeline, prepareControl } from './control.js';
+import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTask, prepareFinish } from './finish.js';
 import { prepareLease, releaseLeases, renewLeases } from './lease.js';
 import { createPipelinesIn, preparePipelines, selectPipelines } from './pipelines.js';
@@ -105,6 +106,10 @@ export class PostgresExecutionStore implements ExecutionStore {
       const [resumed] = await this.#q.control.resumePipeline.execute({ id, now });
       return resumed ?? (await this.#q.pipelines.selectPipeline.execute({ id }))[0] ?? null;
     });
+  }
+
+  retryPipeline(id: string, tasks: readonly RetriedTask[], now: Date): Promise<PipelineRow | null> {
+    return transaction(this.#handle, 'retryPipeline', (tx) => retryPipeline(tx, this.#handle.tables, id, tasks, now));
   }
 
   countStalledTasks(now: Date): Promise<number> {

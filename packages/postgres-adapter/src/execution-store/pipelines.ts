@@ -1,6 +1,15 @@
 import { DatabaseError, type NewPipeline, newTaskStatus, type PipelineFilter, type PipelineRow } from '@orreryjs/core';
 import { and, asc, desc, eq, getTableColumns, sql } from 'drizzle-orm';
-import { arrayParam, bind, dateToIso, decodeJsonRow, encodeJson, encodeUuidList, inTextList } from '../codec.js';
+import {
+  arrayParam,
+  bind,
+  canonicalUuid,
+  dateToIso,
+  decodeJsonRow,
+  encodeJson,
+  encodeUuidList,
+  inTextList,
+} from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
 
@@ -50,6 +59,7 @@ export function selectPipelines(db: PostgresDb, tables: PostgresTables, filter: 
         and(
           filter.workflowName === undefined ? undefined : eq(p.workflowName, filter.workflowName),
           filter.status === undefined ? undefined : eq(p.status, filter.status),
+          filter.scheduleId === undefined ? undefined : eq(p.scheduleId, filter.scheduleId),
         ),
       )
       // Postgres has no insertion order to break ties between executions created in the same millisecond: the id does.
@@ -66,31 +76,34 @@ export function insertPipelines(db: PostgresDb, tables: PostgresTables, pipeline
   // Raw SQL: rows from parallel arrays (unnest) feeding two inserts chained by a CTE, one statement for the batch.
   return db.execute<{ row: Record<string, unknown> }>(sql`WITH inserted AS (
       INSERT INTO ${p} (id, workflow_name, workflow_version, status, input, idempotency_key, scheduled_time,
-        remaining_tasks, failed_tasks, created_at, updated_at)
+        schedule_id, remaining_tasks, failed_tasks, created_at, updated_at)
       SELECT u.id, u.workflow_name, u.workflow_version, 'pending', u.input::jsonb, u.idempotency_key,
-        u.scheduled_time, u.remaining_tasks, 0, u.now, u.now
+        u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now
       FROM unnest(${arrayParam(encodeUuidList(pipelines.map((x) => x.id)))}::uuid[],
         ${arrayParam(pipelines.map((x) => x.workflowName))}::text[],
         ${arrayParam(pipelines.map((x) => x.workflowVersion))}::text[],
         ${arrayParam(pipelines.map((x) => encodeJson(x.input)))}::text[],
         ${arrayParam(pipelines.map((x) => x.idempotencyKey))}::text[],
         ${arrayParam(pipelines.map((x) => (x.scheduledTime === null ? null : dateToIso(x.scheduledTime))))}::timestamptz[],
+        ${arrayParam(pipelines.map((x) => (x.scheduleId == null ? null : canonicalUuid(x.scheduleId))))}::uuid[],
         ${arrayParam(pipelines.map((x) => x.tasks.length))}::int[],
         ${arrayParam(pipelines.map((x) => dateToIso(x.now)))}::timestamptz[])
-        AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, remaining_tasks, now)
+        AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, schedule_id, remaining_tasks, now)
       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
       RETURNING *
     ), tasks AS (
       INSERT INTO ${t} (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt,
         failed_attempts, pending_deps, available_at, updated_at)
-      SELECT v.id, i.id, i.workflow_name, v.task_id, v.position, v.status, 0, 0, v.pending_deps, i.created_at, i.created_at
+      SELECT v.id, i.id, i.workflow_name, v.task_id, v.position, v.status, 0, 0, v.pending_deps,
+        coalesce(v.run_at, i.created_at), i.created_at
       FROM unnest(${arrayParam(encodeUuidList(tasks.map((x) => x.task.id)))}::uuid[],
         ${arrayParam(encodeUuidList(tasks.map((x) => x.pipeline.id)))}::uuid[],
         ${arrayParam(tasks.map((x) => x.task.taskId))}::text[],
         ${arrayParam(tasks.map((x) => x.task.position))}::int[],
         ${arrayParam(tasks.map((x) => newTaskStatus(x.task.pendingDeps)))}::text[],
-        ${arrayParam(tasks.map((x) => x.task.pendingDeps))}::int[])
-        AS v(id, pipeline_id, task_id, position, status, pending_deps)
+        ${arrayParam(tasks.map((x) => x.task.pendingDeps))}::int[],
+        ${arrayParam(tasks.map((x) => (x.pipeline.runAt == null ? null : dateToIso(x.pipeline.runAt))))}::timestamptz[])
+        AS v(id, pipeline_id, task_id, position, status, pending_deps, run_at)
       JOIN inserted i ON i.id = v.pipeline_id
     )
     SELECT to_json(i) AS row FROM inserted i`);

@@ -1,16 +1,16 @@
 -- schedules/insertSchedule
-insert into "tenant"."cron_schedules" ("id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at")
-  values ($1::uuid, $2::text, $3::text, $4::text, $5::text, $6::boolean, $7::jsonb, $8::text, $9::text, $10::integer, $11::timestamp (3) with time zone, $12::timestamp (3) with time zone, $13::timestamp (3) with time zone, $14::timestamp (3) with time zone, $15::integer, $16::timestamp (3) with time zone, $17::timestamp (3) with time zone)
+insert into "tenant"."cron_schedules" ("id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at")
+  values ($1::uuid, $2::text, $3::text, $4::text, $5::text, $6::boolean, $7::jsonb, $8::text, $9::text, $10::integer, $11::boolean, $12::integer, $13::integer, $14::jsonb, $15::text, $16::timestamp (3) with time zone, $17::timestamp (3) with time zone, $18::timestamp (3) with time zone, $19::timestamp (3) with time zone, $20::integer, $21::timestamp (3) with time zone, $22::timestamp (3) with time zone)
   on conflict do nothing
-  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
+  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
 
 -- schedules/selectSchedule
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "tenant"."cron_schedules"
   where "tenant"."cron_schedules"."id" = $1::uuid;
 
 -- schedules/selectScheduleByName
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "tenant"."cron_schedules"
   where "tenant"."cron_schedules"."name" = $1::text;
 
@@ -39,7 +39,7 @@ with "lost" as (update "tenant"."cron_executions"
   limit $8
   for update skip locked)
   returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason")
-  select "lost"."id", "lost"."schedule_id", "lost"."workflow_name", "lost"."context", "lost"."scheduled_time", "lost"."fire_at", "lost"."claimed_at", "lost"."claimed_by", "lost"."status", "lost"."source", "lost"."missed_count", "lost"."pipeline_execution_id", "lost"."handed_off_at", "lost"."recovery_attempts", "lost"."recovered", "lost"."next_recovery_at", "lost"."recovery_lease_owner", "lost"."recovery_lease_expires_at", "lost"."abandon_reason", "tenant"."cron_schedules"."id", "tenant"."cron_schedules"."name", "tenant"."cron_schedules"."workflow_name", "tenant"."cron_schedules"."cron_expression", "tenant"."cron_schedules"."timezone", "tenant"."cron_schedules"."enabled", "tenant"."cron_schedules"."context", "tenant"."cron_schedules"."catchup_policy", "tenant"."cron_schedules"."overlap_policy", "tenant"."cron_schedules"."jitter_ms", "tenant"."cron_schedules"."start_at", "tenant"."cron_schedules"."end_at", "tenant"."cron_schedules"."next_run_at", "tenant"."cron_schedules"."last_run_at", "tenant"."cron_schedules"."version", "tenant"."cron_schedules"."created_at", "tenant"."cron_schedules"."updated_at"
+  select "lost"."id", "lost"."schedule_id", "lost"."workflow_name", "lost"."context", "lost"."scheduled_time", "lost"."fire_at", "lost"."claimed_at", "lost"."claimed_by", "lost"."status", "lost"."source", "lost"."missed_count", "lost"."pipeline_execution_id", "lost"."handed_off_at", "lost"."recovery_attempts", "lost"."recovered", "lost"."next_recovery_at", "lost"."recovery_lease_owner", "lost"."recovery_lease_expires_at", "lost"."abandon_reason", "tenant"."cron_schedules"."id", "tenant"."cron_schedules"."name", "tenant"."cron_schedules"."workflow_name", "tenant"."cron_schedules"."cron_expression", "tenant"."cron_schedules"."timezone", "tenant"."cron_schedules"."enabled", "tenant"."cron_schedules"."context", "tenant"."cron_schedules"."catchup_policy", "tenant"."cron_schedules"."overlap_policy", "tenant"."cron_schedules"."jitter_ms", "tenant"."cron_schedules"."pause_on_failure", "tenant"."cron_schedules"."max_runs", "tenant"."cron_schedules"."run_count", "tenant"."cron_schedules"."dst", "tenant"."cron_schedules"."note", "tenant"."cron_schedules"."start_at", "tenant"."cron_schedules"."end_at", "tenant"."cron_schedules"."next_run_at", "tenant"."cron_schedules"."last_run_at", "tenant"."cron_schedules"."version", "tenant"."cron_schedules"."created_at", "tenant"."cron_schedules"."updated_at"
   from "lost"
   left join "tenant"."cron_schedules" on "tenant"."cron_schedules"."id" = "lost"."schedule_id"
   order by "lost"."fire_at" asc;
@@ -91,13 +91,13 @@ delete
   from "tenant"."cron_executions"
   where "tenant"."cron_executions"."id" in (select "id"
   from "tenant"."cron_executions"
-  where ("tenant"."cron_executions"."status" <> 'claimed' and coalesce("tenant"."cron_executions"."handed_off_at", "tenant"."cron_executions"."claimed_at") < $1::timestamp (3) with time zone and NOT EXISTS (SELECT 1 FROM "tenant"."pipeline_executions" pe
+  where ("tenant"."cron_executions"."status" NOT IN ('claimed', 'buffered') and coalesce("tenant"."cron_executions"."handed_off_at", "tenant"."cron_executions"."claimed_at") < $1::timestamp (3) with time zone and NOT EXISTS (SELECT 1 FROM "tenant"."pipeline_executions" pe
   WHERE pe.id = "tenant"."cron_executions"."pipeline_execution_id" AND pe.status IN ('pending', 'running', 'paused')))
   limit $2
   for update skip locked);
 
 -- schedules/selectSchedules
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "tenant"."cron_schedules"
   where ("tenant"."cron_schedules"."enabled" and "tenant"."cron_schedules"."workflow_name" = $1)
   order by "tenant"."cron_schedules"."created_at" asc, "tenant"."cron_schedules"."id" asc
@@ -107,10 +107,10 @@ select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", 
 update "tenant"."cron_schedules"
   set "enabled" = $1, "version" = "tenant"."cron_schedules"."version" + 1, "updated_at" = $2
   where ("tenant"."cron_schedules"."id" = $3 and "tenant"."cron_schedules"."version" = $4)
-  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
+  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
 
 -- claim/selectDueSchedules
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "tenant"."cron_schedules"
   where ("tenant"."cron_schedules"."enabled" and "tenant"."cron_schedules"."next_run_at" <= $1 and "tenant"."cron_schedules"."workflow_name" = ANY($2::text[]))
   order by "tenant"."cron_schedules"."next_run_at" asc
@@ -120,7 +120,7 @@ select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", 
 -- claim/selectActiveSchedules
 SELECT d.id::text AS id
     FROM unnest($1::uuid[]) AS d(id)
-    WHERE EXISTS (SELECT 1 FROM "tenant"."cron_executions" ce WHERE ce.status = 'claimed' AND ce.schedule_id = d.id)
+    WHERE EXISTS (SELECT 1 FROM "tenant"."cron_executions" ce WHERE ce.status = 'claimed' AND ce.schedule_id = d.id) OR EXISTS (SELECT 1 FROM "tenant"."cron_executions" ce WHERE ce.status = 'buffered' AND ce.schedule_id = d.id)
       OR EXISTS (SELECT 1 FROM "tenant"."pipeline_executions" pe
         JOIN "tenant"."cron_executions" ce ON ce.id = (CASE WHEN pe.idempotency_key
           ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN pe.idempotency_key::uuid END)
@@ -135,10 +135,13 @@ select "schedule_id", "scheduled_time"
 
 -- claim/advanceNextRunAt
 update "tenant"."cron_schedules"
-  set "next_run_at" = v.next_run_at, "last_run_at" = v.last_run_at, "version" = "tenant"."cron_schedules"."version" + 1, "updated_at" = $1
+  set "enabled" = CASE WHEN v.disable_note IS NULL THEN "tenant"."cron_schedules"."enabled" ELSE false END, "run_count" = v.run_count, "note" = coalesce(v.disable_note, "tenant"."cron_schedules"."note"), "next_run_at" = v.next_run_at, "last_run_at" = v.last_run_at, "version" = "tenant"."cron_schedules"."version" + 1, "updated_at" = $1
   from unnest($2::uuid[],
       $3::int[], $4::timestamptz[],
-      $5::timestamptz[]) AS v(id, version, next_run_at, last_run_at)
+      $5::timestamptz[],
+      $6::int[],
+      $7::text[])
+      AS v(id, version, next_run_at, last_run_at, run_count, disable_note)
   where ("tenant"."cron_schedules"."id" = v.id and "tenant"."cron_schedules"."version" = v.version)
   returning "tenant"."cron_schedules"."id";
 

@@ -55,6 +55,32 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
       .from(s)
       .where(eq(s.id, bind(s.id, 'scheduleId')))
       .prepare(),
+    // A buffered occurrence is active too, for the next one's overlap decision (through the buffered index).
+    selectHasBuffered: db
+      .select({ id: c.id })
+      .from(c)
+      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')), sql`${c.status} = 'buffered'`))
+      .limit(1)
+      .prepare(),
+    // cancel_other: the unfinished pipelines of the schedule's handed-off occurrences, which a new one replaces.
+    selectActivePipelines: db
+      .select({ pipelineId: p.id })
+      .from(c)
+      .innerJoin(p, eq(p.id, c.pipelineExecutionId))
+      .where(
+        and(
+          eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')),
+          sql`${c.status} = 'handed_off'`,
+          statusIn(p.status, UNFINISHED_PIPELINE_STATUSES),
+        ),
+      )
+      .prepare(),
+    // buffer_one: a newer occurrence replaces the stored buffered one.
+    skipBufferedRows: db
+      .update(c)
+      .set({ status: 'skipped' })
+      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')), sql`${c.status} = 'buffered'`))
+      .prepare(),
     // Slots of a late schedule that already hold a row (a backfill during the outage): a `missed` summary skips them.
     selectTakenSlots: db
       .select({ scheduledTime: c.scheduledTime })
@@ -74,6 +100,9 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
       .set({
         nextRunAt: bind(s.nextRunAt, 'nextRunAt'),
         lastRunAt: bind(s.lastRunAt, 'lastRunAt'),
+        runCount: bind(s.runCount, 'runCount'),
+        enabled: sql`CASE WHEN ${bind(s.note, 'disableNote')} IS NULL THEN ${s.enabled} ELSE 0 END`,
+        note: sql`coalesce(${bind(s.note, 'disableNote')}, ${s.note})`,
         version: sql`${s.version} + 1`,
         updatedAt: bind(s.updatedAt, 'now'),
       })
@@ -109,19 +138,32 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
   const claimed: CronExecutionRow[] = [];
   for (const schedule of due) {
     const hasActiveOccurrence =
-      schedule.overlapPolicy === 'skip' && q.claim.selectActiveSchedule.get({ scheduleId: schedule.id })?.active === 1;
+      schedule.overlapPolicy !== 'allow' &&
+      (q.claim.selectActiveSchedule.get({ scheduleId: schedule.id })?.active === 1 ||
+        q.claim.selectHasBuffered.get({ scheduleId: schedule.id }) !== undefined);
+    const activePipelineIds =
+      schedule.overlapPolicy === 'cancel_other' && hasActiveOccurrence
+        ? q.claim.selectActivePipelines.all({ scheduleId: schedule.id }).map((row) => row.pipelineId)
+        : undefined;
     const takenSlots = takenSlotsOf(q.claim, schedule, request.missedBefore);
-    const plan = request.plan(schedule, { hasActiveOccurrence, ...(takenSlots !== undefined && { takenSlots }) });
+    const plan = request.plan(schedule, {
+      hasActiveOccurrence,
+      ...(takenSlots !== undefined && { takenSlots }),
+      ...(activePipelineIds !== undefined && { activePipelineIds }),
+    });
     if (plan === null) continue;
     const advanced = q.claim.advanceNextRunAt.run({
       id: schedule.id,
       version: schedule.version,
       nextRunAt: plan.nextRunAt,
       lastRunAt: plan.lastRunAt,
+      runCount: plan.runCount ?? schedule.runCount,
+      disableNote: plan.disableNote ?? null,
       now: request.now,
     });
     // Cannot miss under BEGIN IMMEDIATE; if it ever did, the schedule stays due and writes nothing.
     if (advanced.changes === 0) continue;
+    if (plan.skipBuffered === true) q.claim.skipBufferedRows.run({ scheduleId: schedule.id });
     for (const occurrence of plan.occurrences) {
       const inserted = insertOccurrenceRow(q.ledger, occurrence);
       if (inserted?.status === 'claimed') claimed.push(inserted);

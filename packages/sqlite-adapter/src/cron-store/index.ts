@@ -8,12 +8,14 @@ import type {
   OccurrenceStats,
   RecoveryCounts,
   RecoveryOutcome,
+  ReleaseBufferedRequest,
   ScheduleFilter,
   ScheduleRow,
 } from '@orreryjs/core';
 import { preparePipelines } from '../execution-store/pipelines.js';
 import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
 import { insertOccurrences, prepareBackfill } from './backfill.js';
+import { prepareBuffer, releaseBuffered } from './buffer.js';
 import { claimDueSchedules, prepareClaim } from './claim.js';
 import { prepareHandoff } from './handoff.js';
 import { occurrenceStats, prepareLedger } from './ledger.js';
@@ -25,6 +27,7 @@ export function prepareCronStore(handle: SqliteHandle) {
   return {
     schedules: prepareSchedules(handle),
     claim: prepareClaim(handle),
+    buffer: prepareBuffer(handle),
     handoff: prepareHandoff(handle),
     backfill: prepareBackfill(handle),
     recover: prepareRecover(handle),
@@ -88,6 +91,18 @@ export class SqliteCronStore implements CronStore {
   claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {
     if (request.workflowNames.length === 0 || request.limit <= 0) return Promise.resolve([]);
     return writeTransaction(this.#handle, 'claimDueSchedules', () => claimDueSchedules(this.#q, request));
+  }
+
+  async releaseBuffered(request: ReleaseBufferedRequest): Promise<CronExecutionRow[]> {
+    if (request.workflowNames.length === 0 || request.limit <= 0) return [];
+    // Most ticks find nothing buffered: check with a read before taking the write lock.
+    const anyBuffered = await readTransaction(
+      this.#handle,
+      'releaseBuffered',
+      () => this.#q.buffer.selectAnyBuffered.get() !== undefined,
+    );
+    if (!anyBuffered) return [];
+    return writeTransaction(this.#handle, 'releaseBuffered', () => releaseBuffered(this.#q, request));
   }
 
   insertOccurrences(rows: readonly NewCronExecution[]): Promise<{ claimed: CronExecutionRow[]; existing: number }> {

@@ -97,7 +97,7 @@ export function prepareLedger({ db, tables }: SqliteHandle) {
             .from(c)
             .where(
               and(
-                sql`${c.status} <> 'claimed'`,
+                sql`${c.status} NOT IN ('claimed', 'buffered')`,
                 lt(sql`coalesce(${c.handedOffAt}, ${c.claimedAt})`, bind(c.claimedAt, 'before')),
                 isNotOverlapping(tables),
               ),

@@ -1,6 +1,8 @@
 import {
   ACTIVE_PIPELINE_STATUSES,
+  newTaskStatus,
   type PipelineRow,
+  type RetriedTask,
   TERMINAL_TASK_STATUSES,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
@@ -11,7 +13,7 @@ import { isRunning } from './lease.js';
 import type { PipelineStatements } from './pipelines.js';
 
 /*
- * Operator control of a pipeline: cancel, pause, resume, each inside one BEGIN IMMEDIATE
+ * Operator control of a pipeline: cancel, pause, resume, retry, each inside one BEGIN IMMEDIATE
  * transaction, so a claim sees either the old state or the new one.
  */
 
@@ -57,6 +59,34 @@ export function prepareControl({ db, tables }: SqliteHandle) {
       .where(and(eq(p.id, bind(p.id, 'id')), sql`${p.status} = 'paused'`))
       .returning()
       .prepare(),
+    retryPipelineRow: db
+      .update(p)
+      .set({
+        status: 'running',
+        remainingTasks: bind(p.remainingTasks, 'remainingTasks'),
+        failedTasks: 0,
+        error: null,
+        pauseReason: null,
+        completedAt: null,
+        updatedAt: now,
+      })
+      .where(and(eq(p.id, bind(p.id, 'id')), sql`${p.status} IN ('failed', 'cancelled')`))
+      .returning()
+      .prepare(),
+    // Attempt counters stay: the retry policy and `info.attempt` go on counting.
+    retryTask: db
+      .update(t)
+      .set({
+        status: bind(t.status, 'status'),
+        pendingDeps: bind(t.pendingDeps, 'pendingDeps'),
+        availableAt: now,
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        completedAt: null,
+        updatedAt: now,
+      })
+      .where(and(eq(t.id, bind(t.id, 'taskId')), eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'id'))))
+      .prepare(),
   };
 }
 
@@ -85,4 +115,20 @@ export function pausePipeline(
   if (paused === undefined) return q.pipelines.selectPipeline.get({ id }) ?? null;
   q.control.requeueRunningTasks.run({ id, now });
   return paused;
+}
+
+/** Runs a failed or cancelled pipeline again inside the caller's write transaction (see ExecutionStore.retryPipeline). */
+export function retryPipeline(
+  q: { control: ControlStatements; pipelines: PipelineStatements },
+  id: string,
+  tasks: readonly RetriedTask[],
+  now: Date,
+): PipelineRow | null {
+  const retried = q.control.retryPipelineRow.get({ id, remainingTasks: tasks.length, now });
+  if (retried === undefined) return q.pipelines.selectPipeline.get({ id }) ?? null;
+  for (const task of tasks) {
+    const status = newTaskStatus(task.pendingDeps);
+    q.control.retryTask.run({ id, taskId: task.id, status, pendingDeps: task.pendingDeps, now });
+  }
+  return retried;
 }

@@ -8,12 +8,13 @@ import {
   type NewPipeline,
   type PipelineFilter,
   type PipelineRow,
+  type RetriedTask,
   registeredTaskKeys,
   type TaskRow,
 } from '@orreryjs/core';
 import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
 import { claimTasks, prepareClaim } from './claim.js';
-import { cancelPipeline, pausePipeline, prepareControl } from './control.js';
+import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTask, prepareFinish } from './finish.js';
 import { prepareLease, releaseLeases, renewLeases } from './lease.js';
 import { createPipelineIn, preparePipelines, selectPipelines } from './pipelines.js';
@@ -111,6 +112,10 @@ export class SqliteExecutionStore implements ExecutionStore {
       'resumePipeline',
       () => this.#q.control.resumePipeline.get({ id, now }) ?? this.#q.pipelines.selectPipeline.get({ id }) ?? null,
     );
+  }
+
+  retryPipeline(id: string, tasks: readonly RetriedTask[], now: Date): Promise<PipelineRow | null> {
+    return writeTransaction(this.#handle, 'retryPipeline', () => retryPipeline(this.#q, id, tasks, now));
   }
 
   countStalledTasks(now: Date): Promise<number> {

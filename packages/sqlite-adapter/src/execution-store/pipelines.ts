@@ -29,6 +29,7 @@ export function preparePipelines({ db, tables }: SqliteHandle) {
         input: bind(p.input, 'input'),
         idempotencyKey: bind(p.idempotencyKey, 'idempotencyKey'),
         scheduledTime: bind(p.scheduledTime, 'scheduledTime'),
+        scheduleId: bind(p.scheduleId, 'scheduleId'),
         remainingTasks: bind(p.remainingTasks, 'remainingTasks'),
         failedTasks: 0,
         createdAt: bind(p.createdAt, 'now'),
@@ -49,7 +50,8 @@ export function preparePipelines({ db, tables }: SqliteHandle) {
         attempt: 0,
         failedAttempts: 0,
         pendingDeps: bind(t.pendingDeps, 'pendingDeps'),
-        availableAt: now,
+        // A delayed start (runAt) keeps every task unclaimable until then.
+        availableAt: bind(t.availableAt, 'availableAt'),
         updatedAt: now,
       })
       .prepare(),
@@ -85,6 +87,7 @@ export function selectPipelines(db: SqliteDb, tables: SqliteTables, filter: Pipe
         and(
           filter.workflowName === undefined ? undefined : eq(p.workflowName, filter.workflowName),
           filter.status === undefined ? undefined : eq(p.status, filter.status),
+          filter.scheduleId === undefined ? undefined : eq(p.scheduleId, filter.scheduleId),
         ),
       )
       // rowid breaks ties between executions created in the same millisecond: later insert, newer.
@@ -110,6 +113,7 @@ export function createPipelineIn(
     input: pipeline.input,
     idempotencyKey: pipeline.idempotencyKey,
     scheduledTime: pipeline.scheduledTime,
+    scheduleId: pipeline.scheduleId ?? null,
     remainingTasks: pipeline.tasks.length,
     now: pipeline.now,
   });
@@ -130,6 +134,7 @@ export function createPipelineIn(
       position: task.position,
       status: newTaskStatus(task.pendingDeps),
       pendingDeps: task.pendingDeps,
+      availableAt: pipeline.runAt ?? pipeline.now,
       now: pipeline.now,
     });
   }

@@ -1,16 +1,16 @@
 -- schedules/insertSchedule
-insert into "cron_schedules" ("id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+insert into "cron_schedules" ("id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   on conflict do nothing
-  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
+  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
 
 -- schedules/selectSchedule
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
   where "cron_schedules"."id" = ?;
 
 -- schedules/selectScheduleByName
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
   where "cron_schedules"."name" = ?;
 
@@ -20,7 +20,7 @@ delete
   where "cron_schedules"."id" = ?;
 
 -- claim/selectDueSchedules
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
   where ("cron_schedules"."enabled" = 1 and "cron_schedules"."next_run_at" <= ? and "cron_schedules"."workflow_name" IN (SELECT value FROM json_each(?)))
   order by "cron_schedules"."next_run_at" asc
@@ -37,6 +37,23 @@ select EXISTS (SELECT 1 FROM "cron_executions" ce
   from "cron_schedules"
   where "cron_schedules"."id" = ?;
 
+-- claim/selectHasBuffered
+select "id"
+  from "cron_executions"
+  where ("cron_executions"."schedule_id" = ? and "cron_executions"."status" = 'buffered')
+  limit ?;
+
+-- claim/selectActivePipelines
+select "pipeline_executions"."id"
+  from "cron_executions"
+  inner join "pipeline_executions" on "pipeline_executions"."id" = "cron_executions"."pipeline_execution_id"
+  where ("cron_executions"."schedule_id" = ? and "cron_executions"."status" = 'handed_off' and "pipeline_executions"."status" IN ('pending', 'running', 'paused'));
+
+-- claim/skipBufferedRows
+update "cron_executions"
+  set "status" = ?
+  where ("cron_executions"."schedule_id" = ? and "cron_executions"."status" = 'buffered');
+
 -- claim/selectTakenSlots
 select "scheduled_time"
   from "cron_executions"
@@ -45,8 +62,44 @@ select "scheduled_time"
 
 -- claim/advanceNextRunAt
 update "cron_schedules"
-  set "next_run_at" = ?, "last_run_at" = ?, "version" = "cron_schedules"."version" + 1, "updated_at" = ?
+  set "enabled" = CASE WHEN ? IS NULL THEN "cron_schedules"."enabled" ELSE 0 END, "run_count" = ?, "note" = coalesce(?, "cron_schedules"."note"), "next_run_at" = ?, "last_run_at" = ?, "version" = "cron_schedules"."version" + 1, "updated_at" = ?
   where ("cron_schedules"."id" = ? and "cron_schedules"."version" = ?);
+
+-- buffer/selectAnyBuffered
+select "id"
+  from "cron_executions"
+  where "cron_executions"."status" = 'buffered'
+  limit ?;
+
+-- buffer/selectBufferingSchedules
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+  from "cron_schedules"
+  where ("cron_schedules"."id" IN (SELECT ce.schedule_id FROM "cron_executions" ce WHERE ce.status = 'buffered') and "cron_schedules"."workflow_name" IN (SELECT value FROM json_each(?)))
+  order by "cron_schedules"."id" asc
+  limit ?;
+
+-- buffer/selectOldestBuffered
+select "id"
+  from "cron_executions"
+  where ("cron_executions"."schedule_id" = ? and "cron_executions"."status" = 'buffered')
+  order by "cron_executions"."scheduled_time" asc
+  limit ?;
+
+-- buffer/claimBufferedRow
+update "cron_executions"
+  set "fire_at" = ?, "claimed_at" = ?, "claimed_by" = ?, "status" = ?
+  where ("cron_executions"."id" = ? and "cron_executions"."status" = 'buffered')
+  returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
+
+-- buffer/countReleasedRun
+update "cron_schedules"
+  set "run_count" = "cron_schedules"."run_count" + 1, "version" = "cron_schedules"."version" + 1, "updated_at" = ?
+  where "cron_schedules"."id" = ?;
+
+-- buffer/disableExhausted
+update "cron_schedules"
+  set "enabled" = ?, "note" = ?, "next_run_at" = ?
+  where "cron_schedules"."id" = ?;
 
 -- handoff/linkOccurrence
 update "cron_executions"
@@ -75,7 +128,7 @@ update "cron_executions"
   returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
 
 -- recover/selectSchedulesById
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
   where "cron_schedules"."id" IN (SELECT unhex(value) FROM json_each(?));
 
@@ -140,27 +193,27 @@ delete
   from "cron_executions"
   where "cron_executions"."id" in (select "id"
   from "cron_executions"
-  where ("cron_executions"."status" <> 'claimed' and coalesce("cron_executions"."handed_off_at", "cron_executions"."claimed_at") < ? and NOT EXISTS (SELECT 1 FROM "pipeline_executions" pe
+  where ("cron_executions"."status" NOT IN ('claimed', 'buffered') and coalesce("cron_executions"."handed_off_at", "cron_executions"."claimed_at") < ? and NOT EXISTS (SELECT 1 FROM "pipeline_executions" pe
   WHERE pe.id = "cron_executions"."pipeline_execution_id" AND pe.status IN ('pending', 'running', 'paused')))
   limit ?);
 
 -- pipelines/insertPipeline
-insert into "pipeline_executions" ("id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, ?, null, null, ?)
+insert into "pipeline_executions" ("id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, ?, null, null, ?)
   on conflict do nothing
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
 
 -- pipelines/insertTask
 insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at", "updated_at")
   values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, null, null, ?);
 
 -- pipelines/selectPipeline
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
   from "pipeline_executions"
   where "pipeline_executions"."id" = ?;
 
 -- pipelines/selectPipelineByKey
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
   from "pipeline_executions"
   where "pipeline_executions"."idempotency_key" = ?;
 
@@ -171,7 +224,7 @@ select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "s
   order by "task_executions"."position" asc;
 
 -- schedules/selectSchedules
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
   where ("cron_schedules"."enabled" = 1 and "cron_schedules"."workflow_name" = ?)
   order by "cron_schedules"."created_at" asc, "cron_schedules".rowid
@@ -181,4 +234,4 @@ select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", 
 update "cron_schedules"
   set "enabled" = ?, "version" = "cron_schedules"."version" + 1, "updated_at" = ?
   where ("cron_schedules"."id" = ? and "cron_schedules"."version" = ?)
-  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
+  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";

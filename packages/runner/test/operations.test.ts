@@ -1,0 +1,290 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  type CronBufferedEvent,
+  type CronFiredEvent,
+  type CronPausedEvent,
+  DefaultRunner,
+  type DefaultRunnerConfig,
+  defineWorkflow,
+  ManualClock,
+  type PipelineRetriedEvent,
+  ValidationError,
+} from '../src/index.js';
+import { ADAPTERS, gate, type TestDatabase, waitFor } from './support.js';
+
+const MINUTE = 60_000;
+const T0 = new Date('2030-01-07T00:00:00.000Z');
+const minutes = (n: number) => new Date(T0.getTime() + n * MINUTE);
+
+/** Each `held` pipeline blocks until the test opens its gate (or it is cancelled); tracks how many run at once. */
+const heldGates = new Map<string, ReturnType<typeof gate>>();
+const heldAborted = new Set<string>();
+let heldRunning = 0;
+let heldMaxRunning = 0;
+const held = defineWorkflow({
+  name: 'held',
+  tasks: [
+    {
+      id: 'hold',
+      run: async (_ctx, info) => {
+        const release = gate();
+        heldGates.set(info.executionId, release);
+        heldRunning += 1;
+        heldMaxRunning = Math.max(heldMaxRunning, heldRunning);
+        const aborted = new Promise<void>((resolve) =>
+          info.signal.addEventListener('abort', () => resolve(), { once: true }),
+        );
+        try {
+          await Promise.race([release.promise, aborted]);
+          if (info.signal.aborted) heldAborted.add(info.executionId);
+        } finally {
+          heldRunning -= 1;
+        }
+      },
+    },
+  ],
+});
+
+/** `check` fails while `checkBroken` is set; runs of each task are counted by execution. */
+let checkBroken = true;
+const runs = new Map<string, string[]>();
+const scheduledTimes = new Map<string, Date | undefined>();
+const flaky = defineWorkflow({
+  name: 'flaky',
+  tasks: [
+    {
+      id: 'extract',
+      run: (ctx, info) => {
+        runs.set(info.executionId, [...(runs.get(info.executionId) ?? []), 'extract']);
+        ctx.set('rows', 3);
+      },
+    },
+    {
+      id: 'check',
+      dependsOn: ['extract'],
+      retry: { maxAttempts: 1 },
+      run: (_ctx, info) => {
+        runs.set(info.executionId, [...(runs.get(info.executionId) ?? []), 'check']);
+        scheduledTimes.set(info.executionId, info.scheduledTime);
+        if (checkBroken) throw new Error('the warehouse is down');
+      },
+    },
+    {
+      id: 'publish',
+      dependsOn: ['check'],
+      run: (ctx, info) => {
+        runs.set(info.executionId, [...(runs.get(info.executionId) ?? []), 'publish']);
+        ctx.set('published', true);
+      },
+    },
+  ],
+});
+
+const quick = defineWorkflow({ name: 'quick', tasks: [{ id: 'only', run: (ctx) => void ctx.set('done', true) }] });
+
+describe.each(ADAPTERS)('operations on $name', (adapter) => {
+  let db: TestDatabase;
+  let clock: ManualClock;
+  const runners: DefaultRunner[] = [];
+
+  const open = async (config: DefaultRunnerConfig = {}) => {
+    const runner = await DefaultRunner.create({
+      ...db.config,
+      workflows: [held, flaky, quick],
+      clock,
+      pollIntervalMs: 20,
+      cronPollIntervalMs: 20,
+      taskLeaseMs: 6 * 60 * MINUTE,
+      ...config,
+    });
+    runners.push(runner);
+    return runner;
+  };
+  const events = <E>(runner: DefaultRunner, name: 'cron:fired' | 'cron:buffered' | 'cron:paused') => {
+    const seen: E[] = [];
+    runner.on(name, (event) => seen.push(event as E));
+    return seen;
+  };
+
+  /** Waits until the runner's cron tick has run at the clock's current time. */
+  const ticked = (runner: DefaultRunner) =>
+    waitFor(async () => (await runner.health()).lastTickAt?.getTime() === clock.now().getTime());
+
+  beforeEach(() => {
+    db = adapter.open();
+    clock = new ManualClock(T0);
+    heldRunning = 0;
+    heldMaxRunning = 0;
+    checkBroken = true;
+  });
+
+  afterEach(async () => {
+    for (const release of heldGates.values()) release.open();
+    const results = await Promise.allSettled(runners.splice(0).map((r) => r.shutdown({ timeoutMs: 1_000 })));
+    await db.remove();
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+  });
+
+  it('buffer_one never runs two pipelines of a schedule at once and hands the newest slot off with its own time', async () => {
+    const runner = await open();
+    const fired = events<CronFiredEvent>(runner, 'cron:fired');
+    const buffered = events<CronBufferedEvent>(runner, 'cron:buffered');
+    await runner.addCronSchedule({
+      name: 'one-at-a-time',
+      workflowName: 'held',
+      cronExpression: '* * * * *',
+      overlapPolicy: 'buffer_one',
+    });
+    await runner.start();
+    clock.set(minutes(1));
+    await waitFor(() => fired.length === 1 && heldGates.has(fired[0]!.pipelineExecutionId));
+    clock.set(minutes(2));
+    await waitFor(() => buffered.length === 1);
+    clock.set(minutes(3));
+    await waitFor(() => buffered.length === 2);
+    expect(buffered.map((event) => event.scheduledTime)).toEqual([minutes(2), minutes(3)]);
+    expect(fired).toHaveLength(1);
+
+    heldGates.get(fired[0]!.pipelineExecutionId)!.open();
+    await waitFor(() => fired.length === 2);
+    expect(fired[1]).toMatchObject({ scheduledTime: minutes(3), source: 'schedule' });
+    await waitFor(() => heldGates.has(fired[1]!.pipelineExecutionId));
+    heldGates.get(fired[1]!.pipelineExecutionId)!.open();
+    await waitFor(async () => (await runner.getExecutionStatus(fired[1]!.pipelineExecutionId)) === 'completed');
+    expect(heldMaxRunning).toBe(1);
+    const history = await runner.getCronExecutionHistory('one-at-a-time');
+    expect(history.map((row) => [row.scheduledTime, row.status])).toEqual([
+      [minutes(3), 'handed_off'],
+      [minutes(2), 'skipped'],
+      [minutes(1), 'handed_off'],
+    ]);
+    const result = await runner.getExecutionResult(fired[1]!.pipelineExecutionId);
+    expect(result.finalContext.scheduled_time).toBe(minutes(3).toISOString());
+  });
+
+  it('cancel_other cancels the running pipeline and hands the new slot off at once', async () => {
+    const runner = await open();
+    const fired = events<CronFiredEvent>(runner, 'cron:fired');
+    await runner.addCronSchedule({
+      name: 'latest-wins',
+      workflowName: 'held',
+      cronExpression: '* * * * *',
+      overlapPolicy: 'cancel_other',
+    });
+    await runner.start();
+    clock.set(minutes(1));
+    await waitFor(() => fired.length === 1 && heldGates.has(fired[0]!.pipelineExecutionId));
+    const first = fired[0]!.pipelineExecutionId;
+    clock.set(minutes(2));
+    await waitFor(() => fired.length === 2);
+    expect(fired[1]).toMatchObject({ scheduledTime: minutes(2) });
+    await waitFor(async () => (await runner.getExecutionStatus(first)) === 'cancelled');
+    await waitFor(() => heldAborted.has(first));
+    expect(await runner.getExecutionStatus(fired[1]!.pipelineExecutionId)).not.toBe('cancelled');
+  });
+
+  it('pauseOnFailure disables the schedule after its first failed pipeline, with a note and cron:paused', async () => {
+    const runner = await open();
+    const fired = events<CronFiredEvent>(runner, 'cron:fired');
+    const paused = events<CronPausedEvent>(runner, 'cron:paused');
+    const schedule = await runner.addCronSchedule({
+      name: 'careful',
+      workflowName: 'flaky',
+      cronExpression: '* * * * *',
+      pauseOnFailure: true,
+    });
+    await runner.start();
+    clock.set(minutes(1));
+    await waitFor(() => paused.length === 1);
+    const failed = fired[0]!.pipelineExecutionId;
+    expect(await runner.getExecutionStatus(failed)).toBe('failed');
+    const note = `paused after failure of execution ${failed}`;
+    expect(paused[0]).toMatchObject({ scheduleId: schedule.id, reason: 'failure', pipelineExecutionId: failed, note });
+    expect(await runner.getCronSchedule('careful')).toMatchObject({ enabled: false, nextRunAt: null, note });
+    clock.set(minutes(3));
+    await ticked(runner);
+    expect(fired).toHaveLength(1);
+    // Enabling clears the note.
+    expect(await runner.setCronScheduleEnabled('careful', true)).toMatchObject({ enabled: true, note: null });
+  });
+
+  it('maxRuns: 3 hands off exactly three occurrences, then disables the schedule', async () => {
+    const runner = await open();
+    const fired = events<CronFiredEvent>(runner, 'cron:fired');
+    const paused = events<CronPausedEvent>(runner, 'cron:paused');
+    await runner.addCronSchedule({ name: 'thrice', workflowName: 'quick', cronExpression: '* * * * *', maxRuns: 3 });
+    await runner.start();
+    for (let minute = 1; minute <= 5; minute += 1) {
+      clock.set(minutes(minute));
+      if (minute <= 3) await waitFor(() => fired.length === minute);
+      else await ticked(runner);
+    }
+    expect(fired.map((event) => event.scheduledTime)).toEqual([minutes(1), minutes(2), minutes(3)]);
+    expect(await runner.getCronSchedule('thrice')).toMatchObject({
+      enabled: false,
+      runCount: 3,
+      note: 'maxRuns reached',
+      nextRunAt: null,
+    });
+    expect(paused).toEqual([expect.objectContaining({ reason: 'max_runs', note: 'maxRuns reached' })]);
+  });
+
+  it('retries a failed slot: same pipeline, same scheduled_time, only its failed tasks run again', async () => {
+    const runner = await open();
+    const fired = events<CronFiredEvent>(runner, 'cron:fired');
+    const retried: PipelineRetriedEvent[] = [];
+    runner.on('pipeline:retried', (event) => retried.push(event));
+    const schedule = await runner.addCronSchedule({
+      name: 'nightly',
+      workflowName: 'flaky',
+      cronExpression: '* * * * *',
+    });
+    await runner.start();
+    clock.set(minutes(1));
+    await waitFor(() => fired.length === 1);
+    const id = fired[0]!.pipelineExecutionId;
+    await waitFor(async () => (await runner.getExecutionStatus(id)) === 'failed');
+    await runner.setCronScheduleEnabled('nightly', false, { note: 'warehouse down' });
+    expect((await runner.getCronSchedule('nightly')).note).toBe('warehouse down');
+
+    checkBroken = false;
+    const execution = await runner.retryExecution(id);
+    expect(execution.id).toBe(id);
+    const result = await execution.wait();
+    expect(result.status).toBe('completed');
+    expect(runs.get(id)).toEqual(['extract', 'check', 'check', 'publish']);
+    expect(result.tasks.map((task) => [task.taskId, task.status, task.attempts])).toEqual([
+      ['extract', 'completed', 1],
+      ['check', 'completed', 2],
+      // Attempt counters are kept: the claim that judged publish's trigger (and skipped it) was its first.
+      ['publish', 'completed', 2],
+    ]);
+    expect(result.finalContext).toMatchObject({ rows: 3, published: true, scheduled_time: minutes(1).toISOString() });
+    expect(scheduledTimes.get(id)).toEqual(minutes(1));
+    expect(retried).toEqual([
+      { executionId: id, workflowName: 'flaky', previousStatus: 'failed', retriedTasks: ['check', 'publish'] },
+    ]);
+    const [row] = await runner.getCronExecutionHistory('nightly');
+    expect(row).toMatchObject({ scheduledTime: minutes(1), status: 'handed_off', pipelineExecutionId: id });
+    const listed = await runner.listExecutions({ scheduleId: schedule.id });
+    expect(listed).toEqual([
+      expect.objectContaining({ executionId: id, scheduleId: schedule.id, scheduledTime: minutes(1) }),
+    ]);
+    await expect(runner.retryExecution(id)).rejects.toThrow(ValidationError);
+    await expect(runner.retryExecution(id)).rejects.toThrow(/is completed; only a failed or cancelled/);
+  });
+
+  it('keeps a pipeline with runAt pending, its tasks unclaimed, until that instant', async () => {
+    const runner = await open({ enableCronScheduling: false });
+    await runner.start();
+    const execution = await runner.executeAsync('quick', {}, { runAt: minutes(10) });
+    const other = await runner.execute('quick');
+    expect(other.status).toBe('completed');
+    expect(await execution.status()).toBe('pending');
+    clock.set(minutes(10));
+    const result = await execution.wait();
+    expect(result.status).toBe('completed');
+    expect(result.startedAt!.getTime()).toBeGreaterThanOrEqual(minutes(10).getTime());
+    await expect(runner.executeAsync('quick', {}, { runAt: new Date(Number.NaN) })).rejects.toThrow(ValidationError);
+  });
+});

@@ -1,0 +1,250 @@
+import { type DueScheduleState, MAX_RUNS_NOTE, type SchedulePlan, type ScheduleRow } from '@orreryjs/core';
+import { describe, expect, it } from 'vitest';
+import {
+  at,
+  CHAIN,
+  completed,
+  DIAMOND,
+  newPipeline,
+  type OpenStorage,
+  occurrence,
+  scheduleRow,
+  uniqueName,
+  useStorage,
+  workflowFixture,
+} from './fixtures.js';
+
+const MINUTE = 60_000;
+
+/**
+ * Storage behind the operator features: retrying a failed pipeline, delayed starts, tracing a
+ * pipeline to its schedule, overlap buffering, maxRuns and the schedule's note and dst.
+ */
+export function describeOperations(open: OpenStorage): void {
+  describe('operations', () => {
+    const storage = useStorage(open, 'each');
+
+    describe('retryPipeline', () => {
+      it('runs a failed pipeline again from the given tasks, keeping attempts and completed outputs', async () => {
+        const wf = workflowFixture(storage, DIAMOND);
+        const pipeline = await wf.create();
+        const [a, b] = await wf.claim('r', at(1));
+        await wf.finish(a!, completed({ a: 1 }), at(2));
+        await wf.finish(b!, { status: 'failed', error: 'boom' }, at(3));
+        // The runner judges c's trigger once both its parents are terminal: skipped, so the pipeline ends failed.
+        const [c] = await wf.claim('r', at(4));
+        const failed = await wf.finish(c!, { status: 'skipped', reason: 'upstream failed' }, at(5));
+        expect(failed.finishedPipeline).toMatchObject({ status: 'failed', failedTasks: 1 });
+        const tasks = await storage().executions.listTasks(pipeline.id);
+        const byId = Object.fromEntries(tasks.map((task) => [task.taskId, task]));
+        expect(byId.c!.status).toBe('skipped');
+
+        const retried = await storage().executions.retryPipeline(
+          pipeline.id,
+          [
+            { id: byId.b!.id, pendingDeps: 0 },
+            { id: byId.c!.id, pendingDeps: 1 },
+          ],
+          at(10),
+        );
+        expect(retried).toMatchObject({
+          id: pipeline.id,
+          status: 'running',
+          remainingTasks: 2,
+          failedTasks: 0,
+          error: null,
+          completedAt: null,
+        });
+        const after = Object.fromEntries(
+          (await storage().executions.listTasks(pipeline.id)).map((task) => [task.taskId, task]),
+        );
+        expect(after.a).toMatchObject({ status: 'completed', output: { set: { a: 1 }, deleted: [] } });
+        expect(after.b).toMatchObject({
+          status: 'ready',
+          attempt: 1,
+          failedAttempts: 1,
+          pendingDeps: 0,
+          leaseOwner: null,
+        });
+        expect(after.c).toMatchObject({ status: 'not_started', pendingDeps: 1, completedAt: null });
+
+        // It runs to completion from there: b is claimable (attempt 2), then c.
+        const [again] = await wf.claim('r', at(11));
+        expect(again).toMatchObject({ task: { taskId: 'b', attempt: 2 } });
+        await wf.finish(again!, completed({ b: 2 }), at(12));
+        const [last] = await wf.claim('r', at(13));
+        const done = await wf.finish(last!, completed(), at(14));
+        expect(done.finishedPipeline).toMatchObject({ id: pipeline.id, status: 'completed', failedTasks: 0 });
+      });
+
+      it('changes nothing and returns the row as it is for a pipeline that is not failed or cancelled', async () => {
+        const wf = workflowFixture(storage, CHAIN);
+        const pipeline = await wf.create();
+        const tasks = await storage().executions.listTasks(pipeline.id);
+        const result = await storage().executions.retryPipeline(
+          pipeline.id,
+          [{ id: tasks[0]!.id, pendingDeps: 0 }],
+          at(5),
+        );
+        expect(result).toEqual(pipeline);
+        expect(await storage().executions.listTasks(pipeline.id)).toEqual(tasks);
+        expect(await storage().executions.retryPipeline('00000000-0000-4000-8000-000000000000', [], at(5))).toBeNull();
+      });
+
+      it('retries a cancelled pipeline', async () => {
+        const wf = workflowFixture(storage, CHAIN);
+        const pipeline = await wf.create();
+        await storage().executions.cancelPipeline(pipeline.id, at(1));
+        const tasks = await storage().executions.listTasks(pipeline.id);
+        const retried = await storage().executions.retryPipeline(
+          pipeline.id,
+          tasks.map((task, index) => ({ id: task.id, pendingDeps: index })),
+          at(2),
+        );
+        expect(retried).toMatchObject({ status: 'running', remainingTasks: 2 });
+        expect((await wf.claim('r', at(3))).map((claimed) => claimed.task.taskId)).toEqual(['a']);
+      });
+    });
+
+    describe('delayed start and schedule link', () => {
+      it('keeps every task of a pipeline with runAt unclaimable, and the pipeline pending, until then', async () => {
+        const wf = workflowFixture(storage, CHAIN);
+        const pipeline = await wf.create({ runAt: at(MINUTE) });
+        expect(await wf.claim('r', at(MINUTE - 1))).toEqual([]);
+        expect((await storage().executions.getPipeline(pipeline.id))!.status).toBe('pending');
+        const [first] = await wf.claim('r', at(MINUTE));
+        expect(first).toMatchObject({ task: { taskId: 'a' }, pipeline: { status: 'running' } });
+      });
+
+      it('stores the schedule id of a pipeline and lists by it', async () => {
+        const name = uniqueName();
+        const scheduleId = '6f1f5a8e-1111-4a5b-9e8f-2d7c6b5a4e3f';
+        const scheduled = newPipeline(name, CHAIN, { scheduleId, scheduledTime: at(0) });
+        await storage().executions.createPipelines([scheduled, newPipeline(name, CHAIN)]);
+        expect((await storage().executions.getPipeline(scheduled.id))!.scheduleId).toBe(scheduleId);
+        const listed = await storage().executions.listPipelines({ scheduleId, limit: 10, offset: 0 });
+        expect(listed.map((row) => row.id)).toEqual([scheduled.id]);
+      });
+    });
+
+    describe('schedules', () => {
+      it('round-trips pauseOnFailure, maxRuns, runCount, dst and note', async () => {
+        const row = scheduleRow({
+          name: uniqueName('s'),
+          pauseOnFailure: true,
+          maxRuns: 3,
+          runCount: 1,
+          dst: { repeated: 'both', gap: 'skip' },
+          note: 'owned by data-eng',
+        });
+        await storage().cron.insertSchedule(row);
+        expect(await storage().cron.getSchedule(row.id)).toEqual(row);
+        const updated = await storage().cron.updateSchedule(row.id, 1, { note: null, dst: null });
+        expect(updated).toMatchObject({ note: null, dst: null, version: 2 });
+      });
+
+      /** Claims the due schedule with `plan`, recording the state it was planned with. */
+      const claimWith = async (schedule: ScheduleRow, plan: (s: ScheduleRow) => SchedulePlan, now = at(0)) => {
+        const states: DueScheduleState[] = [];
+        const rows = await storage().cron.claimDueSchedules({
+          now,
+          workflowNames: [schedule.workflowName],
+          limit: 10,
+          plan: (s, state) => {
+            states.push(state);
+            return plan(s);
+          },
+        });
+        return { rows, state: states[0] };
+      };
+
+      it('counts a buffered row as active, skips stored buffered rows on request, and stores runCount and the maxRuns note', async () => {
+        const schedule = scheduleRow({ workflowName: uniqueName(), overlapPolicy: 'buffer_one', maxRuns: 5 });
+        await storage().cron.insertSchedule(schedule);
+        const first = await claimWith(schedule, (s) => ({
+          occurrences: [occurrence(s, at(0), { status: 'buffered' })],
+          nextRunAt: at(MINUTE),
+          lastRunAt: at(0),
+        }));
+        expect(first.rows).toEqual([]);
+        const second = await claimWith(
+          schedule,
+          (s) => ({
+            occurrences: [occurrence(s, at(MINUTE), { status: 'buffered' })],
+            nextRunAt: null,
+            lastRunAt: at(MINUTE),
+            runCount: 5,
+            disableNote: MAX_RUNS_NOTE,
+            skipBuffered: true,
+          }),
+          at(MINUTE),
+        );
+        expect(second.state).toMatchObject({ hasActiveOccurrence: true });
+        const ledger = await storage().cron.listOccurrences(schedule.id, 10, 0);
+        expect(ledger.map((row) => [row.scheduledTime, row.status])).toEqual([
+          [at(MINUTE), 'buffered'],
+          [at(0), 'skipped'],
+        ]);
+        expect(await storage().cron.getSchedule(schedule.id)).toMatchObject({
+          enabled: false,
+          runCount: 5,
+          note: MAX_RUNS_NOTE,
+          nextRunAt: null,
+        });
+      });
+
+      it('tells a cancel_other plan which pipelines are active', async () => {
+        const wf = workflowFixture(storage, CHAIN);
+        const schedule = scheduleRow({ workflowName: wf.name, overlapPolicy: 'cancel_other' });
+        await storage().cron.insertSchedule(schedule);
+        const [row] = (await storage().cron.insertOccurrences([occurrence(schedule, at(-MINUTE))])).claimed;
+        const pipeline = await wf.create({ idempotencyKey: row!.id, scheduledTime: at(-MINUTE) });
+        await storage().cron.linkOccurrence(row!.id, pipeline.id, at(-MINUTE));
+        const { state } = await claimWith(schedule, (s) => ({
+          occurrences: [occurrence(s, at(0))],
+          nextRunAt: at(MINUTE),
+          lastRunAt: at(0),
+        }));
+        expect(state).toMatchObject({ hasActiveOccurrence: true, activePipelineIds: [pipeline.id] });
+      });
+
+      it('releases the oldest buffered row once nothing is active, and counts it in runCount', async () => {
+        const wf = workflowFixture(storage, CHAIN);
+        const schedule = scheduleRow({ workflowName: wf.name, overlapPolicy: 'buffer_all', maxRuns: 2, runCount: 1 });
+        await storage().cron.insertSchedule(schedule);
+        const [active] = (await storage().cron.insertOccurrences([occurrence(schedule, at(0))])).claimed;
+        await storage().cron.insertOccurrences([
+          occurrence(schedule, at(MINUTE), { status: 'buffered' }),
+          occurrence(schedule, at(2 * MINUTE), { status: 'buffered' }),
+        ]);
+        const request = { now: at(3 * MINUTE), workflowNames: [wf.name], runnerId: 'r2', limit: 10 };
+        expect(await storage().cron.releaseBuffered(request)).toEqual([]); // the claimed row is active
+        const pipeline = await wf.create({ idempotencyKey: active!.id, scheduledTime: at(0) });
+        await storage().cron.linkOccurrence(active!.id, pipeline.id, at(1));
+        expect(await storage().cron.releaseBuffered(request)).toEqual([]); // its pipeline is pending
+        await wf.runAll(at(2));
+        const released = await storage().cron.releaseBuffered(request);
+        expect(released).toEqual([
+          expect.objectContaining({
+            scheduledTime: at(MINUTE),
+            status: 'claimed',
+            claimedBy: 'r2',
+            claimedAt: at(3 * MINUTE),
+            fireAt: at(3 * MINUTE),
+          }),
+        ]);
+        // That hand-off reached maxRuns: the schedule is disabled and the last buffered row never runs.
+        expect(await storage().cron.getSchedule(schedule.id)).toMatchObject({
+          runCount: 2,
+          enabled: false,
+          note: MAX_RUNS_NOTE,
+        });
+        await storage().cron.linkOccurrence(released[0]!.id, (await wf.create()).id, at(3 * MINUTE));
+        await wf.runAll(at(4 * MINUTE));
+        expect(await storage().cron.releaseBuffered({ ...request, now: at(5 * MINUTE) })).toEqual([]);
+        const ledger = await storage().cron.listOccurrences(schedule.id, 10, 0);
+        expect(ledger.map((row) => row.status)).toEqual(['skipped', 'handed_off', 'handed_off']);
+      });
+    });
+  });
+}
