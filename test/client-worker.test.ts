@@ -1,3 +1,4 @@
+import { OrreryClient } from '@orreryjs/runner';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ADAPTERS, type TestDatabase } from '../packages/runner/test/support.js';
 import { spawnFixture, stopWorker, type Worker } from './support/processes.js';
@@ -56,5 +57,33 @@ describe.each(ADAPTERS)('a client process without task code and a worker process
 
     const { code: workerCode } = await stopWorker(worker);
     expect(workerCode, worker.stderr()).toBe(0);
+  });
+
+  it('keeps a pipeline with runAt pending until then: the worker in another process starts none of its tasks before', {
+    timeout: 120_000,
+  }, async () => {
+    database = open();
+    const env = {
+      ORRERY_DATABASE: database.config.database!,
+      ...(database.config.schema === undefined ? {} : { ORRERY_SCHEMA: database.config.schema }),
+    };
+    const worker = spawnFixture('client-worker.ts', ['run-at-worker'], env);
+    workers.push(worker);
+    await worker.ready;
+    const client = await OrreryClient.create(database.config);
+    try {
+      const runAt = new Date(Date.now() + 2_000);
+      const execution = await client.executeAsync('greet', { name: 'Later' }, { runAt });
+      const status = await execution.status();
+      // Read before runAt, the status can only be pending (read later, it proves nothing either way).
+      if (Date.now() < runAt.getTime()) expect(status).toBe('pending');
+      const result = await execution.wait({ timeoutMs: 60_000 });
+      expect(result.status).toBe('completed');
+      expect(result.finalContext).toMatchObject({ shout: 'HELLO LATER' });
+      for (const task of result.tasks) expect(task.startedAt!.getTime()).toBeGreaterThanOrEqual(runAt.getTime());
+    } finally {
+      await client.close();
+    }
+    expect((await stopWorker(worker)).code, worker.stderr()).toBe(0);
   });
 });

@@ -52,10 +52,14 @@ describe.each(TARGETS)('cron crash points with real processes on $name', ({ make
   });
 
   /** Adds the schedules: `* * * * * *` from the next whole second for WINDOW_MS. */
-  async function setUp(): Promise<CronSchedule[]> {
+  async function setUp(overlapPolicy: 'allow' | 'buffer_all' = 'allow'): Promise<CronSchedule[]> {
     target = make();
     const endAt = wholeSecondIn(WINDOW_MS);
-    const schedules = await addSchedules(target, SCHEDULES, () => ({ cronExpression: '* * * * * *', endAt }));
+    const schedules = await addSchedules(target, SCHEDULES, () => ({
+      cronExpression: '* * * * * *',
+      endAt,
+      overlapPolicy,
+    }));
     storage = await target.open();
     return schedules;
   }
@@ -156,5 +160,19 @@ describe.each(TARGETS)('cron crash points with real processes on $name', ({ make
     const pipeline = await storage!.executions.getPipeline(crash.pipelineExecutionId!);
     expect(pipeline?.input).toMatchObject({ is_recovery: true, recovery_attempt: 1 });
     expect(audit.recovered).toBeGreaterThanOrEqual(first.occurrenceIds!.length);
+  });
+
+  it('hands off exactly once a slot buffered behind an active one when its runner was killed', async () => {
+    // The crash worker never runs tasks, so its first pipeline stays pending and later slots wait, buffered.
+    const schedules = await setUp('buffer_all');
+    const crash = await crashAt('while-buffered');
+    const id = crash.occurrenceId!;
+    expect(await storage!.cron.getOccurrence(id)).toMatchObject({ status: 'buffered', pipelineExecutionId: null });
+
+    await survive(schedules, 1);
+    const row = await storage!.cron.getOccurrence(id);
+    expect(row).toMatchObject({ status: 'handed_off' });
+    const pipeline = await storage!.executions.getPipeline(row!.pipelineExecutionId!);
+    expect(pipeline).toMatchObject({ status: 'completed', scheduledTime: row!.scheduledTime, idempotencyKey: id });
   });
 });
