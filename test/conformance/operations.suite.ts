@@ -127,6 +127,33 @@ export function describeOperations(open: OpenStorage): void {
       });
     });
 
+    describe('health and gauges', () => {
+      it('counts ready tasks that are due and running pipelines', async () => {
+        const wf = workflowFixture(storage, CHAIN);
+        await wf.create();
+        await wf.create({ runAt: at(MINUTE) });
+        expect(await storage().executions.countWork(at(0))).toEqual({ readyTasks: 1, runningPipelines: 0 });
+        await wf.claim('r', at(1), { limit: 1 });
+        expect(await storage().executions.countWork(at(MINUTE))).toEqual({ readyTasks: 1, runningPipelines: 1 });
+      });
+
+      it('lists due enabled schedules whose workflow no live runner has, and counts abandoned rows', async () => {
+        const stranded = scheduleRow({ workflowName: uniqueName(), nextRunAt: at(0) });
+        const runnable = scheduleRow({ workflowName: uniqueName(), nextRunAt: at(0) });
+        const later = scheduleRow({ workflowName: stranded.workflowName, nextRunAt: at(2 * MINUTE) });
+        const disabled = scheduleRow({ workflowName: stranded.workflowName, enabled: false, nextRunAt: null });
+        for (const row of [stranded, runnable, later, disabled]) await storage().cron.insertSchedule(row);
+        const found = await storage().cron.listStrandedSchedules(at(MINUTE), [runnable.workflowName], 10);
+        expect(found.map((row) => row.id)).toEqual([stranded.id]);
+        expect((await storage().cron.listStrandedSchedules(at(MINUTE), [], 10)).map((row) => row.id).sort()).toEqual(
+          [stranded.id, runnable.id].sort(),
+        );
+        expect(await storage().cron.countAbandonedOccurrences()).toBe(0);
+        await storage().cron.insertOccurrences([occurrence(stranded, at(0), { status: 'abandoned' })]);
+        expect(await storage().cron.countAbandonedOccurrences()).toBe(1);
+      });
+    });
+
     describe('schedules', () => {
       it('round-trips pauseOnFailure, maxRuns, runCount, dst and note', async () => {
         const row = scheduleRow({

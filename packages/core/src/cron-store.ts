@@ -263,6 +263,13 @@ export interface CronStore {
   recoveryCounts(): Promise<RecoveryCounts>;
   /** Rows still `claimed` whose fire time and claim are before `lostBefore`: lost, waiting for recovery. */
   countLostOccurrences(lostBefore: Date): Promise<number>;
+  /** Ledger rows `abandoned` (retention bounds how many are kept). */
+  countAbandonedOccurrences(): Promise<number>;
+  /**
+   * Enabled schedules due before `dueBefore` whose workflow is not among `runnable` (the
+   * workflows of live runners): nothing will ever claim them. Earliest due first, at most `limit`.
+   */
+  listStrandedSchedules(dueBefore: Date, runnable: readonly string[], limit: number): Promise<ScheduleRow[]>;
   /**
    * Deletes up to `batchSize` terminal ledger rows (not `claimed`) that became terminal before
    * `before` (handed off, or else claimed, before it), except a `handed_off` row whose pipeline

@@ -202,6 +202,8 @@ export interface ExecutionStore {
    * the row as it is, unchanged, when it was in another status; null when unknown.
    */
   retryPipeline(id: string, tasks: readonly RetriedTask[], now: Date): Promise<PipelineRow | null>;
+  /** Tasks `ready` now (availableAt passed) and pipelines `running`: the load gauges. */
+  countWork(now: Date): Promise<{ readyTasks: number; runningPipelines: number }>;
   /** Running tasks whose lease expired before `now`: their runner died or stalled, and no runner has taken them over yet. */
   countStalledTasks(now: Date): Promise<number>;
   /**

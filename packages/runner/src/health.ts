@@ -5,8 +5,8 @@ import type { CronHealth } from '@orreryjs/cron';
 export interface RunnerHealth {
   /**
    * `ok`: started and nothing is lost or stalled. `degraded`: started, but some occurrence
-   * is lost or some task stalled (recovery and lease expiry should clear them; if they
-   * persist, a runner with those workflows is missing). `stopped`: not started or shut down.
+   * is lost, some task stalled (recovery and lease expiry should clear them; if they
+   * persist, a runner with those workflows is missing), or some schedule is stranded. `stopped`: not started or shut down.
    */
   status: 'ok' | 'degraded' | 'stopped';
   runnerId: string;
@@ -29,6 +29,12 @@ export interface RunnerHealth {
   lostOccurrences: number;
   /** Running tasks, of any runner, whose lease has expired and that nobody has taken over yet; 0 once shut down. */
   stalledTasks: number;
+  /**
+   * Enabled schedules due for longer than `cronLostThresholdMs` whose workflow no live runner
+   * has registered: nothing will fire them until such a runner starts (at most 100, earliest
+   * due first). Empty once shut down.
+   */
+  strandedSchedules: { id: string; name: string | null; workflowName: string; nextRunAt: Date }[];
   /** When this report was made (runner clock). */
   checkedAt: Date;
 }
@@ -47,18 +53,33 @@ export interface HealthSources {
   executionStore: ExecutionStore;
   lostThresholdMs: number;
   clock: Clock;
+  /** The workflows live runners have registered. */
+  liveWorkflows(): Promise<string[]>;
 }
+
+/** How many stranded schedules a health report lists. */
+const STRANDED_LIMIT = 100;
 
 /** Reads the database's lost and stalled counts and combines them with this process's loop state. */
 export async function checkHealth(sources: HealthSources): Promise<RunnerHealth> {
   const now = sources.clock.now();
-  const [lostOccurrences, stalledTasks] = sources.closed
-    ? [0, 0]
+  const dueBefore = new Date(now.getTime() - sources.lostThresholdMs);
+  const [lostOccurrences, stalledTasks, stranded] = sources.closed
+    ? [0, 0, []]
     : await Promise.all([
-        sources.cronStore.countLostOccurrences(new Date(now.getTime() - sources.lostThresholdMs)),
+        sources.cronStore.countLostOccurrences(dueBefore),
         sources.executionStore.countStalledTasks(now),
+        sources
+          .liveWorkflows()
+          .then((runnable) => sources.cronStore.listStrandedSchedules(dueBefore, runnable, STRANDED_LIMIT)),
       ]);
-  const stuck = lostOccurrences > 0 || stalledTasks > 0;
+  const strandedSchedules = stranded.map((row) => ({
+    id: row.id,
+    name: row.name,
+    workflowName: row.workflowName,
+    nextRunAt: row.nextRunAt!,
+  }));
+  const stuck = lostOccurrences > 0 || stalledTasks > 0 || strandedSchedules.length > 0;
   return {
     status: !sources.running ? 'stopped' : stuck ? 'degraded' : 'ok',
     runnerId: sources.runnerId,
@@ -67,6 +88,7 @@ export async function checkHealth(sources: HealthSources): Promise<RunnerHealth>
     runningTasks: sources.runningTasks,
     lostOccurrences,
     stalledTasks,
+    strandedSchedules,
     checkedAt: now,
   };
 }

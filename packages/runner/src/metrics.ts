@@ -13,12 +13,19 @@ const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
  * Schedule labels use the schedule's name (its id when it has none), and tasks are labelled
  * by workflow and task id: both sets are bounded by what users define, never by traffic.
  */
+/** Database counts the load gauges read at each scrape. */
+export interface MetricsSources {
+  countWork(): Promise<{ readyTasks: number; runningPipelines: number }>;
+  countLost(): Promise<number>;
+  countAbandoned(): Promise<number>;
+}
+
 export class RunnerMetrics {
   readonly registry = new Registry();
 
   readonly #record: { [K in keyof RunnerEvents]?: (payload: RunnerEvents[K][0]) => void };
 
-  constructor(activeTasks: () => number) {
+  constructor(activeTasks: () => number, sources?: MetricsSources) {
     const registers = [this.registry];
     const fired = new Counter({
       name: 'orrery_cron_fired_total',
@@ -91,6 +98,8 @@ export class RunnerMetrics {
       },
     });
 
+    if (sources !== undefined) registerDatabaseGauges(registers, sources);
+
     const finished = (e: { workflowName: string; status: string }) =>
       pipelines.inc({ workflow: e.workflowName, status: e.status });
     this.#record = {
@@ -129,4 +138,45 @@ export class RunnerMetrics {
   record<K extends keyof RunnerEvents>(event: K, payload: RunnerEvents[K][0]): void {
     (this.#record[event] as ((payload: RunnerEvents[K][0]) => void) | undefined)?.(payload);
   }
+}
+
+/**
+ * Gauges read from the database at each scrape (so they hold for every runner of the
+ * database, not this one alone): ready tasks, running pipelines, lost and abandoned
+ * occurrences. A failed read (the database is down or closed) leaves the last value.
+ */
+function registerDatabaseGauges(registers: Registry[], sources: MetricsSources): void {
+  const gauge = (name: string, help: string, read: () => Promise<number>) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      async collect() {
+        try {
+          this.set(await read());
+        } catch {
+          // Keep the last value: a scrape must not fail because one count could not be read.
+        }
+      },
+    });
+  gauge(
+    'orrery_tasks_ready',
+    'Tasks ready to run now, of any runner (backlog)',
+    async () => (await sources.countWork()).readyTasks,
+  );
+  gauge(
+    'orrery_pipelines_running',
+    'Pipelines running now, of any runner',
+    async () => (await sources.countWork()).runningPipelines,
+  );
+  gauge(
+    'orrery_cron_lost_occurrences',
+    'Ledger rows still claimed past cronLostThresholdMs (waiting for recovery)',
+    sources.countLost,
+  );
+  gauge(
+    'orrery_cron_abandoned_occurrences',
+    'Ledger rows recovery gave up on (abandoned), as retention keeps them',
+    sources.countAbandoned,
+  );
 }

@@ -67,7 +67,12 @@ export class DefaultRunner extends OrreryClient {
     super({ config, storage, registry, clock: new OffsetClock(config.clock, config.clock === systemClock) });
     const { logger, runnerId } = config;
     const clock = this.clock;
-    this.#metrics = new RunnerMetrics(() => this.#active.size);
+    this.#metrics = new RunnerMetrics(() => this.#active.size, {
+      countWork: () => this.storage.executions.countWork(this.clock.now()),
+      countLost: () =>
+        this.storage.cron.countLostOccurrences(new Date(this.clock.now().getTime() - this.config.cronLostThresholdMs)),
+      countAbandoned: () => this.storage.cron.countAbandonedOccurrences(),
+    });
     const environment: AttemptEnvironment = {
       store: storage.executions,
       registry,
@@ -255,6 +260,7 @@ export class DefaultRunner extends OrreryClient {
       executionStore: this.storage.executions,
       lostThresholdMs: this.config.cronLostThresholdMs,
       clock: this.clock,
+      liveWorkflows: async () => (await this.listRunners()).filter((r) => r.alive).flatMap((r) => r.workflows),
     });
   }
 

@@ -142,6 +142,44 @@ describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
     expect(sample(text, 'orrery_cron_fire_lag_seconds_count{schedule="nightly"}')).toBe(1);
   });
 
+  it('reports a due schedule whose workflow no live runner has as stranded, and degraded', async () => {
+    const clock = new ManualClock(new Date('2026-01-01T00:00:00Z'));
+    const orphan = defineWorkflow({ name: 'orphan', tasks: [{ id: 'only', run: () => {} }] });
+    const gone = await open({ clock, workflows: [orphan], enableCronScheduling: false });
+    const schedule = await gone.addCronSchedule({
+      name: 'orphaned',
+      workflowName: 'orphan',
+      cronExpression: '0 * * * *',
+    });
+    await gone.start();
+    await gone.shutdown();
+    const runner = await open({ clock, cronEnableRecovery: false });
+    await runner.start();
+    expect(await runner.health()).toMatchObject({ status: 'ok', strandedSchedules: [] });
+    clock.set(new Date('2026-01-01T01:05:00Z')); // due at 01:00, past the 60 s lost threshold
+    expect(await runner.health()).toMatchObject({
+      status: 'degraded',
+      strandedSchedules: [
+        { id: schedule.id, name: 'orphaned', workflowName: 'orphan', nextRunAt: new Date('2026-01-01T01:00:00Z') },
+      ],
+    });
+  });
+
+  it('gauges ready tasks, running pipelines, lost and abandoned occurrences from the database', async () => {
+    const clock = new ManualClock(new Date('2026-01-01T00:00:00Z'));
+    const runner = await open({ clock, enableCronScheduling: false });
+    await runner.executeAsync('etl', {}, { runAt: new Date('2026-01-01T00:10:00Z') });
+    await runner.executeAsync('etl');
+    let text = await runner.metrics();
+    expect(sample(text, 'orrery_tasks_ready')).toBe(1); // the delayed pipeline's task is not ready yet
+    expect(sample(text, 'orrery_pipelines_running')).toBe(0);
+    expect(sample(text, 'orrery_cron_lost_occurrences')).toBe(0);
+    expect(sample(text, 'orrery_cron_abandoned_occurrences')).toBe(0);
+    clock.set(new Date('2026-01-01T00:10:00Z'));
+    text = await runner.metrics();
+    expect(sample(text, 'orrery_tasks_ready')).toBe(2);
+  });
+
   it('counts missed slots, not missed rows, and reports them with cron:missed', async () => {
     const clock = new ManualClock(new Date('2026-01-01T00:00:30Z'));
     const runner = await open({ clock, cronEnableRecovery: false, cronPollIntervalMs: 20 });

@@ -19,7 +19,13 @@ import { claimDueSchedules } from './claim.js';
 import { prepareHandoff } from './handoff.js';
 import { occurrenceStats, prepareLedger } from './ledger.js';
 import { claimLostOccurrences, finishRecovery, prepareRecover } from './recover.js';
-import { insertSchedule, prepareSchedules, selectSchedules, updateSchedule } from './schedules.js';
+import {
+  insertSchedule,
+  prepareSchedules,
+  selectSchedules,
+  selectStrandedSchedules,
+  updateSchedule,
+} from './schedules.js';
 
 /** Every prepared statement of the cron store, by the file of the guarantee it serves. */
 export function prepareCronStore(handle: PostgresHandle) {
@@ -133,6 +139,19 @@ export class PostgresCronStore implements CronStore {
     return statement(
       'countLostOccurrences',
       async () => (await this.#q.ledger.countLostOccurrences.execute({ lostBefore }))[0]?.count ?? 0,
+    );
+  }
+
+  countAbandonedOccurrences(): Promise<number> {
+    return statement(
+      'countAbandonedOccurrences',
+      async () => (await this.#q.ledger.countAbandonedOccurrences.execute())[0]?.count ?? 0,
+    );
+  }
+
+  listStrandedSchedules(dueBefore: Date, runnable: readonly string[], limit: number): Promise<ScheduleRow[]> {
+    return statement('listStrandedSchedules', () =>
+      selectStrandedSchedules(this.#handle.db, this.#handle.tables, dueBefore, runnable, limit),
     );
   }
 

@@ -57,6 +57,11 @@ export function prepareLedger({ db, tables, named }: PostgresHandle) {
       .limit(sql.placeholder('limit'))
       .offset(sql.placeholder('offset'))
       .prepare(named('orrery_list_occurrences')),
+    countAbandonedOccurrences: db
+      .select({ count: sql<number>`count(*)::int` })
+      .from(c)
+      .where(sql`${c.status} = 'abandoned'`)
+      .prepare(named('orrery_count_abandoned_occurrences')),
     countLostOccurrences: db
       .select({ count: sql<number>`count(*)::int` })
       .from(c)

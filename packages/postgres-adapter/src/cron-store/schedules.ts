@@ -1,5 +1,5 @@
 import { DatabaseError, ScheduleConflictError, type ScheduleFilter, type ScheduleRow } from '@orreryjs/core';
-import { and, asc, eq, sql } from 'drizzle-orm';
+import { and, asc, eq, lte, notInArray, sql } from 'drizzle-orm';
 import { bind, bindAllColumns } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import { type PostgresDb, type PostgresHandle, sqlState } from '../transaction.js';
@@ -118,4 +118,27 @@ function isNameTaken(error: unknown): boolean {
   const cause = (error as { cause?: { constraint?: unknown } })?.cause;
   const constraint = (error as { constraint?: unknown })?.constraint ?? cause?.constraint;
   return sqlState(error) === '23505' && constraint === 'cron_schedules_name_key';
+}
+
+/** Enabled schedules due before `dueBefore` whose workflow no live runner has (see CronStore.listStrandedSchedules). */
+export function selectStrandedSchedules(
+  db: PostgresDb,
+  tables: PostgresTables,
+  dueBefore: Date,
+  runnable: readonly string[],
+  limit: number,
+) {
+  const s = tables.cronSchedules;
+  return db
+    .select()
+    .from(s)
+    .where(
+      and(
+        isEnabled(tables),
+        lte(s.nextRunAt, dueBefore),
+        runnable.length === 0 ? undefined : notInArray(s.workflowName, [...runnable]),
+      ),
+    )
+    .orderBy(asc(s.nextRunAt))
+    .limit(limit);
 }

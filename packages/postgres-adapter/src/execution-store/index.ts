@@ -17,7 +17,7 @@ import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTask, prepareFinish } from './finish.js';
 import { prepareLease, releaseLeases, renewLeases } from './lease.js';
-import { createPipelinesIn, preparePipelines, selectPipelines } from './pipelines.js';
+import { countWork, createPipelinesIn, preparePipelines, selectPipelines } from './pipelines.js';
 import { prepareRetention } from './retention.js';
 
 /** Every prepared statement of the execution store, by the file of the guarantee it serves. */
@@ -110,6 +110,13 @@ export class PostgresExecutionStore implements ExecutionStore {
 
   retryPipeline(id: string, tasks: readonly RetriedTask[], now: Date): Promise<PipelineRow | null> {
     return transaction(this.#handle, 'retryPipeline', (tx) => retryPipeline(tx, this.#handle.tables, id, tasks, now));
+  }
+
+  countWork(now: Date): Promise<{ readyTasks: number; runningPipelines: number }> {
+    return statement('countWork', async () => {
+      const [counts] = await countWork(this.#handle.db, this.#handle.tables, now);
+      return { readyTasks: counts?.readyTasks ?? 0, runningPipelines: counts?.runningPipelines ?? 0 };
+    });
   }
 
   countStalledTasks(now: Date): Promise<number> {

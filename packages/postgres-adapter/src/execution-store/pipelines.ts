@@ -138,3 +138,15 @@ export async function createPipelinesIn(
     return { pipeline: holder, created: false };
   });
 }
+
+/** The load gauges: tasks `ready` whose availableAt has come, and pipelines `running`. */
+export function countWork(db: PostgresDb, tables: PostgresTables, now: Date) {
+  const { pipelineExecutions: p, taskExecutions: t } = tables;
+  return db
+    .select({
+      // Raw SQL: two counts over different tables in one round trip.
+      readyTasks: sql<number>`(SELECT count(*)::int FROM ${t} WHERE ${t.status} = 'ready' AND ${t.availableAt} <= ${sql.param(now, t.availableAt)}::timestamptz)`,
+      runningPipelines: sql<number>`(SELECT count(*)::int FROM ${p} WHERE ${p.status} = 'running')`,
+    })
+    .from(sql`(SELECT 1) AS one`);
+}

@@ -72,6 +72,11 @@ select "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_
   limit $2
   offset $3;
 
+-- ledger/countAbandonedOccurrences
+select count(*)::int
+  from "tenant"."cron_executions"
+  where "tenant"."cron_executions"."status" = 'abandoned';
+
 -- ledger/countLostOccurrences
 select count(*)::int
   from "tenant"."cron_executions"

@@ -20,7 +20,13 @@ import { claimDueSchedules, prepareClaim } from './claim.js';
 import { prepareHandoff } from './handoff.js';
 import { occurrenceStats, prepareLedger } from './ledger.js';
 import { claimLostOccurrences, finishRecovery, prepareRecover } from './recover.js';
-import { insertSchedule, prepareSchedules, selectSchedules, updateSchedule } from './schedules.js';
+import {
+  insertSchedule,
+  prepareSchedules,
+  selectSchedules,
+  selectStrandedSchedules,
+  updateSchedule,
+} from './schedules.js';
 
 /** Every prepared statement of the cron store, by the file of the guarantee it serves. */
 export function prepareCronStore(handle: SqliteHandle) {
@@ -151,6 +157,20 @@ export class SqliteCronStore implements CronStore {
       this.#handle,
       'countLostOccurrences',
       () => this.#q.ledger.countLostOccurrences.get({ lostBefore })?.count ?? 0,
+    );
+  }
+
+  countAbandonedOccurrences(): Promise<number> {
+    return readTransaction(
+      this.#handle,
+      'countAbandonedOccurrences',
+      () => this.#q.ledger.countAbandonedOccurrences.get()?.count ?? 0,
+    );
+  }
+
+  listStrandedSchedules(dueBefore: Date, runnable: readonly string[], limit: number): Promise<ScheduleRow[]> {
+    return readTransaction(this.#handle, 'listStrandedSchedules', () =>
+      selectStrandedSchedules(this.#handle.db, this.#handle.tables, dueBefore, runnable, limit).all(),
     );
   }
 

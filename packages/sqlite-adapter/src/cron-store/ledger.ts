@@ -50,6 +50,11 @@ export function prepareLedger({ db, tables }: SqliteHandle) {
       .limit(placeholder('limit'))
       .offset(placeholder('offset'))
       .prepare(),
+    countAbandonedOccurrences: db
+      .select({ count: sql<number>`count(*)` })
+      .from(c)
+      .where(sql`${c.status} = 'abandoned'`)
+      .prepare(),
     countLostOccurrences: db
       .select({ count: sql<number>`count(*)` })
       .from(c)

@@ -1,5 +1,5 @@
 import { DatabaseError, ScheduleConflictError, type ScheduleFilter, type ScheduleRow } from '@orreryjs/core';
-import { and, asc, eq, sql } from 'drizzle-orm';
+import { and, asc, eq, lte, notInArray, sql } from 'drizzle-orm';
 import { bind, bindAllColumns } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
@@ -67,6 +67,29 @@ export function selectSchedules(db: SqliteDb, tables: SqliteTables, filter: Sche
       .limit(filter.limit)
       .offset(filter.offset)
   );
+}
+
+/** Enabled schedules due before `dueBefore` whose workflow no live runner has (see CronStore.listStrandedSchedules). */
+export function selectStrandedSchedules(
+  db: SqliteDb,
+  tables: SqliteTables,
+  dueBefore: Date,
+  runnable: readonly string[],
+  limit: number,
+) {
+  const s = tables.cronSchedules;
+  return db
+    .select()
+    .from(s)
+    .where(
+      and(
+        isEnabled(tables),
+        lte(s.nextRunAt, dueBefore),
+        runnable.length === 0 ? undefined : notInArray(s.workflowName, [...runnable]),
+      ),
+    )
+    .orderBy(asc(s.nextRunAt))
+    .limit(limit);
 }
 
 /** Writes `patch` if the schedule still has `expectedVersion`, bumping the version. */

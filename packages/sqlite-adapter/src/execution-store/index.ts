@@ -17,7 +17,7 @@ import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTask, prepareFinish } from './finish.js';
 import { prepareLease, releaseLeases, renewLeases } from './lease.js';
-import { createPipelineIn, preparePipelines, selectPipelines } from './pipelines.js';
+import { countWork, createPipelineIn, preparePipelines, selectPipelines } from './pipelines.js';
 import { prepareRetention } from './retention.js';
 
 /** Every prepared statement of the execution store, by the file of the guarantee it serves. */
@@ -116,6 +116,13 @@ export class SqliteExecutionStore implements ExecutionStore {
 
   retryPipeline(id: string, tasks: readonly RetriedTask[], now: Date): Promise<PipelineRow | null> {
     return writeTransaction(this.#handle, 'retryPipeline', () => retryPipeline(this.#q, id, tasks, now));
+  }
+
+  countWork(now: Date): Promise<{ readyTasks: number; runningPipelines: number }> {
+    return readTransaction(this.#handle, 'countWork', () => {
+      const counts = countWork(this.#handle.db, this.#handle.tables, now).get();
+      return { readyTasks: counts?.readyTasks ?? 0, runningPipelines: counts?.runningPipelines ?? 0 };
+    });
   }
 
   countStalledTasks(now: Date): Promise<number> {

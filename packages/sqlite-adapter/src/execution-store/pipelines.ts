@@ -140,3 +140,15 @@ export function createPipelineIn(
   }
   return { pipeline: row, created: true };
 }
+
+/** The load gauges: tasks `ready` whose availableAt has come, and pipelines `running`. */
+export function countWork(db: SqliteDb, tables: SqliteTables, now: Date) {
+  const { pipelineExecutions: p, taskExecutions: t } = tables;
+  return db
+    .select({
+      // Raw SQL: two counts over different tables in one round trip.
+      readyTasks: sql<number>`(SELECT count(*) FROM ${t} WHERE ${t.status} = 'ready' AND ${t.availableAt} <= ${sql.param(now, t.availableAt)})`,
+      runningPipelines: sql<number>`(SELECT count(*) FROM ${p} WHERE ${p.status} = 'running')`,
+    })
+    .from(sql`(SELECT 1) AS one`);
+}

@@ -166,6 +166,11 @@ select "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_
   limit ?
   offset ?;
 
+-- ledger/countAbandonedOccurrences
+select count(*)
+  from "cron_executions"
+  where "cron_executions"."status" = 'abandoned';
+
 -- ledger/countLostOccurrences
 select count(*)
   from "cron_executions"
