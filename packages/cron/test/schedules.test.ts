@@ -153,6 +153,11 @@ describe('addSchedule', () => {
       ['an invalid date', { startAt: new Date(Number.NaN) }, ValidationError, /startAt/],
       ['a context that is not JSON', { context: { when: new Date() } }, ContextError, /context\.when/],
       ['a context too large', { context: { big: 'x'.repeat(2_000_000) } }, ContextError, /maxContextBytes/],
+      ['a zero maxRuns', { maxRuns: 0 }, ValidationError, /maxRuns must be a positive integer/],
+      ['an unknown dst choice', { dst: { repeated: 'twice' } }, ValidationError, /dst.repeated must be one of/],
+      ['a dst typo', { dst: { gaps: 'skip' } }, ValidationError, /Unknown dst field "gaps"/],
+      ['a note too long', { note: 'x'.repeat(1001) }, ValidationError, /note must be a string of at most 1000/],
+      ['a non-boolean pauseOnFailure', { pauseOnFailure: 'yes' }, ValidationError, /pauseOnFailure/],
       ['a typo of timezone', { tz: 'Europe/Paris' }, ValidationError, /"tz": did you mean "timezone"\?/],
       ['a misspelt key', { catchupPolicyy: 'skip' }, ValidationError, /"catchupPolicyy": did you mean "catchupPolicy"/],
       ['a wrongly cased key', { cronexpression: '* * * * *' }, ValidationError, /did you mean "cronExpression"/],
@@ -301,6 +306,49 @@ describe('updateSchedule', () => {
     await h.cron.addSchedule({ name: 'a', workflowName: 'wf', cronExpression: '* * * * *' });
     const updated = await h.cron.updateSchedule('a', { startAt: at(HOUR), endAt: at(2 * HOUR) });
     expect(updated).toMatchObject({ startAt: at(HOUR), endAt: at(2 * HOUR), nextRunAt: at(HOUR) });
+  });
+});
+
+describe('operator fields', () => {
+  it('stores pauseOnFailure, maxRuns, the note and dst with both rules filled in', async () => {
+    const schedule = await h.cron.addSchedule({
+      name: 'ops',
+      workflowName: 'wf',
+      cronExpression: '30 1 * * *',
+      overlapPolicy: 'buffer_one',
+      pauseOnFailure: true,
+      maxRuns: 3,
+      dst: { repeated: 'both' },
+      note: 'owned by data-eng',
+    });
+    expect(schedule).toMatchObject({
+      overlapPolicy: 'buffer_one',
+      pauseOnFailure: true,
+      maxRuns: 3,
+      runCount: 0,
+      dst: { repeated: 'both', gap: 'shift' },
+      note: 'owned by data-eng',
+    });
+    // The note is not part of the definition: re-adding without it keeps the schedule and its note.
+    const again = await h.cron.addSchedule({
+      name: 'ops',
+      workflowName: 'wf',
+      cronExpression: '30 1 * * *',
+      overlapPolicy: 'buffer_one',
+      pauseOnFailure: true,
+      maxRuns: 3,
+      dst: { repeated: 'both', gap: 'shift' },
+    });
+    expect(again).toEqual(schedule);
+  });
+
+  it('stores a pause note when disabled with one and clears it when enabled', async () => {
+    await h.cron.addSchedule({ name: 'p', workflowName: 'wf', cronExpression: '* * * * *' });
+    expect(await h.cron.setEnabled('p', false, { note: 'vendor outage, INC-42' })).toMatchObject({
+      enabled: false,
+      note: 'vendor outage, INC-42',
+    });
+    expect(await h.cron.setEnabled('p', true)).toMatchObject({ enabled: true, note: null });
   });
 });
 
