@@ -190,11 +190,14 @@ describe('cron across runner processes killed with SIGKILL at random', () => {
     const endAt = wholeSecondIn(options.killForMs + 2000);
     // Odd schedules are handed off inside the claim transaction (DefaultRunner's in-transaction
     // handoff); even ones have jitter, so each occurrence waits up to JITTER_MS `claimed` in the
-    // runner's memory and takes the two-phase path: a kill then leaves it to recovery.
+    // runner's memory and takes the two-phase path: a kill then leaves it to recovery. Every fifth
+    // buffers its slots behind an unfinished pipeline (buffer_all): a kill may leave them `buffered`,
+    // and they must still run exactly once, each with its own scheduled time.
     const schedules = await addSchedules(target, options.schedules, (i) => ({
       cronExpression: '* * * * * *',
       endAt,
       ...(i % 2 === 0 ? { jitterMs: JITTER_MS } : {}),
+      ...(i % 5 === 4 ? { overlapPolicy: 'buffer_all' as const } : {}),
     }));
     storage = await target.open();
     const startedAt = performance.now();
