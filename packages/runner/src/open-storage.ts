@@ -5,15 +5,24 @@ import type { ResolvedRunnerConfig } from './config.js';
  * Opens the database the config names. Each adapter is loaded only when its URL asks for it
  * (dynamic import), so a SQLite user never loads `pg` and a Postgres user never loads the
  * native SQLite driver.
- * @throws ConfigurationError for a database that cannot be opened or (with `migrate: false`) a stale schema.
+ * @throws ConfigurationError for a database that cannot be opened, a SQLite file or folder
+ *   missing against `mustExist`, or (with `migrate: false`) a stale schema.
  * @throws DatabaseError when a migration fails.
  */
-export async function openStorage(config: ResolvedRunnerConfig): Promise<Storage> {
+export async function openStorage(
+  config: ResolvedRunnerConfig,
+  options: { mustExist?: 'file' | 'folder' | undefined } = {},
+): Promise<Storage> {
   const { location, migrate } = config;
   switch (location.kind) {
     case 'sqlite': {
       const { openSqliteStorage } = await import('@orreryjs/sqlite-adapter');
-      return openSqliteStorage({ filename: location.filename, migrate });
+      const { mustExist } = options;
+      return openSqliteStorage({
+        filename: location.filename,
+        migrate,
+        ...(mustExist === undefined ? {} : { mustExist }),
+      });
     }
     case 'postgres': {
       const { openPostgresStorage } = await import('@orreryjs/postgres-adapter');
