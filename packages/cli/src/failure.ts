@@ -13,6 +13,16 @@ export const EXIT = {
 } as const;
 
 /**
+ * Thrown by a command that already reported its outcome (on stdout) and only needs a
+ * non-zero exit code: `run --wait` on a pipeline that failed.
+ */
+export class ExitWithCode extends Error {
+  constructor(readonly exitCode: number) {
+    super(`exit ${exitCode}`);
+  }
+}
+
+/**
  * Reports an error that ended a command on stderr and returns the exit code: one line
  * `error: <message>`, or with `json` one document `{ "error": { "code", "message" } }`.
  * Commander's usage errors are printed by commander in text mode (see {@link oneLine}) and
@@ -21,6 +31,7 @@ export const EXIT = {
  * environment problem, and prints its message too (set ORRERY_DEBUG=1 for the stack).
  */
 export function reportFailure(error: unknown, io: CliIo, json = false): number {
+  if (error instanceof ExitWithCode) return error.exitCode;
   if (error instanceof CommanderError) {
     // Help and version output also arrive here, as "errors" with exit code 0.
     if (error.exitCode === 0) return EXIT.ok;

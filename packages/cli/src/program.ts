@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
+import { registerDashboardCommand } from './commands/dashboard.js';
 import { registerExecutionCommands } from './commands/executions.js';
 import { registerMigrateCommand } from './commands/migrate.js';
 import { registerNextCommand } from './commands/next.js';
+import { registerRunCommand } from './commands/run.js';
 import { registerRunnersCommand } from './commands/runners.js';
 import { registerScheduleCommands } from './commands/schedules.js';
 import { registerStatsCommand } from './commands/stats.js';
@@ -32,7 +34,7 @@ Exit codes: 0 success, 1 the command failed, 2 the command line is wrong.`;
 export function buildProgram(io: CliIo = processIo, options: { jsonErrors?: boolean } = {}): Command {
   const program = new Command('orrery')
     .description(
-      'Manage Orrery cron schedules and pipeline executions, list workflows and runners, preview cron expressions, run workers',
+      'Manage Orrery cron schedules and pipeline executions, run workflows, list workflows and runners, preview cron expressions, run workers and the dashboard',
     )
     .version(version, '-V, --version')
     .addHelpText('after', ENVIRONMENT_HELP)
@@ -52,11 +54,13 @@ export function buildProgram(io: CliIo = processIo, options: { jsonErrors?: bool
   registerMigrateCommand(program, io);
   registerScheduleCommands(program, io);
   registerExecutionCommands(program, io);
+  registerRunCommand(program, io);
   registerWorkflowsCommand(program, io);
   registerRunnersCommand(program, io);
   registerStatsCommand(program, io);
   registerNextCommand(program, io);
   registerWorkerCommand(program, io);
+  registerDashboardCommand(program, io);
   return program;
 }
 
