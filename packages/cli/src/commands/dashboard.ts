@@ -1,7 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigurationError } from '@orreryjs/core';
-import type { OrreryClient } from '@orreryjs/runner';
 import type { Command } from 'commander';
 import { parsePort } from '../arguments.js';
 import { type CliIo, type OutputOptions, writeJson, writeLine } from '../output.js';
@@ -29,7 +28,7 @@ export function registerDashboardCommand(program: Command, io: CliIo): void {
     .action(async (options: DashboardOptions) => {
       const { createDashboard } = await import('@orreryjs/dashboard');
       await withClient(options, {}, async (client) => {
-        const dashboard = createDashboard({ client: withFleetHealth(client), readOnly: options.readOnly === true });
+        const dashboard = createDashboard({ client, readOnly: options.readOnly === true });
         const server = createServer((req, res) => dashboard.handle(req, res));
         await new Promise<void>((resolve, reject) => {
           server.once('error', (error) =>
@@ -56,21 +55,6 @@ export function registerDashboardCommand(program: Command, io: CliIo): void {
         });
       });
     });
-}
-
-/**
- * The client with a `health()` for the dashboard's overview, which a runner has and a client
- * may not: `ok` while some runner is alive, else `degraded` (nothing runs the work).
- */
-function withFleetHealth(client: OrreryClient): OrreryClient & { health(): Promise<{ status: 'ok' | 'degraded' }> } {
-  const existing = (client as { health?: unknown }).health;
-  if (typeof existing === 'function')
-    return client as OrreryClient & { health(): Promise<{ status: 'ok' | 'degraded' }> };
-  return Object.assign(client, {
-    health: async () => ({
-      status: (await client.listRunners()).some((runner) => runner.alive) ? ('ok' as const) : ('degraded' as const),
-    }),
-  });
 }
 
 function nextStopSignal(): Promise<NodeJS.Signals> {
