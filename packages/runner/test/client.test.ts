@@ -145,9 +145,18 @@ describe.each(ADAPTERS)('OrreryClient on $name', (adapter) => {
       c.execute('reprot'),
       c.addCronSchedule({ name: 's', workflowName: 'reprot', cronExpression: '0 * * * *' }),
     ];
-    for (const attempt of attempts) {
-      await expect(attempt).rejects.toBeInstanceOf(WorkflowNotFoundError);
-      await expect(attempt).rejects.toThrow(/"reprot" .*known: audit, report/);
+    // Settled together: awaiting them one by one leaves the later rejections unhandled for a while.
+    const errors = await Promise.all(
+      attempts.map((attempt) =>
+        attempt.then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+      ),
+    );
+    for (const error of errors) {
+      expect(error).toBeInstanceOf(WorkflowNotFoundError);
+      expect((error as Error).message).toMatch(/"reprot" .*known: audit, report/);
     }
     expect(await c.listExecutions()).toEqual([]);
     expect(await c.listCronSchedules()).toEqual([]);
