@@ -174,6 +174,8 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     idleTimeoutMillis: poolOptions.idleTimeoutMs,
     ...(poolOptions.statementTimeoutMs === undefined ? {} : { statement_timeout: poolOptions.statementTimeoutMs }),
     application_name: applicationName,
+    // Idle pooled connections must not keep a script alive that never calls close().
+    allowExitOnIdle: true,
   });
   // An idle connection that the server drops emits 'error' on the pool, which would crash the process
   // without a listener; the pool discards that connection and the next query opens a fresh one.

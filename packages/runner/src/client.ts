@@ -110,7 +110,7 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
    */
   static async create(config: OrreryClientConfig = {}): Promise<OrreryClient> {
     const resolved = resolveClientConfig(config);
-    const storage = await openStorage(resolved);
+    const storage = await openStorage(resolved, { mustExist: config.mustExist });
     // Measured once: the client compares heartbeats (listRunners) with the database's clock.
     const clock = new OffsetClock(resolved.clock, resolved.clock === systemClock);
     try {
@@ -224,6 +224,32 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
     const row = await this.storage.executions.resumePipeline(id, this.clock.now());
     if (row === null) throw executionNotFound(executionId);
     this.workReady();
+  }
+
+  /**
+   * Hands off every slot of a schedule in [start, end) that has no ledger row (see
+   * CronScheduling), refusing a range that starts before now − `retention.cronLedgerMs`:
+   * the runners' retention sweep may already have deleted the ledger rows of such slots,
+   * so they would run a second time.
+   * @throws ValidationError for a range older than the ledger retention, and as CronScheduling.
+   * @throws ScheduleNotFoundError for an unknown id or name.
+   */
+  override async backfillCronSchedule(
+    idOrName: string,
+    range: { start: Date; end: Date },
+  ): Promise<{ created: number; existing: number }> {
+    const start = (range as { start?: unknown } | null)?.start;
+    // Starts that are not valid instants (or before the year 1) get the range checks' own message.
+    if (start instanceof Date && !Number.isNaN(start.getTime()) && start.getUTCFullYear() >= 1) {
+      const retentionMs = this.config.retention.cronLedgerMs;
+      const oldest = new Date(this.clock.now().getTime() - retentionMs);
+      if (start < oldest) {
+        throw new ValidationError(
+          `Backfill start ${start.toISOString()} is older than the cron ledger's retention (${Math.round(retentionMs / 86_400_000)} days, retention.cronLedgerMs): ledger rows before ${oldest.toISOString()} may already be deleted, so their slots would run again. Start the range at or after ${oldest.toISOString()}.`,
+        );
+      }
+    }
+    return super.backfillCronSchedule(idOrName, range);
   }
 
   /**
