@@ -23,6 +23,8 @@ export async function openStorage(config: ResolvedRunnerConfig): Promise<Storage
         migrate,
         pool: config.pool,
         applicationName: config.applicationName,
+        listen: config.listen,
+        logger: config.logger,
       });
     }
   }

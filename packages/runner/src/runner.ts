@@ -8,6 +8,7 @@ import {
   type Storage,
   systemClock,
   type TaskRow,
+  type WakeUp,
   type Workflow,
 } from '@orreryjs/core';
 import type { Registry } from 'prom-client';
@@ -276,6 +277,29 @@ export class DefaultRunner extends OrreryClient {
   protected override emitEvent<K extends keyof RunnerEvents>(event: K, payload: RunnerEvents[K][0]): void {
     this.#metrics.record(event, payload);
     super.emitEvent(event, payload);
+  }
+
+  /**
+   * @internal Ready tasks and resumed pipelines wake the claim loop, schedules the cron tick,
+   * pipeline changes the waiters; a (re)connected listener wakes them all.
+   */
+  protected override wakeUp(wakeUp: WakeUp): void {
+    super.wakeUp(wakeUp);
+    switch (wakeUp.kind) {
+      case 'tasks':
+        this.#claimLoop.nudge();
+        return;
+      case 'pipeline':
+        if (wakeUp.status === 'running' || wakeUp.status === 'pending') this.#claimLoop.nudge();
+        return;
+      case 'schedule':
+        this.cron.wake(wakeUp.nextRunAt);
+        return;
+      case 'all':
+        this.#claimLoop.nudge();
+        this.cron.wake();
+        return;
+    }
   }
 
   /** @internal */
