@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { DefaultRunner, defineWorkflow, OrreryClient } from '@orreryjs/runner';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ADAPTERS, gate, type TestDatabase, waitFor } from '../packages/runner/test/support.js';
+import { ADAPTERS, type TestDatabase, waitFor } from '../packages/runner/test/support.js';
 import { postgresUrl } from './support/postgres.js';
 import { spawnFixture, stopWorker, type Worker } from './support/processes.js';
 
