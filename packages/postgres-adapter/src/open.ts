@@ -182,6 +182,10 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   // An idle connection that the server drops emits 'error' on the pool, which would crash the process
   // without a listener; the pool discards that connection and the next query opens a fresh one.
   pool.on('error', () => undefined);
+  // A checked-out connection can be between listeners (pg-pool drops its idle listener at checkout,
+  // the user attaches one a moment later) when the server drops it; that 'error' must not crash the
+  // process either. The connection is then not queryable: its next query fails and the pool discards it.
+  pool.on('connect', (client) => void client.on('error', () => undefined));
   let connected = false;
   try {
     await withClient(pool, async (client) => {
