@@ -28,13 +28,14 @@ export interface Storage {
  * What a notification says became true, for whom to wake:
  * - `all`: anything may have changed (the listen connection was (re)established, so a
  *   notification may have been missed while it was down);
- * - `tasks`: tasks became ready to run now (the claim loop);
+ * - `tasks`: tasks became ready to run at `availableAt`, the writer's now (the claim loop; a
+ *   listener whose clock is a little behind the writer's claims them when its clock gets there);
  * - `pipeline`: pipeline `id` became terminal or paused, or was resumed (its waiters; the claim loop on resume);
  * - `schedule`: a schedule was added, enabled or made due sooner, next due at `nextRunAt` (the cron tick).
  */
 export type WakeUp =
   | { kind: 'all' }
-  | { kind: 'tasks' }
+  | { kind: 'tasks'; availableAt: Date }
   | { kind: 'pipeline'; id: string; status: PipelineStatus }
   | { kind: 'schedule'; nextRunAt: Date };
 

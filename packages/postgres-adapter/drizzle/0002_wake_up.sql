@@ -5,7 +5,8 @@
 -- function: the claim path (ready -> running, pending -> running) and the cron tick's own
 -- advance of next_run_at never call it. Identical payloads in one transaction are delivered
 -- once, so a batch of ready tasks is one wake-up. Payloads:
---   'task'                        a task became ready to run now
+--   'task:<available_at ms>'      a task became ready to run now (the writer's now: a listener
+--                                 whose clock is a little behind claims it when it gets there)
 --   'pipeline:<status>:<id>'      a pipeline became terminal or paused, or was resumed
 --   'schedule:<next_run_at ms>'   a schedule was added, enabled or made due sooner
 CREATE OR REPLACE FUNCTION orrery_wake_up() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -16,7 +17,8 @@ BEGIN
     PERFORM pg_notify('orrery.' || TG_TABLE_SCHEMA,
       'schedule:' || (extract(epoch FROM NEW.next_run_at) * 1000)::bigint::text);
   ELSE
-    PERFORM pg_notify('orrery.' || TG_TABLE_SCHEMA, 'task');
+    PERFORM pg_notify('orrery.' || TG_TABLE_SCHEMA,
+      'task:' || (extract(epoch FROM NEW.available_at) * 1000)::bigint::text);
   END IF;
   RETURN NULL;
 END;

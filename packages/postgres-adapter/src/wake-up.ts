@@ -28,8 +28,11 @@ export function listenApplicationName(applicationName: string): string {
 
 /** A notification's payload as a {@link WakeUp}; null for one this version does not know. */
 export function parseWakeUp(payload: string | undefined): WakeUp | null {
-  if (payload === 'task') return { kind: 'tasks' };
   const [kind, first, second] = (payload ?? '').split(':');
+  if (kind === 'task' && first !== undefined) {
+    const ms = Number(first);
+    if (first !== '' && Number.isFinite(ms)) return { kind: 'tasks', availableAt: new Date(ms) };
+  }
   if (kind === 'pipeline' && first !== undefined && second !== undefined) {
     return { kind: 'pipeline', status: first as PipelineStatus, id: second };
   }

@@ -80,7 +80,7 @@ describe('wake-up notifications (migration 0002)', () => {
       );
       // The trigger has run; a round trip on the listener would bring a notification already sent.
       expect(await notifiedBy('SELECT 1')).toEqual([]);
-      expect(await notifiedBy(() => transaction.query('COMMIT'))).toEqual(['task']);
+      expect(await notifiedBy(() => transaction.query('COMMIT'))).toEqual([`task:${now.getTime()}`]);
     } finally {
       await transaction.end();
     }
@@ -123,7 +123,7 @@ describe('wake-up notifications (migration 0002)', () => {
         `UPDATE task_executions SET status = 'ready', available_at = $1, updated_at = $1 WHERE id = $2`,
         [now, taskId],
       ),
-    ).toEqual(['task']);
+    ).toEqual([`task:${now.getTime()}`]);
   });
 
   it('name the pipeline when it is paused, resumed or ends', async () => {
@@ -155,7 +155,8 @@ describe('wake-up notifications (migration 0002)', () => {
 
 describe('parseWakeUp', () => {
   it.each<[string | undefined, WakeUp | null]>([
-    ['task', { kind: 'tasks' }],
+    ['task:1893456000000', { kind: 'tasks', availableAt: new Date(1893456000000) }],
+    ['task', null],
     ['pipeline:completed:abc', { kind: 'pipeline', status: 'completed', id: 'abc' }],
     ['schedule:1893456000000', { kind: 'schedule', nextRunAt: new Date(1893456000000) }],
     ['schedule:', null],

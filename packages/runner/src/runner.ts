@@ -286,9 +286,14 @@ export class DefaultRunner extends OrreryClient {
   protected override wakeUp(wakeUp: WakeUp): void {
     super.wakeUp(wakeUp);
     switch (wakeUp.kind) {
-      case 'tasks':
-        this.#claimLoop.nudge();
+      case 'tasks': {
+        // Clock offsets are measured per process, so the writer's now may be a few ms ahead of ours:
+        // claim when our clock reaches it, rather than now (finding nothing) and then only at the poll.
+        const atMs = wakeUp.availableAt.getTime();
+        if (atMs > this.clock.now().getTime()) this.#claimLoop.nudgeAt(atMs);
+        else this.#claimLoop.nudge();
         return;
+      }
       case 'pipeline':
         if (wakeUp.status === 'running' || wakeUp.status === 'pending') this.#claimLoop.nudge();
         return;
