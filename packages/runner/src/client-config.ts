@@ -14,6 +14,7 @@ const CLIENT_FIELDS = [
   'preparedStatements',
   'applicationName',
   'maxContextBytes',
+  'pollIntervalMs',
   'migrate',
   'retention',
   'clock',

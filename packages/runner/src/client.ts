@@ -16,6 +16,7 @@ import {
   type Storage,
   systemClock,
   ValidationError,
+  type WakeUp,
   type WorkflowInfo,
 } from '@orreryjs/core';
 import { CronService } from '@orreryjs/cron';
@@ -54,8 +55,10 @@ type LocalAbortCause = 'cancelled' | 'paused';
  * cron schedules. `DefaultRunner` extends it: a runner is a client that also runs tasks.
  *
  * Its events are those of the calls made through it (`pipeline:created`, `pipeline:cancelled`).
- * Waiting (`execute()`, `wait()`) polls the database with a back-off up to `pollIntervalMs`;
- * {@link wakeWaiters} is the seam through which a cross-process notification makes it immediate.
+ * Waiting (`execute()`, `wait()`) wakes at once when the storage reports that another process
+ * finished the pipeline (PostgreSQL with `listen`; the database is then read at the start of
+ * the wait and every `pollIntervalMs` as a fallback); without wake-ups it polls with a
+ * back-off up to `pollIntervalMs`.
  */
 export class OrreryClient extends CronScheduling implements PipelineExecutor {
   /** @internal */ protected readonly config: ResolvedRunnerConfig;
@@ -66,6 +69,7 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
   /** @internal */ protected readonly waiters: CompletionWaiters;
   /** @internal */ protected readonly cron: CronService;
   readonly #writer: PipelineWriter;
+  readonly #unsubscribe: () => void;
   #closed: Promise<void> | undefined;
 
   /** @internal Use {@link OrreryClient.create} (or `DefaultRunner.create`). */
@@ -100,6 +104,7 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
         created: (pipeline) => this.pipelineCreated(pipeline),
       }),
     });
+    this.#unsubscribe = storage.wakeUps?.subscribe((wakeUp) => this.wakeUp(wakeUp)) ?? (() => {});
   }
 
   /**
@@ -294,6 +299,7 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
   }
 
   async #close(): Promise<void> {
+    this.#unsubscribe();
     this.waiters.close(
       new PipelineTimeoutError(
         'The client was closed before the pipeline finished; it keeps running. Wait on it from an open client.',
@@ -332,6 +338,15 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
     this.waiters.wake(executionId);
   }
 
+  /**
+   * Another process committed work (a cross-process notification): a client only has waiters
+   * to wake; a runner also wakes its claim loop and cron tick. @internal
+   */
+  protected wakeUp(wakeUp: WakeUp): void {
+    if (wakeUp.kind === 'pipeline') this.wakeWaiters(wakeUp.id);
+    else if (wakeUp.kind === 'all') this.wakeWaiters();
+  }
+
   /** Sends an event to this emitter's listeners; a throwing listener is logged. @internal */
   protected emitEvent<K extends keyof RunnerEvents>(event: K, payload: RunnerEvents[K][0]): void {
     emitSafely(this as never, this.config.logger, event, payload);
@@ -356,9 +371,13 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
   /** Aborts the tasks of a pipeline running in this process. A client runs none. @internal */
   protected abortLocalTasks(_executionId: string, _cause: LocalAbortCause): void {}
 
-  /** First pause before a waiter reads a pipeline of `workflowName`. @internal */
+  /**
+   * First pause before a waiter reads a pipeline of `workflowName`: none with cross-process
+   * wake-ups (one read for a pipeline that finished before the wait, then notifications and the
+   * `pollIntervalMs` fallback), else a short one that backs off. @internal
+   */
   protected firstPollDelayMs(_workflowName: string): number {
-    return FIRST_POLL_DELAY_MS;
+    return this.storage.wakeUps === undefined ? FIRST_POLL_DELAY_MS : 0;
   }
 
   #handle(pipeline: PipelineRow, defaultTimeoutMs: number): PipelineExecution {

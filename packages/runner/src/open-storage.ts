@@ -42,6 +42,8 @@ export async function openStorage(
         pool: config.pool,
         applicationName: config.applicationName,
         preparedStatements: config.preparedStatements,
+        listen: config.listen,
+        logger: config.logger,
       });
     }
   }
