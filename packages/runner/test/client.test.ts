@@ -136,6 +136,20 @@ describe.each(ADAPTERS)('OrreryClient on $name', (adapter) => {
     ]);
   });
 
+  it('picks up a version registered after it started one, once its short cache of the latest version lapses', async () => {
+    await runner({ workflows: [reportV1] });
+    const c = await client();
+    expect((await c.getExecutionResult((await c.executeAsync('report')).id)).workflowVersion).toBe(reportV1.version);
+    clock.advance(1_000);
+    await runner({ workflows: [reportV2] });
+    let version = reportV1.version;
+    for (let tries = 0; version !== reportV2.version && tries < 100; tries += 1) {
+      await new Promise((done) => setTimeout(done, 100));
+      version = (await c.getExecutionResult((await c.executeAsync('report')).id)).workflowVersion;
+    }
+    expect(version).toBe(reportV2.version);
+  });
+
   it('refuses an unknown workflow name with WorkflowNotFoundError naming the known ones, writing nothing', async () => {
     const c = await client();
     await expect(c.executeAsync('report')).rejects.toThrow(/no runner has registered any workflow yet/);
