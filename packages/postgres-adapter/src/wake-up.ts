@@ -116,6 +116,9 @@ export class PostgresWakeUps implements WakeUps {
       await client.connect();
       // The channel is a quoted identifier; the schema name was validated (≤ 56 characters of [a-z0-9_]).
       await client.query(`LISTEN "${this.#channel}"`);
+      // Listening alone must not keep a process alive: a script that never closes its storage
+      // exits once its own work is done (its waiters and loops hold the event loop while they wait).
+      unrefSocket(client);
     } catch (error) {
       await client.end().catch(() => undefined);
       throw error;
@@ -179,4 +182,10 @@ export class PostgresWakeUps implements WakeUps {
       }
     }
   }
+}
+
+/** pg keeps the client's socket as `connection.stream`, untyped in @types/pg. */
+function unrefSocket(client: pg.Client): void {
+  const { connection } = client as unknown as { connection?: { stream?: { unref?: () => void } } };
+  connection?.stream?.unref?.();
 }
