@@ -1,9 +1,10 @@
 import { openPostgresStorage } from '@orreryjs/postgres-adapter';
-import { dropSchema, freshSchemaName, pgbouncerUrl } from '../support/postgres.js';
+import { dropSchema, freshSchemaName, pgbouncerUrl, postgresUrl } from '../support/postgres.js';
 import { describeStorageConformance } from './suite.js';
 
 // The Postgres conformance suite through PgBouncer 1.18 in pool_mode = transaction: each
-// transaction may run on another server connection, so nothing may rest on session state.
+// transaction may run on another server connection, so nothing may rest on session state. LISTEN
+// needs a session, so it goes to the server directly (`listen: { database }`), as the README says.
 let latestSchema = '';
 
 describeStorageConformance(
@@ -11,7 +12,12 @@ describeStorageConformance(
   async () => {
     const schema = freshSchemaName();
     latestSchema = schema;
-    const storage = await openPostgresStorage({ connectionString: pgbouncerUrl(), schema, preparedStatements: false });
+    const storage = await openPostgresStorage({
+      connectionString: pgbouncerUrl(),
+      schema,
+      preparedStatements: false,
+      listen: { database: postgresUrl() },
+    });
     return {
       storage,
       close: async () => {
@@ -28,6 +34,7 @@ describeStorageConformance(
         schema: latestSchema,
         migrate: false,
         preparedStatements: false,
+        listen: { database: postgresUrl() },
       }),
   },
 );

@@ -15,17 +15,32 @@ export function integerAtLeast(min: number): (value: string) => number {
   };
 }
 
-/** An instant written in ISO-8601 (`2024-05-01`, `2024-05-01T02:00:00Z`); a date alone is UTC midnight. */
+/**
+ * An instant written in ISO-8601 (`2024-05-01`, `2024-05-01T02:00:00Z`). Without an offset it
+ * is UTC, whatever the host's zone: a date alone is UTC midnight, `2024-05-01T09:00` is 09:00 UTC.
+ */
 export function parseInstant(value: string): Date {
-  const ISO = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i;
-  const parsed = new Date(value);
-  if (!ISO.test(value.trim()) || Number.isNaN(parsed.getTime())) {
+  const ISO = /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?)(Z|[+-]\d{2}:?\d{2})?)?$/i;
+  const match = ISO.exec(value.trim());
+  // JavaScript reads a date-time without an offset in the host's zone; say UTC explicitly.
+  const parsed =
+    match === null ? new Date(Number.NaN) : new Date(`${match[1]}T${match[2] ?? '00:00'}${match[3] ?? 'Z'}`);
+  if (Number.isNaN(parsed.getTime())) {
     throw new InvalidArgumentError('expected an ISO-8601 instant such as 2024-05-01T02:00:00Z.');
   }
   return parsed;
 }
 
 const DURATION_UNITS_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A TCP port, 0 to 65535 (0: the system picks a free one). */
+export function parsePort(value: string): number {
+  const parsed = Number(value);
+  if (value.trim() === '' || !Number.isInteger(parsed) || parsed < 0 || parsed > 65_535) {
+    throw new InvalidArgumentError('expected a port number from 0 to 65535 (0 picks a free port).');
+  }
+  return parsed;
+}
 
 /** A duration such as `90s`, `15m`, `24h` or `7d`, in milliseconds. */
 export function parseDurationMs(value: string): number {

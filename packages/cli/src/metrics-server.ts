@@ -12,24 +12,46 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-/** What the endpoint serves: the runner's `metrics()`. */
+/** What the endpoints serve: the runner's `metrics()` and `health()`. */
 export interface MetricsSource {
   metrics(): Promise<string>;
+  health(): Promise<{ status: string }>;
+}
+
+interface Reply {
+  status: number;
+  body: string;
+  contentType: string;
 }
 
 /**
- * Serves `GET /metrics` from `source.metrics()` (a DefaultRunner), in Prometheus' text format.
+ * Serves `GET /metrics` from `source.metrics()` (a DefaultRunner), in Prometheus' text format,
+ * and `GET /health`: `source.health()` as JSON, 200 when its status is `ok`, 503 otherwise
+ * (for a load balancer or an orchestrator's probe).
  * @throws ConfigurationError when the port cannot be bound.
  */
 export async function serveMetrics(source: MetricsSource, port: number, host: string): Promise<MetricsServer> {
-  const read = async () => ({ body: await source.metrics(), contentType: PROMETHEUS_CONTENT_TYPE });
+  const routes: Record<string, () => Promise<Reply>> = {
+    '/metrics': async () => ({ status: 200, body: await source.metrics(), contentType: PROMETHEUS_CONTENT_TYPE }),
+    '/health': async () => {
+      const health = await source.health();
+      return {
+        status: health.status === 'ok' ? 200 : 503,
+        body: `${JSON.stringify(health)}\n`,
+        contentType: 'application/json',
+      };
+    },
+  };
   const server = createServer((request, response) => {
-    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
-      response.writeHead(404, { 'content-type': 'text/plain' }).end('Not found: metrics are at /metrics\n');
+    const route = request.method === 'GET' ? routes[request.url?.split('?')[0] ?? ''] : undefined;
+    if (route === undefined) {
+      response
+        .writeHead(404, { 'content-type': 'text/plain' })
+        .end('Not found: metrics are at /metrics, health at /health\n');
       return;
     }
-    read().then(
-      ({ body, contentType }) => response.writeHead(200, { 'content-type': contentType }).end(body),
+    route().then(
+      ({ status, body, contentType }) => response.writeHead(status, { 'content-type': contentType }).end(body),
       (error: unknown) => response.writeHead(500, { 'content-type': 'text/plain' }).end(`${String(error)}\n`),
     );
   });

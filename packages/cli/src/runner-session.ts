@@ -1,4 +1,3 @@
-import { ConfigurationError, isOrreryError } from '@orreryjs/core';
 import type { DefaultRunner, OrreryClient } from '@orreryjs/runner';
 import { type Command, Option } from 'commander';
 import { addJsonOption } from './output.js';
@@ -34,13 +33,19 @@ export function databaseCommand(parent: Command, name: string, description: stri
 export interface SessionOptions {
   /** Apply pending migrations; management commands leave that to `orrery migrate`. @default false */
   migrate?: boolean;
+  /**
+   * What of a SQLite database must exist already: by default the file, so that a mistyped
+   * path creates nothing; `orrery migrate` creates the file but not its folder.
+   * @default 'file'
+   */
+  mustExist?: 'file' | 'folder';
 }
 
 /**
  * Opens an OrreryClient (no task code, no loops: workflows are known from the `workflows`
  * table the runners fill), hands it to `use`, and closes it whatever happens.
- * @throws ConfigurationError when the database is unreachable or its schema is out of date
- * (with a hint to run `orrery migrate`), and whatever `use` throws.
+ * @throws ConfigurationError when the database is unreachable, its schema is out of date, or
+ * (SQLite) its file does not exist, and whatever `use` throws.
  */
 export async function withClient<T>(
   database: DatabaseOptions,
@@ -65,21 +70,12 @@ export async function loadRunnerClass(): Promise<typeof DefaultRunner> {
 
 async function openClient(database: DatabaseOptions, session: SessionOptions): Promise<OrreryClient> {
   const { OrreryClient } = await import('@orreryjs/runner');
-  try {
-    return await OrreryClient.create({
-      database: database.database,
-      ...(database.schema === undefined ? {} : { schema: database.schema }),
-      migrate: session.migrate ?? false,
-    });
-  } catch (error) {
-    // The library's advice ("open it with migrate: true") is for code; say what to type instead.
-    if (isOrreryError(error, 'CONFIGURATION') && /migrat/i.test(error.message) && !session.migrate) {
-      throw new ConfigurationError(`${error.message} With the CLI: orrery migrate --database <url>.`, {
-        cause: error,
-      });
-    }
-    throw error;
-  }
+  return OrreryClient.create({
+    database: database.database,
+    ...(database.schema === undefined ? {} : { schema: database.schema }),
+    migrate: session.migrate ?? false,
+    mustExist: session.mustExist ?? 'file',
+  });
 }
 
 /** A database URL safe to print: the password, if any, is masked. */

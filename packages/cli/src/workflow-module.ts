@@ -36,7 +36,9 @@ async function workflowsOf(path: string): Promise<Workflow[]> {
     exports = (await import(pathToFileURL(absolute).href)) as Record<string, unknown>;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    throw new ConfigurationError(`Workflow module "${path}" failed to load: ${message}`, { cause: error });
+    throw new ConfigurationError(`Workflow module "${path}" failed to load: ${message}${loadHint(message)}`, {
+      cause: error,
+    });
   }
   const found = Object.values(exports).flatMap((value) => (Array.isArray(value) ? value : [value]).filter(isWorkflow));
   if (found.length === 0) {
@@ -45,6 +47,12 @@ async function workflowsOf(path: string): Promise<Workflow[]> {
     );
   }
   return [...new Set(found)];
+}
+
+/** What to do when node cannot load a TypeScript module by itself. */
+function loadHint(message: string): string {
+  if (!/Unknown file extension "\.[mc]?tsx?"/.test(message)) return '';
+  return ' Node cannot run TypeScript by itself: run the CLI with a loader (npm i -D tsx, then node --import tsx ./node_modules/.bin/orrery worker …), or compile the module to .js and pass that.';
 }
 
 /** Duck-typed, so that a module bundling its own copy of @orreryjs/core still counts. */

@@ -11,6 +11,15 @@ const json = <T>(args: string[]) => orreryJson<T>(args, { env });
 // A worker with the fixture workflows registered them: the CLI knows them by name.
 beforeAll(() => registerFixtureWorkflows(database.url));
 
+/** The UTC date `days` before today, as YYYY-MM-DD: backfills must stay within the ledger retention (90 days). */
+function daysAgo(days: number): string {
+  const today = new Date();
+  return new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - days))
+    .toISOString()
+    .slice(0, 10);
+}
+const [D1, D2, D3, D4] = [daysAgo(10), daysAgo(9), daysAgo(8), daysAgo(7)];
+
 // The tests below build on one another, in order: add, read, change, fire, delete.
 describe('orrery schedules', () => {
   let nightly: CronSchedule;
@@ -161,11 +170,20 @@ describe('orrery schedules', () => {
   });
 
   it('backfill fills the empty slots of a range once', () => {
-    const args = ['schedules', 'backfill', 'nightly', '--start', '2024-01-01', '--end', '2024-01-04'];
+    const args = ['schedules', 'backfill', 'nightly', '--start', D1!, '--end', D4!];
     const first = run(args);
     expect(first.status).toBe(0);
     expect(first.stdout).toContain('3 created, 0 already present');
     expect(json<{ created: number; existing: number }>(args)).toMatchObject({ created: 0, existing: 3 });
+  });
+
+  it('backfill refuses a range older than the ledger retention, saying why', () => {
+    const line = expectOneLineError(
+      run(['schedules', 'backfill', 'nightly', '--start', '2024-01-01', '--end', '2024-01-04']),
+      1,
+      "older than the cron ledger's retention",
+    );
+    expect(line).toContain('would run again');
   });
 
   it('backfill refuses a missing or malformed range', () => {
@@ -180,7 +198,7 @@ describe('orrery schedules', () => {
   it('history lists manual and backfilled occurrences, newest first', () => {
     const table = run(['schedules', 'history', 'nightly']);
     expect(table.status).toBe(0);
-    expect(table.stdout).toContain('2024-01-03T03:30:00.000Z');
+    expect(table.stdout).toContain(`${D3}T`);
     expect(table.stdout).toContain('backfill');
     expect(table.stdout).toContain('manual');
     const rows = json<CronExecution[]>(['schedules', 'history', 'nightly']);
@@ -189,7 +207,7 @@ describe('orrery schedules', () => {
         .filter((r) => r.source === 'backfill')
         .map((r) => r.scheduledTime)
         .sort(),
-    ).toEqual(['2024-01-01T03:30:00.000Z', '2024-01-02T03:30:00.000Z', '2024-01-03T03:30:00.000Z']);
+    ).toEqual([D1, D2, D3].map((day) => expect.stringMatching(new RegExp(`^${day}T`))));
     expect(rows.filter((r) => r.source === 'manual')).toHaveLength(2);
     expect(rows.every((r) => r.status === 'handed_off' && r.pipelineExecutionId !== null)).toBe(true);
     expect(json<CronExecution[]>(['schedules', 'history', 'nightly', '--limit', '2'])).toHaveLength(2);

@@ -22,11 +22,13 @@ describe('orrery stats', () => {
   });
 
   it('counts handed-off occurrences in a table and as JSON', () => {
+    // Three hourly slots a day ago: within the ledger retention, which backfills must respect.
+    const start = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - 24 * 3_600_000);
+    const end = new Date(start.getTime() + 3 * 3_600_000);
     orreryJson(['schedules', 'add', 'ping', '0 * * * *', '--name', 'hourly'], { env });
-    orreryJson(
-      ['schedules', 'backfill', 'hourly', '--start', '2024-01-01T00:00:00Z', '--end', '2024-01-01T03:00:00Z'],
-      { env },
-    );
+    orreryJson(['schedules', 'backfill', 'hourly', '--start', start.toISOString(), '--end', end.toISOString()], {
+      env,
+    });
     orreryJson(['schedules', 'trigger', 'hourly'], { env });
 
     const stats = orreryJson<Stats>(['stats', '--since', '2000-01-01T00:00:00Z'], { env });

@@ -1,15 +1,16 @@
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { PipelineResult } from '@orreryjs/core';
 import { DefaultRunner } from '@orreryjs/runner';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { report } from './fixtures/workflows.js';
+import { flaky, report } from './fixtures/workflows.js';
 import { expectOneLineError, FIXTURE_WORKFLOWS, orrery, orreryJson, startOrrery } from './support/cli.js';
 import { migratedSqliteDatabase } from './support/database.js';
 
 const database = migratedSqliteDatabase();
 const env = { ORRERY_DATABASE_URL: database.url };
 const NO_WORKFLOWS = fileURLToPath(new URL('./fixtures/no-workflows.ts', import.meta.url));
+const BIN = fileURLToPath(new URL('../bin/orrery.js', import.meta.url));
 
 /** A worker process and everything it printed so far. */
 interface Worker {
@@ -107,8 +108,12 @@ describe('orrery worker', () => {
       worker,
     );
     expect(completed).toMatchObject({ executionId });
+    expect(String(started.metrics)).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
     const metrics = await fetch(String(started.metrics));
     expect(metrics.status).toBe(200);
+    const health = await fetch(String(started.metrics).replace('/metrics', '/health'));
+    expect(health.status).toBe(200);
+    expect(await health.json()).toMatchObject({ status: 'ok' });
     expect(await metrics.text()).toContain('orrery_pipelines_finished_total{workflow="report",status="completed"} 1');
 
     worker.process.kill('SIGTERM');
@@ -121,15 +126,66 @@ describe('orrery worker', () => {
     expect(events(worker).find((e) => e.event === 'worker:stopping')).toMatchObject({ signal: 'SIGTERM' });
   });
 
-  it('prints readable lines by default and stops on SIGINT', async () => {
-    const worker = startWorker(['--no-cron', '--quiet']);
-    await until(() => (worker.stdout().includes('worker:started') ? true : undefined), 'start', worker);
-    expect(worker.stdout()).toMatch(
-      /^\d{4}-\d{2}-\d{2}T\S+Z worker:started workflows=flaky,ping,report database=sqlite:\S+ cron=false runnerId=\S+\n/,
+  it('logs JSON lines when its output is not a terminal, readable lines with --log-format pretty', async () => {
+    const plain = startWorker(['--no-cron', '--quiet']);
+    const started = await until(() => events(plain).find((e) => e.event === 'worker:started'), 'start', plain);
+    expect(started).toMatchObject({ level: 30, msg: 'worker:started', cron: false, workflows: 'flaky,ping,report' });
+    expect(Number.isNaN(Date.parse(String(started.time)))).toBe(false);
+    plain.process.kill('SIGINT');
+    expect(await plain.exited).toBe(0);
+
+    const pretty = startWorker(['--no-cron', '--quiet', '--log-format', 'pretty']);
+    await until(() => (pretty.stdout().includes('worker:started') ? true : undefined), 'start', pretty);
+    expect(pretty.stdout()).toMatch(/^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3} [+-]\d{4}\] INFO: worker:started\n/);
+    expect(pretty.stdout()).toContain('workflows: "flaky,ping,report"');
+    pretty.process.kill('SIGINT');
+    expect(await pretty.exited).toBe(0);
+    expect(pretty.stdout()).toMatch(/INFO: worker:stopping\n\s+signal: "SIGINT"/);
+    expect(pretty.stdout()).not.toMatch(/^\{/m);
+  });
+
+  it("logs a failing task's stack, as a warning while it will retry", async () => {
+    const worker = startWorker(['--json', '--no-cron']);
+    await until(() => events(worker).find((e) => e.event === 'worker:started'), 'start', worker);
+    const producer = await DefaultRunner.create({
+      database: database.url,
+      workflows: [flaky],
+      enableCronScheduling: false,
+    });
+    const { id: executionId } = await producer.executeAsync('flaky');
+    await producer.shutdown();
+    const failed = await until(
+      () => events(worker).find((e) => e.event === 'task:failed' && e.executionId === executionId),
+      'task:failed',
+      worker,
     );
-    worker.process.kill('SIGINT');
+    expect(failed).toMatchObject({ level: 40, taskId: 'wobble', willRetry: true });
+    const err = failed.err as { message: string; stack: string };
+    expect(err.message).toBe('first attempt fails');
+    expect(err.stack).toMatch(/^Error: first attempt fails\n\s+at .*workflows\.ts/);
+    worker.process.kill('SIGTERM');
     expect(await worker.exited).toBe(0);
-    expect(worker.stdout()).toMatch(/worker:stopping signal=SIGINT timeoutMs=30000\n.*worker:stopped\n$/);
+  });
+
+  it('refuses a metrics port out of range and an unknown log level as usage errors', () => {
+    expectOneLineError(orrery(['worker', FIXTURE_WORKFLOWS, '--metrics-port', '99999'], { env }), 2, '0 to 65535');
+    expectOneLineError(orrery(['worker', FIXTURE_WORKFLOWS, '--log-level', 'loud'], { env }), 2, 'trace, debug');
+  });
+
+  it('hints at tsx or compiling when node cannot load a TypeScript module', () => {
+    // The compiled CLI in plain node, without a TypeScript loader.
+    const run = spawnSync(process.execPath, [BIN, 'worker', FIXTURE_WORKFLOWS], {
+      env: { ...process.env, ORRERY_DATABASE_URL: database.url },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    const line = expectOneLineError(
+      { status: run.status, stdout: run.stdout, stderr: run.stderr },
+      1,
+      'Unknown file extension',
+    );
+    expect(line).toContain('node --import tsx');
+    expect(line).toContain('compile');
   });
 
   it('fires cron schedules while it runs', async () => {

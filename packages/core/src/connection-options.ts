@@ -118,3 +118,32 @@ export function validateApplicationName(value: unknown): string {
 export function defaultApplicationName(runnerId: string): string {
   return `orrery:${runnerId}`.replace(/[^\x20-\x7e]/g, '?').slice(0, MAX_APPLICATION_NAME);
 }
+
+/**
+ * Where a PostgreSQL storage listens for cross-process wake-ups (LISTEN/NOTIFY): `true` on its
+ * own URL, `{ database }` on a direct URL (when the main one goes through a transaction pooler,
+ * which cannot hold a LISTEN), `false` not at all (polling only).
+ */
+export type ListenOption = boolean | { database: string };
+
+/**
+ * Checks a `listen` option; `name` is the option's name in messages.
+ * @throws ConfigurationError when it is neither a boolean nor `{ database: 'postgres://…' }`.
+ */
+export function resolveListenOption(value: unknown, name = 'listen'): ListenOption {
+  if (value === undefined) return true;
+  if (typeof value === 'boolean') return value;
+  const what = `${name} must be true, false or { database: 'postgres://user@host:5432/db' } (a direct URL for LISTEN when the main one goes through a transaction pooler)`;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ConfigurationError(`${what}, got ${JSON.stringify(value)}.`);
+  }
+  const unknown = Object.keys(value).find((key) => key !== 'database');
+  if (unknown !== undefined) throw new ConfigurationError(`${name}.${unknown} is not an option; ${what}.`);
+  const { database } = value as { database?: unknown };
+  if (typeof database !== 'string' || !/^postgres(ql)?:\/\//.test(database) || !URL.canParse(database)) {
+    throw new ConfigurationError(
+      `${name}.database must be a postgres:// or postgresql:// URL, got ${JSON.stringify(typeof database === 'string' ? database.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@') : database)}; ${what}.`,
+    );
+  }
+  return { database };
+}

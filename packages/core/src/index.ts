@@ -1,9 +1,11 @@
 export { type Clock, ManualClock, systemClock } from './clock.js';
 export {
   defaultApplicationName,
+  type ListenOption,
   POOL_DEFAULTS,
   type PoolOptions,
   type ResolvedPoolOptions,
+  resolveListenOption,
   resolvePoolOptions,
   validateApplicationName,
 } from './connection-options.js';
@@ -88,10 +90,14 @@ export { RETRY_DEFAULTS, type RetryPolicy, retryDelayMs, shouldRetry } from './r
 export type { RunnerRow, RunnerStore } from './runner-store.js';
 export {
   type DatabaseLocation,
+  MAX_SCHEMA_NAME_LENGTH,
   type OpenStorageOptions,
   parseDatabaseUrl,
   type Storage,
   validateSchemaName,
+  WAKE_UP_CHANNEL_PREFIX,
+  type WakeUp,
+  type WakeUps,
 } from './storage.js';
 export {
   ACTIVE_PIPELINE_STATUSES,

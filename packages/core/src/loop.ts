@@ -15,7 +15,8 @@ export interface LoopOptions {
 
 /**
  * A loop that runs `tick` until stopped, never overlapping itself (while + await, not
- * setInterval). A failed tick is logged and followed by a capped exponential back-off.
+ * setInterval). A failed tick is logged and followed by a capped exponential back-off; the
+ * first successful tick after failures logs the recovery once.
  * `nudge()` cuts the current pause short when work arrives; `wakeIn()` (or a tick resolving
  * with a delay) shortens it to when work is known to be due, but never during a back-off.
  */
@@ -76,6 +77,13 @@ export abstract class BackgroundLoop {
       this.#nudged = false;
       try {
         const nextWorkInMs = await this.tick(signal);
+        // Once per outage: the failures were logged one by one, the recovery is logged once.
+        if (this.#failures > 0) {
+          this.#options.logger.info(
+            { loop: this.#options.name, failures: this.#failures },
+            'background loop recovered',
+          );
+        }
         this.#failures = 0;
         if (typeof nextWorkInMs === 'number') this.wakeIn(nextWorkInMs);
       } catch (error) {

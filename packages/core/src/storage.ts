@@ -1,6 +1,7 @@
 import type { CronStore } from './cron-store.js';
 import { ConfigurationError } from './errors.js';
 import type { ExecutionStore } from './execution-store.js';
+import type { PipelineStatus } from './executor.js';
 import type { RunnerStore } from './runner-store.js';
 import type { WorkflowStore } from './workflow-store.js';
 
@@ -13,8 +14,35 @@ export interface Storage {
   readonly runners: RunnerStore;
   /** The `workflows` table: registered definitions, for processes without the task code. */
   readonly workflows: WorkflowStore;
+  /**
+   * Notifications that other processes committed work (PostgreSQL LISTEN/NOTIFY); absent when
+   * the adapter has none (SQLite) or `listen` is false, and then polling alone finds that work.
+   * A hint only: correctness never depends on one arriving.
+   */
+  readonly wakeUps?: WakeUps;
   /** Closes connections; idempotent. */
   close(): Promise<void>;
+}
+
+/**
+ * What a notification says became true, for whom to wake:
+ * - `all`: anything may have changed (the listen connection was (re)established, so a
+ *   notification may have been missed while it was down);
+ * - `tasks`: tasks became ready to run at `availableAt`, the writer's now (the claim loop; a
+ *   listener whose clock is a little behind the writer's claims them when its clock gets there);
+ * - `pipeline`: pipeline `id` became terminal or paused, or was resumed (its waiters; the claim loop on resume);
+ * - `schedule`: a schedule was added, enabled or made due sooner, next due at `nextRunAt` (the cron tick).
+ */
+export type WakeUp =
+  | { kind: 'all' }
+  | { kind: 'tasks'; availableAt: Date }
+  | { kind: 'pipeline'; id: string; status: PipelineStatus }
+  | { kind: 'schedule'; nextRunAt: Date };
+
+/** Cross-process wake-ups of a {@link Storage}: one listen connection, shared by every subscriber. */
+export interface WakeUps {
+  /** Calls `listener` for each wake-up until the returned function is called. The listener must not throw. */
+  subscribe(listener: (wakeUp: WakeUp) => void): () => void;
 }
 
 /** Options every adapter's `open…Storage` accepts. */
@@ -48,7 +76,16 @@ export function parseDatabaseUrl(url: string): DatabaseLocation {
   throw new ConfigurationError(`Database URL "${url}" has an unknown scheme; use ${ACCEPTED}.`);
 }
 
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]*$/;
+
+/** Prefix of a schema's wake-up channel (LISTEN/NOTIFY), `orrery.<schema>`. */
+export const WAKE_UP_CHANNEL_PREFIX = 'orrery.';
+
+/**
+ * Longest schema name: its wake-up channel `orrery.<schema>` must fit a PostgreSQL identifier
+ * (63 bytes; a longer channel name is refused by LISTEN), so 63 − 7 = 56.
+ */
+export const MAX_SCHEMA_NAME_LENGTH = 63 - WAKE_UP_CHANNEL_PREFIX.length;
 
 /**
  * System schemas Orrery must never create tables in: `information_schema` and, by prefix, every
@@ -58,7 +95,8 @@ const SYSTEM_SCHEMAS: ReadonlySet<string> = new Set(['information_schema']);
 
 /**
  * Checks a Postgres schema name before it reaches SQL: lower-case letters, digits and `_`,
- * not starting with a digit, at most 63 characters, not a system schema (`information_schema`,
+ * not starting with a digit, at most 56 characters (its wake-up channel `orrery.<schema>` must
+ * fit PostgreSQL's 63-byte identifiers), not a system schema (`information_schema`,
  * any `pg_`-prefixed name).
  * @throws ConfigurationError naming the schema and the rule.
  */
@@ -68,9 +106,14 @@ export function validateSchemaName(schema: string): string {
       `Schema name ${JSON.stringify(schema)} is invalid: it is a PostgreSQL system schema (information_schema and every "pg_" name are reserved); give Orrery a schema of its own, e.g. "orrery" or "orrery_tenant_a".`,
     );
   }
+  if (typeof schema === 'string' && SCHEMA_NAME.test(schema) && schema.length > MAX_SCHEMA_NAME_LENGTH) {
+    throw new ConfigurationError(
+      `Schema name ${JSON.stringify(schema)} is invalid: it is ${schema.length} characters, over the limit of ${MAX_SCHEMA_NAME_LENGTH}: its wake-up channel "${WAKE_UP_CHANNEL_PREFIX}<schema>" must fit PostgreSQL's 63-byte identifiers. Use a shorter schema name.`,
+    );
+  }
   if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
     throw new ConfigurationError(
-      `Schema name ${JSON.stringify(schema)} is invalid: use 1-63 lower-case letters, digits or "_", starting with a letter or "_" and not with "pg_" (e.g. "orrery_tenant_a").`,
+      `Schema name ${JSON.stringify(schema)} is invalid: use 1-${MAX_SCHEMA_NAME_LENGTH} lower-case letters, digits or "_", starting with a letter or "_" and not with "pg_" (e.g. "orrery_tenant_a").`,
     );
   }
   return schema;

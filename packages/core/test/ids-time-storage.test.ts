@@ -81,7 +81,7 @@ describe('parseDatabaseUrl', () => {
 });
 
 describe('validateSchemaName', () => {
-  it.each(['tenant_a', '_x1', 'a'.repeat(63)])('accepts %s', (name) => {
+  it.each(['tenant_a', '_x1', 'a'.repeat(56)])('accepts %s', (name) => {
     expect(validateSchemaName(name)).toBe(name);
   });
 
@@ -95,10 +95,17 @@ describe('validateSchemaName', () => {
     'pg_temp_3',
     'information_schema',
     '',
+    'a'.repeat(57),
     'a'.repeat(64),
   ])('refuses %j with a ConfigurationError', (name) => {
     expect(() => validateSchemaName(name)).toThrow(ConfigurationError);
     expect(() => validateSchemaName(name)).toThrow(`Schema name ${JSON.stringify(name)} is invalid`);
+  });
+
+  it('says a name over 56 characters would not fit its wake-up channel', () => {
+    expect(() => validateSchemaName('a'.repeat(57))).toThrow(
+      /57 characters, over the limit of 56: its wake-up channel "orrery.<schema>" must fit PostgreSQL's 63-byte identifiers/,
+    );
   });
 
   it('says a system schema is one, and what to use instead', () => {

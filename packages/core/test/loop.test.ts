@@ -24,7 +24,49 @@ afterEach(async () => {
   await Promise.all(loops.splice(0).map((loop) => loop.stop()));
 });
 
+/** A logger that keeps every line: [level, fields, message]. */
+function recordingLogger() {
+  const lines: Array<[string, Record<string, unknown>, string]> = [];
+  const at = (level: string) => (fields: Record<string, unknown>, message: string) => {
+    lines.push([level, fields, message]);
+  };
+  return { lines, logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } };
+}
+
+class FlakyLoop extends BackgroundLoop {
+  ticks = 0;
+  constructor(
+    readonly failingTicks: number,
+    logger: ReturnType<typeof recordingLogger>['logger'],
+  ) {
+    super({ name: 'flaky', intervalMs: 1, maxBackoffMs: 2, logger });
+  }
+  protected async tick(): Promise<void> {
+    this.ticks += 1;
+    if (this.ticks <= this.failingTicks) throw new Error(`database down (tick ${this.ticks})`);
+  }
+}
+
 describe('BackgroundLoop', () => {
+  it('logs each failed tick as an error and the recovery after them once', async () => {
+    const { lines, logger } = recordingLogger();
+    const loop = new FlakyLoop(3, logger);
+    loops.push(loop);
+    loop.start();
+    await until(() => loop.ticks >= 6);
+    await loop.stop();
+    expect(lines.filter(([level]) => level === 'error')).toEqual(
+      [1, 2, 3].map((tick) => [
+        'error',
+        { err: expect.objectContaining({ message: `database down (tick ${tick})` }), loop: 'flaky' },
+        'background loop tick failed',
+      ]),
+    );
+    expect(lines.filter(([, , message]) => message === 'background loop recovered')).toEqual([
+      ['info', { loop: 'flaky', failures: 3 }, 'background loop recovered'],
+    ]);
+  });
+
   it('starts the next tick when wakeIn asks, long before its one-minute interval', async () => {
     const loop = new CountingLoop(() => undefined);
     loops.push(loop);

@@ -156,6 +156,21 @@ export class CronService {
     return this.#recovery.recover(signal);
   }
 
+  /**
+   * Another process added, enabled or re-timed a schedule (a cross-process notification): tick
+   * at `nextRunAt` (at once when it is due or unknown) rather than at the next poll. A no-op
+   * for a tick loop that is not running.
+   */
+  wake(nextRunAt?: Date): void {
+    if (nextRunAt === undefined) {
+      this.#schedulerLoop.nudge();
+      return;
+    }
+    this.#scheduler.expectWorkAt(nextRunAt);
+    const delayMs = this.#scheduler.msUntilNextWork();
+    if (delayMs !== null) this.#schedulerLoop.wakeIn(delayMs);
+  }
+
   /** Starts the tick loop (if enableScheduling) and the recovery loop (if enableRecovery); idempotent. */
   start(): void {
     if (this.#options.settings.enableScheduling) this.#schedulerLoop.start();

@@ -81,7 +81,8 @@ export interface DashboardClient {
   cancelExecution(executionId: string): Promise<void>;
   pauseExecution(executionId: string, reason?: string): Promise<void>;
   resumeExecution(executionId: string): Promise<void>;
-  health(): Promise<Pick<RunnerHealth, 'status'> & Partial<RunnerHealth>>;
+  /** A runner's own health; a plain OrreryClient has none, and the overview then reports the fleet's. */
+  health?(): Promise<Pick<RunnerHealth, 'status'> & Partial<RunnerHealth>>;
   listWorkflows?(): Promise<DashboardWorkflow[]>;
   listRunners?(options?: { includeStopped?: boolean }): Promise<DashboardRunner[]>;
   retryExecution?(executionId: string): Promise<PipelineExecution>;

@@ -181,7 +181,7 @@ export async function loadExecutions(
 
 /** What the Overview page shows. */
 export interface Overview {
-  health: Awaited<ReturnType<DashboardClient['health']>>;
+  health: Awaited<ReturnType<NonNullable<DashboardClient['health']>>>;
   /** Executions per status among the latest {@link COUNT_CAP}; `capped` when there may be more. */
   executionsByStatus: Record<string, { count: number; capped: boolean }>;
   cron: Awaited<ReturnType<DashboardClient['getCronExecutionStats']>>;
@@ -196,8 +196,8 @@ export const COUNT_CAP = 500;
 
 /** Health, execution counts, cron lag and lost work, live runners and orphaned schedules. */
 export async function loadOverview(client: DashboardClient): Promise<Overview> {
-  const [health, counts, cron, runners] = await Promise.all([
-    client.health(),
+  const [ownHealth, counts, cron, runners] = await Promise.all([
+    client.health === undefined ? Promise.resolve(null) : client.health(),
     Promise.all(PIPELINE_STATUSES.map((status) => client.listExecutions({ status, limit: COUNT_CAP + 1 }))),
     client.getCronExecutionStats(),
     client.listRunners === undefined ? Promise.resolve(null) : client.listRunners(),
@@ -217,5 +217,7 @@ export async function loadOverview(client: DashboardClient): Promise<Overview> {
       if (batch.length < 500) break;
     }
   }
+  // Without a runner's own health (an OrreryClient), the fleet is ok while some runner is alive.
+  const health = ownHealth ?? { status: runners?.some((r) => r.alive) ? ('ok' as const) : ('degraded' as const) };
   return { health, executionsByStatus, cron, runners, orphanSchedules };
 }

@@ -64,5 +64,11 @@ export function createRunner(
   config: Pick<DefaultRunnerConfig, 'database' | 'schema'>,
   extra: DefaultRunnerConfig = {},
 ): Promise<DefaultRunner> {
-  return DefaultRunner.create({ ...config, workflows: [etl], ...extra });
+  // The tests backfill fixed 2024 ranges: keep the ledger (and so backfills) for 100 years.
+  return DefaultRunner.create({
+    ...config,
+    workflows: [etl],
+    retention: { cronLedgerMs: 100 * 365 * 86_400_000 },
+    ...extra,
+  });
 }

@@ -1,12 +1,16 @@
 import {
   ConfigurationError,
   DatabaseError,
+  type ListenOption,
+  type Logger,
   type OpenStorageOptions,
   POOL_DEFAULTS,
   type PoolOptions,
   type ResolvedPoolOptions,
+  resolveListenOption,
   resolvePoolOptions,
   type Storage,
+  silentLogger,
   validateApplicationName,
   validateSchemaName,
 } from '@orreryjs/core';
@@ -18,6 +22,7 @@ import { applyMigrations, assertSchemaCurrent } from './migrate.js';
 import { PostgresRunnerStore } from './runner-store/index.js';
 import { tablesIn } from './schema.js';
 import { createHandle, sqlState, toOrreryError, withClient } from './transaction.js';
+import { PostgresWakeUps } from './wake-up.js';
 import { PostgresWorkflowStore } from './workflow-store/index.js';
 
 /** Options of {@link openPostgresStorage}. */
@@ -53,6 +58,16 @@ export interface PostgresStorageOptions extends OpenStorageOptions {
    * @default true
    */
   preparedStatements?: boolean;
+  /**
+   * Listen for other processes' work (LISTEN/NOTIFY on channel `orrery.<schema>`, one extra
+   * connection named `<applicationName>:listen`) and expose it as `Storage.wakeUps`: `true` on
+   * `connectionString`; `{ database }` on a direct URL, when `connectionString` goes through a
+   * transaction pooler (which cannot hold a LISTEN); `false` for none (polling only).
+   * @default true
+   */
+  listen?: ListenOption;
+  /** Where the listen connection reports being lost and re-established. @default silent */
+  logger?: Logger;
 }
 
 /** Defaults of {@link PostgresStorageOptions}. */
@@ -62,6 +77,7 @@ export const POSTGRES_DEFAULTS = Object.freeze({
   pool: POOL_DEFAULTS,
   applicationName: 'orrery',
   preparedStatements: true,
+  listen: true,
 });
 
 /** SQLSTATEs of a refused login: the URL names a user, password or database the server does not accept. */
@@ -99,6 +115,7 @@ interface ResolvedOptions {
   pool: ResolvedPoolOptions;
   applicationName: string;
   preparedStatements: boolean;
+  listen: ListenOption;
 }
 
 function validateOptions(options: PostgresStorageOptions): ResolvedOptions {
@@ -124,6 +141,7 @@ function validateOptions(options: PostgresStorageOptions): ResolvedOptions {
     migrate: options.migrate ?? POSTGRES_DEFAULTS.migrate,
     pool: resolvePoolOptions(options.pool),
     applicationName: validateApplicationName(options.applicationName ?? POSTGRES_DEFAULTS.applicationName),
+    listen: resolveListenOption(options.listen ?? POSTGRES_DEFAULTS.listen),
   };
 }
 
@@ -159,14 +177,16 @@ function connectionError(connectionString: string, connectionTimeoutMs: number, 
  * Opens PostgreSQL as Orrery storage: a pool whose statements all name `schema` (no session
  * state, so a transaction pooler may hand each transaction another server connection), then
  * applies pending migrations under an advisory lock on the schema name (or, with
- * `migrate: false`, checks that none is pending). Several processes may open one schema at once.
- * @throws ConfigurationError for an invalid schema name, pool option, application name or URL, a
- *   server that refuses the connection or the login, or (with `migrate: false`) a schema older than the code.
+ * `migrate: false`, checks that none is pending), then (unless `listen: false`) opens the listen
+ * connection behind `Storage.wakeUps`. Several processes may open one schema at once.
+ * @throws ConfigurationError for an invalid schema name, pool option, application name, listen
+ *   option or URL, a server that refuses the connection or the login (the listen URL's included),
+ *   or (with `migrate: false`) a schema older than the code.
  * @throws DatabaseError naming host, port and timeout when the server does not answer within
  *   `pool.connectionTimeoutMs`, or when a migration fails (a connection lost midway included).
  */
 export async function openPostgresStorage(options: PostgresStorageOptions): Promise<Storage> {
-  const { schema, migrate, pool: poolOptions, applicationName, preparedStatements } = validateOptions(options);
+  const { schema, migrate, pool: poolOptions, applicationName, preparedStatements, listen } = validateOptions(options);
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: poolOptions.max,
@@ -174,6 +194,8 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     idleTimeoutMillis: poolOptions.idleTimeoutMs,
     ...(poolOptions.statementTimeoutMs === undefined ? {} : { statement_timeout: poolOptions.statementTimeoutMs }),
     application_name: applicationName,
+    // Idle pooled connections must not keep a script alive that never calls close().
+    allowExitOnIdle: true,
   });
   // An idle connection that the server drops emits 'error' on the pool, which would crash the process
   // without a listener; the pool discards that connection and the next query opens a fresh one.
@@ -202,6 +224,24 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     }
     throw toOrreryError('openPostgresStorage', error);
   }
+  let wakeUps: PostgresWakeUps | undefined;
+  if (listen !== false) {
+    const listenUrl = listen === true ? options.connectionString : listen.database;
+    const logger = options.logger ?? silentLogger;
+    wakeUps = new PostgresWakeUps({
+      connectionString: listenUrl,
+      schema,
+      applicationName,
+      connectionTimeoutMs: poolOptions.connectionTimeoutMs,
+      logger,
+    });
+    try {
+      await wakeUps.start();
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      throw connectionError(listenUrl, poolOptions.connectionTimeoutMs, error);
+    }
+  }
   const handle = createHandle(pool, tablesIn(schema), preparedStatements);
   let closed: Promise<void> | undefined;
   return {
@@ -210,8 +250,9 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     cron: new PostgresCronStore(handle),
     runners: new PostgresRunnerStore(handle),
     workflows: new PostgresWorkflowStore(handle),
+    ...(wakeUps && { wakeUps }),
     close: () => {
-      closed ??= pool.end();
+      closed ??= Promise.all([wakeUps?.close(), pool.end()]).then(() => undefined);
       return closed;
     },
   };

@@ -153,6 +153,7 @@ describe('openPostgresStorage', () => {
       pool: { max: 10, connectionTimeoutMs: 10_000, idleTimeoutMs: 30_000, statementTimeoutMs: undefined },
       applicationName: 'orrery',
       preparedStatements: true,
+      listen: true,
     });
   });
 
@@ -166,6 +167,9 @@ describe('openPostgresStorage', () => {
     ['applicationName', { applicationName: '' }],
     ['applicationName', { applicationName: 'a'.repeat(64) }],
     ['applicationName', { applicationName: 'caf\u00e9' }],
+    ['listen', { listen: 'yes' }],
+    ['listen.database', { listen: { database: 'mysql://x' } }],
+    ['listen.url', { listen: { url: 'postgres://x' } }],
   ])('refuses an invalid %s before connecting, naming it', async (name, options) => {
     const unreachable = 'postgres://nobody@127.0.0.1:1/none';
     const failure = await openPostgresStorage({ connectionString: unreachable, ...options } as never).catch(

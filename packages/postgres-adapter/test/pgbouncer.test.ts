@@ -28,7 +28,12 @@ async function direct<T extends pg.QueryResultRow>(text: string, values: unknown
 async function tenant() {
   const schema = freshSchemaName();
   schemas.push(schema);
-  const storage = await openPostgresStorage({ connectionString: pgbouncerUrl(), schema, preparedStatements: false });
+  const storage = await openPostgresStorage({
+    connectionString: pgbouncerUrl(),
+    schema,
+    preparedStatements: false,
+    listen: { database: postgresUrl() },
+  });
   opened.push(storage);
   const now = new Date('2026-05-06T07:08:09.010Z');
   const ids = { schedule: newId(), pipeline: newId(), task: newId(), occurrence: newId(), runner: `runner-${schema}` };

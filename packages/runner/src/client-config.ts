@@ -14,19 +14,32 @@ const CLIENT_FIELDS = [
   'preparedStatements',
   'applicationName',
   'maxContextBytes',
+  'pollIntervalMs',
   'migrate',
+  'retention',
   'clock',
   'logger',
+  'mustExist',
 ] as const;
 
 /**
  * Settings of {@link OrreryClient.create}: the storage subset of {@link DefaultRunnerConfig},
- * with the same meanings and defaults. Every field is optional.
+ * with the same meanings and defaults (`retention` is the runners' setting: a backfill refuses
+ * slots older than `retention.cronLedgerMs`, whose ledger rows the runners' sweep may have
+ * deleted), plus `mustExist`. Every field is optional.
  */
 export type OrreryClientConfig = Pick<
   DefaultRunnerConfig,
   Extract<(typeof CLIENT_FIELDS)[number], keyof DefaultRunnerConfig>
->;
+> & {
+  /**
+   * SQLite only: what must exist already, so that a mistyped path creates nothing. `'file'`
+   * refuses a missing database file; `'folder'` refuses a missing parent folder (the file
+   * may be created). Unset, both are created as needed. Ignored for Postgres.
+   * @default undefined
+   */
+  mustExist?: 'file' | 'folder';
+};
 
 const KNOWN = new Set<string>(CLIENT_FIELDS);
 
@@ -44,5 +57,9 @@ export function resolveClientConfig(config: OrreryClientConfig = {}): ResolvedRu
       `"${unknown}" is not an OrreryClient option (it takes ${CLIENT_FIELDS.join(', ')}); options that run tasks or cron belong to DefaultRunner.create().`,
     );
   }
-  return resolveConfig(config as DefaultRunnerConfig);
+  const { mustExist, ...runnerFields } = config;
+  if (mustExist !== undefined && mustExist !== 'file' && mustExist !== 'folder') {
+    throw new ConfigurationError(`mustExist must be 'file' or 'folder', got ${JSON.stringify(mustExist)}.`);
+  }
+  return resolveConfig(runnerFields as DefaultRunnerConfig);
 }

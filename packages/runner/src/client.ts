@@ -16,6 +16,7 @@ import {
   type Storage,
   systemClock,
   ValidationError,
+  type WakeUp,
   type WorkflowInfo,
   WorkflowNotFoundError,
 } from '@orreryjs/core';
@@ -56,8 +57,10 @@ type LocalAbortCause = 'cancelled' | 'paused';
  * cron schedules. `DefaultRunner` extends it: a runner is a client that also runs tasks.
  *
  * Its events are those of the calls made through it (`pipeline:created`, `pipeline:cancelled`).
- * Waiting (`execute()`, `wait()`) polls the database with a back-off up to `pollIntervalMs`;
- * {@link wakeWaiters} is the seam through which a cross-process notification makes it immediate.
+ * Waiting (`execute()`, `wait()`) wakes at once when the storage reports that another process
+ * finished the pipeline (PostgreSQL with `listen`; the database is then read at the start of
+ * the wait and every `pollIntervalMs` as a fallback); without wake-ups it polls with a
+ * back-off up to `pollIntervalMs`.
  */
 export class OrreryClient extends CronScheduling implements PipelineExecutor {
   /** @internal */ protected readonly config: ResolvedRunnerConfig;
@@ -68,6 +71,7 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
   /** @internal */ protected readonly waiters: CompletionWaiters;
   /** @internal */ protected readonly cron: CronService;
   readonly #writer: PipelineWriter;
+  readonly #unsubscribe: () => void;
   #closed: Promise<void> | undefined;
 
   /** @internal Use {@link OrreryClient.create} (or `DefaultRunner.create`). */
@@ -102,6 +106,7 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
         created: (pipeline) => this.pipelineCreated(pipeline),
       }),
     });
+    this.#unsubscribe = storage.wakeUps?.subscribe((wakeUp) => this.wakeUp(wakeUp)) ?? (() => {});
   }
 
   /**
@@ -112,7 +117,7 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
    */
   static async create(config: OrreryClientConfig = {}): Promise<OrreryClient> {
     const resolved = resolveClientConfig(config);
-    const storage = await openStorage(resolved);
+    const storage = await openStorage(resolved, { mustExist: config.mustExist });
     // Measured once: the client compares heartbeats (listRunners) with the database's clock.
     const clock = new OffsetClock(resolved.clock, resolved.clock === systemClock);
     try {
@@ -278,6 +283,32 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
   }
 
   /**
+   * Hands off every slot of a schedule in [start, end) that has no ledger row (see
+   * CronScheduling), refusing a range that starts before now − `retention.cronLedgerMs`:
+   * the runners' retention sweep may already have deleted the ledger rows of such slots,
+   * so they would run a second time.
+   * @throws ValidationError for a range older than the ledger retention, and as CronScheduling.
+   * @throws ScheduleNotFoundError for an unknown id or name.
+   */
+  override async backfillCronSchedule(
+    idOrName: string,
+    range: { start: Date; end: Date },
+  ): Promise<{ created: number; existing: number }> {
+    const start = (range as { start?: unknown } | null)?.start;
+    // Starts that are not valid instants (or before the year 1) get the range checks' own message.
+    if (start instanceof Date && !Number.isNaN(start.getTime()) && start.getUTCFullYear() >= 1) {
+      const retentionMs = this.config.retention.cronLedgerMs;
+      const oldest = new Date(this.clock.now().getTime() - retentionMs);
+      if (start < oldest) {
+        throw new ValidationError(
+          `Backfill start ${start.toISOString()} is older than the cron ledger's retention (${Math.round(retentionMs / 86_400_000)} days, retention.cronLedgerMs): ledger rows before ${oldest.toISOString()} may already be deleted, so their slots would run again. Start the range at or after ${oldest.toISOString()}.`,
+        );
+      }
+    }
+    return super.backfillCronSchedule(idOrName, range);
+  }
+
+  /**
    * Executions, newest first, optionally of one workflow or status.
    * @throws ValidationError for a bad status, limit (1–1000, default 100) or offset.
    */
@@ -319,6 +350,7 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
   }
 
   async #close(): Promise<void> {
+    this.#unsubscribe();
     this.waiters.close(
       new PipelineTimeoutError(
         'The client was closed before the pipeline finished; it keeps running. Wait on it from an open client.',
@@ -357,6 +389,15 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
     this.waiters.wake(executionId);
   }
 
+  /**
+   * Another process committed work (a cross-process notification): a client only has waiters
+   * to wake; a runner also wakes its claim loop and cron tick. @internal
+   */
+  protected wakeUp(wakeUp: WakeUp): void {
+    if (wakeUp.kind === 'pipeline') this.wakeWaiters(wakeUp.id);
+    else if (wakeUp.kind === 'all') this.wakeWaiters();
+  }
+
   /** Sends an event to this emitter's listeners; a throwing listener is logged. @internal */
   protected emitEvent<K extends keyof RunnerEvents>(event: K, payload: RunnerEvents[K][0]): void {
     emitSafely(this as never, this.config.logger, event, payload);
@@ -381,9 +422,13 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
   /** Aborts the tasks of a pipeline running in this process. A client runs none. @internal */
   protected abortLocalTasks(_executionId: string, _cause: LocalAbortCause): void {}
 
-  /** First pause before a waiter reads a pipeline of `workflowName`. @internal */
+  /**
+   * First pause before a waiter reads a pipeline of `workflowName`: none with cross-process
+   * wake-ups (one read for a pipeline that finished before the wait, then notifications and the
+   * `pollIntervalMs` fallback), else a short one that backs off. @internal
+   */
   protected firstPollDelayMs(_workflowName: string): number {
-    return FIRST_POLL_DELAY_MS;
+    return this.storage.wakeUps === undefined ? FIRST_POLL_DELAY_MS : 0;
   }
 
   #handle(pipeline: PipelineRow, defaultTimeoutMs: number): PipelineExecution {

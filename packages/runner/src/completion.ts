@@ -50,6 +50,9 @@ interface Entry {
   waiters: Set<Waiter>;
   delayMs: number;
   dueAtMs: number;
+  /** A read is in flight; a wake-up meanwhile sets `woken`, so that its news is not lost to the back-off. */
+  polling: boolean;
+  woken: boolean;
 }
 
 /** What {@link CompletionWaiters} needs: a way to read a pipeline, and how often at most. */
@@ -81,7 +84,9 @@ export class CompletionWaiters {
 
   /**
    * Resolves with the pipeline row once it is terminal; the first read happens after
-   * `firstPollDelayMs` (capped at `pollIntervalMs`).
+   * `firstPollDelayMs` (capped at `pollIntervalMs`), the next ones with a doubling back-off.
+   * A `firstPollDelayMs` of 0 (wake-ups from other processes are live) reads at once, for a
+   * pipeline that finished before the wait began, then only every `pollIntervalMs`.
    * @throws ExecutionNotFoundError for an unknown id.
    * @throws PipelineTimeoutError after `timeoutMs`.
    */
@@ -113,7 +118,14 @@ export class CompletionWaiters {
       let entry = this.#entries.get(id);
       if (entry === undefined) {
         const delayMs = Math.min(firstPollDelayMs, this.#options.pollIntervalMs);
-        entry = { waiters: new Set(), delayMs: delayMs * 2, dueAtMs: monotonicMs() + delayMs };
+        const nextDelayMs = delayMs === 0 ? this.#options.pollIntervalMs : delayMs * 2;
+        entry = {
+          waiters: new Set(),
+          delayMs: nextDelayMs,
+          dueAtMs: monotonicMs() + delayMs,
+          polling: false,
+          woken: false,
+        };
         this.#entries.set(id, entry);
         this.#schedule(entry.dueAtMs);
       }
@@ -150,7 +162,10 @@ export class CompletionWaiters {
     const nowMs = monotonicMs();
     const entry = id === undefined ? undefined : this.#entries.get(id);
     if (id !== undefined && entry === undefined) return;
-    for (const each of entry === undefined ? this.#entries.values() : [entry]) each.dueAtMs = nowMs;
+    for (const each of entry === undefined ? this.#entries.values() : [entry]) {
+      each.dueAtMs = nowMs;
+      if (each.polling) each.woken = true;
+    }
     if (this.#entries.size > 0) this.#schedule(nowMs);
   }
 
@@ -174,10 +189,14 @@ export class CompletionWaiters {
 
   async #poll(id: string, entry: Entry): Promise<void> {
     let row: PipelineRow | null | undefined;
+    entry.polling = true;
+    entry.woken = false;
     try {
       row = await this.#options.getPipeline(id);
     } catch (error) {
       this.#options.logger.warn({ err: error, executionId: id }, 'could not read pipeline while waiting; will retry');
+    } finally {
+      entry.polling = false;
     }
     if (this.#entries.get(id) !== entry) return;
     if (row === null) {
@@ -190,8 +209,14 @@ export class CompletionWaiters {
       this.notify(row);
       return;
     }
-    entry.dueAtMs = monotonicMs() + entry.delayMs;
-    entry.delayMs = Math.min(entry.delayMs * 2, this.#options.pollIntervalMs);
+    if (entry.woken) {
+      // Woken while the read was in flight: the read may predate the news, so read again.
+      entry.woken = false;
+      entry.dueAtMs = monotonicMs();
+    } else {
+      entry.dueAtMs = monotonicMs() + entry.delayMs;
+      entry.delayMs = Math.min(entry.delayMs * 2, this.#options.pollIntervalMs);
+    }
     this.#schedule(entry.dueAtMs);
   }
 

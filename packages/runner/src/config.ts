@@ -5,11 +5,13 @@ import {
   ConfigurationError,
   type DatabaseLocation,
   defaultApplicationName,
+  type ListenOption,
   type Logger,
   POOL_DEFAULTS,
   type PoolOptions,
   parseDatabaseUrl,
   type ResolvedPoolOptions,
+  resolveListenOption,
   resolvePoolOptions,
   silentLogger,
   systemClock,
@@ -61,6 +63,16 @@ export interface DefaultRunnerConfig {
    * @default `orrery:${runnerId}` (cut to 63 characters)
    */
   applicationName?: string;
+  /**
+   * Wake up at once when another process commits work (PostgreSQL LISTEN/NOTIFY on one extra
+   * connection, named `<applicationName>:listen`; ignored for SQLite, which polls across
+   * processes): the claim loop for ready tasks, the cron tick for added or enabled schedules,
+   * `execute()`/`wait()` for finished pipelines. `{ database }` listens on a direct URL when
+   * `database` goes through a transaction pooler (which cannot hold a LISTEN); `false` polls only.
+   * Polling stays the fallback either way.
+   * @default true
+   */
+  listen?: ListenOption;
   /** Workflows to register at creation; more can be added with `register()`. @default [] */
   workflows?: Workflow[];
   /** This runner's name in the `runners` table and in task leases. @default `${hostname}-${pid}-${random}` */
@@ -81,7 +93,11 @@ export interface DefaultRunnerConfig {
    * @default 30_000
    */
   taskLeaseMs?: number;
-  /** Fallback poll for ready tasks; local events wake the claim loop at once. @default 250 */
+  /**
+   * Fallback poll for ready tasks and, in `execute()`/`wait()`, for pipelines finished elsewhere;
+   * local events (and, on PostgreSQL with `listen`, other processes' commits) wake them at once.
+   * @default 250
+   */
   pollIntervalMs?: number;
   /** Run the cron tick loop in this process. @default true */
   enableCronScheduling?: boolean;
@@ -135,6 +151,7 @@ export const RUNNER_DEFAULTS = Object.freeze({
   database: 'sqlite:./orrery.db',
   schema: 'public',
   pool: POOL_DEFAULTS,
+  listen: true,
   maxConcurrentTasks: 16,
   taskTimeoutMs: 300_000,
   pipelineTimeoutMs: 3_600_000,
@@ -160,11 +177,14 @@ export const RUNNER_DEFAULTS = Object.freeze({
 
 /** {@link DefaultRunnerConfig} with every field set and checked: all that internals ever see. */
 export interface ResolvedRunnerConfig
-  extends Required<Omit<DefaultRunnerConfig, 'workflows' | 'retention' | 'schema' | 'pool' | 'applicationName'>> {
+  extends Required<
+    Omit<DefaultRunnerConfig, 'workflows' | 'retention' | 'schema' | 'pool' | 'applicationName' | 'listen'>
+  > {
   location: DatabaseLocation;
   schema: string;
   pool: ResolvedPoolOptions;
   applicationName: string;
+  listen: ListenOption;
   workflows: Workflow[];
   retention: Required<RetentionConfig>;
 }
@@ -196,7 +216,7 @@ const NUMBER_FIELDS = {
 
 const BOOLEAN_FIELDS = ['enableCronScheduling', 'cronEnableRecovery', 'migrate', 'preparedStatements'] as const;
 const OTHER_FIELDS = ['database', 'schema', 'workflows', 'runnerId', 'retention', 'clock', 'logger'] as const;
-const CONNECTION_FIELDS = ['pool', 'applicationName'] as const;
+const CONNECTION_FIELDS = ['pool', 'applicationName', 'listen'] as const;
 const KNOWN_FIELDS = new Set<string>([
   ...Object.keys(NUMBER_FIELDS),
   ...BOOLEAN_FIELDS,
@@ -344,6 +364,7 @@ export function resolveConfig(config: DefaultRunnerConfig = {}): ResolvedRunnerC
       config.applicationName === undefined
         ? defaultApplicationName(runnerId)
         : validateApplicationName(config.applicationName),
+    listen: resolveListenOption(config.listen ?? RUNNER_DEFAULTS.listen),
     workflows: checkWorkflows(config.workflows ?? []),
     runnerId,
     retention,

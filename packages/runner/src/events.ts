@@ -53,6 +53,8 @@ export interface TaskCompletedEvent extends TaskAttemptEvent {
 /** A task attempt failed; `willRetry` says whether another attempt is scheduled. */
 export interface TaskFailedEvent extends TaskAttemptEvent {
   error: string;
+  /** The stack of the Error the task threw; null for a timeout, a lost lease or a non-Error value. */
+  stack: string | null;
   willRetry: boolean;
   /** When the next attempt may start, if one will. */
   retryAt: Date | null;

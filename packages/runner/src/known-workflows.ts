@@ -13,6 +13,13 @@ import type { WorkflowRegistry } from './registry.js';
 const BUILT_LIMIT = 1000;
 
 /**
+ * How long a client trusts the latest stored version of a name before reading the table again.
+ * A client starting work in a loop would otherwise pay one extra query per pipeline; a new
+ * version a runner registers is picked up within this time (a deploy is never that precise).
+ */
+export const LATEST_VERSION_CACHE_MS = 1_000;
+
+/**
  * The workflows a client or runner can start and schedule: those this process registered
  * (its registry: code it runs) and those any runner stored in the `workflows` table. A
  * registered workflow wins over the table; a name only in the table starts its latest
@@ -25,6 +32,8 @@ export class KnownWorkflows implements WorkflowCatalog {
   /** Names in the table at the last {@link refresh}: what {@link has} answers synchronously for the cron service. */
   #stored = new Set<string>();
   readonly #built = new Map<string, Workflow>();
+  /** The latest stored version of each name recently resolved, and when it was read (performance.now()). */
+  readonly #latest = new Map<string, { workflow: Workflow; readAtMs: number }>();
 
   constructor(registry: WorkflowRegistry, store: WorkflowStore) {
     this.#registry = registry;
@@ -60,10 +69,18 @@ export class KnownWorkflows implements WorkflowCatalog {
    */
   async resolve(name: string): Promise<Workflow> {
     const registered = typeof name === 'string' ? this.#registry.find(name) : undefined;
+    // A registered workflow is always the one started: it is the code this process runs.
     if (registered !== undefined) return registered;
-    const info = typeof name === 'string' ? await this.#store.getLatestWorkflow(name) : null;
+    if (typeof name !== 'string') throw await this.notFound(name);
+    const cached = this.#latest.get(name);
+    if (cached !== undefined && performance.now() - cached.readAtMs < LATEST_VERSION_CACHE_MS) return cached.workflow;
+    const readAtMs = performance.now();
+    const info = await this.#store.getLatestWorkflow(name);
     if (info === null) throw await this.notFound(name);
-    return this.#build(info);
+    const workflow = this.#build(info);
+    if (this.#latest.size >= BUILT_LIMIT) this.#latest.clear();
+    this.#latest.set(name, { workflow, readAtMs });
+    return workflow;
   }
 
   /**

@@ -6,10 +6,14 @@ import type { ResolvedRunnerConfig } from './config.js';
  * (dynamic import), so a SQLite user never loads `pg` and a Postgres user never loads the
  * native SQLite driver.
  * @throws ConfigurationError for a database that cannot be opened, an adapter that is not
- *   installed, or (with `migrate: false`) a stale schema.
+ *   installed, a SQLite file or folder missing against `mustExist`, or (with `migrate: false`)
+ *   a stale schema.
  * @throws DatabaseError when a migration fails.
  */
-export async function openStorage(config: ResolvedRunnerConfig): Promise<Storage> {
+export async function openStorage(
+  config: ResolvedRunnerConfig,
+  options: { mustExist?: 'file' | 'folder' | undefined } = {},
+): Promise<Storage> {
   const { location, migrate } = config;
   switch (location.kind) {
     case 'sqlite': {
@@ -18,7 +22,12 @@ export async function openStorage(config: ResolvedRunnerConfig): Promise<Storage
         'sqlite:',
         () => import('@orreryjs/sqlite-adapter'),
       );
-      return openSqliteStorage({ filename: location.filename, migrate });
+      const { mustExist } = options;
+      return openSqliteStorage({
+        filename: location.filename,
+        migrate,
+        ...(mustExist === undefined ? {} : { mustExist }),
+      });
     }
     case 'postgres': {
       const { openPostgresStorage } = await loadAdapter(
@@ -33,6 +42,8 @@ export async function openStorage(config: ResolvedRunnerConfig): Promise<Storage
         pool: config.pool,
         applicationName: config.applicationName,
         preparedStatements: config.preparedStatements,
+        listen: config.listen,
+        logger: config.logger,
       });
     }
   }

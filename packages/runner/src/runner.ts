@@ -8,6 +8,7 @@ import {
   type Storage,
   systemClock,
   type TaskRow,
+  type WakeUp,
   type Workflow,
 } from '@orreryjs/core';
 import type { Registry } from 'prom-client';
@@ -283,6 +284,34 @@ export class DefaultRunner extends OrreryClient {
   protected override emitEvent<K extends keyof RunnerEvents>(event: K, payload: RunnerEvents[K][0]): void {
     this.#metrics.record(event, payload);
     super.emitEvent(event, payload);
+  }
+
+  /**
+   * @internal Ready tasks and resumed pipelines wake the claim loop, schedules the cron tick,
+   * pipeline changes the waiters; a (re)connected listener wakes them all.
+   */
+  protected override wakeUp(wakeUp: WakeUp): void {
+    super.wakeUp(wakeUp);
+    switch (wakeUp.kind) {
+      case 'tasks': {
+        // Clock offsets are measured per process, so the writer's now may be a few ms ahead of ours:
+        // claim when our clock reaches it, rather than now (finding nothing) and then only at the poll.
+        const atMs = wakeUp.availableAt.getTime();
+        if (atMs > this.clock.now().getTime()) this.#claimLoop.nudgeAt(atMs);
+        else this.#claimLoop.nudge();
+        return;
+      }
+      case 'pipeline':
+        if (wakeUp.status === 'running' || wakeUp.status === 'pending') this.#claimLoop.nudge();
+        return;
+      case 'schedule':
+        this.cron.wake(wakeUp.nextRunAt);
+        return;
+      case 'all':
+        this.#claimLoop.nudge();
+        this.cron.wake();
+        return;
+    }
   }
 
   /** @internal */

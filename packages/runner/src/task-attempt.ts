@@ -101,6 +101,7 @@ async function runAttempt(claimed: ClaimedTask, entry: ActiveTask, env: AttemptE
 
   const startedMs = env.clock.now().getTime();
   let outcome: TaskOutcome;
+  let stack: string | null = null;
   try {
     const context = new Context(taskInput(workflow, row.taskId, pipeline.input, claimed.terminalTasks));
     if (definition.when !== undefined && !definition.when(context)) {
@@ -121,8 +122,9 @@ async function runAttempt(claimed: ClaimedTask, entry: ActiveTask, env: AttemptE
         ? `Task "${row.taskId}" timed out after ${definition.timeoutMs ?? env.taskTimeoutMs} ms`
         : errorMessage(error);
     outcome = failedOutcome(definition.retry, row.failedAttempts + 1, error, message, env.clock.now());
+    if (entry.abortCause === null && error instanceof Error && typeof error.stack === 'string') stack = error.stack;
   }
-  return commit(env, claimed, entry, ref, outcome, env.clock.now().getTime() - startedMs);
+  return commit(env, claimed, entry, ref, outcome, env.clock.now().getTime() - startedMs, stack);
 }
 
 function attemptInfo(ref: AttemptRef, entry: ActiveTask, pipeline: PipelineRow): TaskRunInfo {
@@ -169,6 +171,7 @@ async function commit(
   ref: AttemptRef,
   outcome: TaskOutcome,
   durationMs: number,
+  stack: string | null = null,
 ): Promise<void> {
   const workflow = env.registry.get(ref.workflowName);
   const now = env.clock.now();
@@ -186,7 +189,7 @@ async function commit(
     env.logger.warn(ref, 'task outcome not committed: this runner no longer holds the lease');
     return;
   }
-  reportOutcome(env, ref, outcome, durationMs, claimed);
+  reportOutcome(env, ref, outcome, durationMs, claimed, stack);
   if (result.readied > 0) env.wake();
   if (outcome.status === 'retry') env.wake(outcome.availableAt.getTime());
   if (result.finishedPipeline !== null) {
@@ -222,6 +225,7 @@ function reportOutcome(
   outcome: TaskOutcome,
   durationMs: number,
   claimed: ClaimedTask,
+  stack: string | null,
 ): void {
   switch (outcome.status) {
     case 'completed':
@@ -231,11 +235,11 @@ function reportOutcome(
       env.emit('task:skipped', { ...ref, reason: outcome.reason });
       return;
     case 'failed':
-      env.emit('task:failed', { ...ref, error: outcome.error, willRetry: false, retryAt: null });
+      env.emit('task:failed', { ...ref, error: outcome.error, stack, willRetry: false, retryAt: null });
       return;
     case 'retry':
       env.logger.debug({ ...ref, failedAttempts: claimed.task.failedAttempts + 1 }, 'task will retry');
-      env.emit('task:failed', { ...ref, error: outcome.error, willRetry: true, retryAt: outcome.availableAt });
+      env.emit('task:failed', { ...ref, error: outcome.error, stack, willRetry: true, retryAt: outcome.availableAt });
       return;
   }
 }

@@ -1,4 +1,7 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   ConfigurationError,
   DefaultRunner,
@@ -38,6 +41,33 @@ describe('OrreryClient configuration', () => {
     const created = OrreryClient.create({ database: 'sqlite::memory:', ...config });
     await expect(created).rejects.toBeInstanceOf(ConfigurationError);
     await expect(created).rejects.toThrow(message);
+  });
+});
+
+describe('OrreryClient mustExist (SQLite)', () => {
+  const folder = mkdtempSync(join(tmpdir(), 'orrery-must-exist-'));
+  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+  it("with 'file', refuses a missing database file naming it, and creates nothing", async () => {
+    const path = join(folder, 'typo', 'b.db');
+    const created = OrreryClient.create({ database: `sqlite:${path}`, mustExist: 'file' });
+    await expect(created).rejects.toBeInstanceOf(ConfigurationError);
+    await expect(created).rejects.toThrow(`SQLite database "${path}" does not exist`);
+    expect(existsSync(join(folder, 'typo'))).toBe(false);
+  });
+
+  it("with 'folder', refuses a missing folder but creates a missing file in an existing one", async () => {
+    const created = OrreryClient.create({ database: `sqlite:${join(folder, 'nope', 'c.db')}`, mustExist: 'folder' });
+    await expect(created).rejects.toThrow(/folder of SQLite database .* does not exist/);
+    expect(existsSync(join(folder, 'nope'))).toBe(false);
+    const client = await OrreryClient.create({ database: `sqlite:${join(folder, 'c.db')}`, mustExist: 'folder' });
+    await client.close();
+    expect(existsSync(join(folder, 'c.db'))).toBe(true);
+  });
+
+  it('refuses a mustExist that is not file or folder', async () => {
+    const created = OrreryClient.create({ database: 'sqlite::memory:', mustExist: 'yes' as never });
+    await expect(created).rejects.toThrow(/mustExist must be 'file' or 'folder'/);
   });
 });
 
@@ -106,6 +136,20 @@ describe.each(ADAPTERS)('OrreryClient on $name', (adapter) => {
     ]);
   });
 
+  it('picks up a version registered after it started one, once its short cache of the latest version lapses', async () => {
+    await runner({ workflows: [reportV1] });
+    const c = await client();
+    expect((await c.getExecutionResult((await c.executeAsync('report')).id)).workflowVersion).toBe(reportV1.version);
+    clock.advance(1_000);
+    await runner({ workflows: [reportV2] });
+    let version = reportV1.version;
+    for (let tries = 0; version !== reportV2.version && tries < 100; tries += 1) {
+      await new Promise((done) => setTimeout(done, 100));
+      version = (await c.getExecutionResult((await c.executeAsync('report')).id)).workflowVersion;
+    }
+    expect(version).toBe(reportV2.version);
+  });
+
   it('refuses an unknown workflow name with WorkflowNotFoundError naming the known ones, writing nothing', async () => {
     const c = await client();
     await expect(c.executeAsync('report')).rejects.toThrow(/no runner has registered any workflow yet/);
@@ -115,9 +159,18 @@ describe.each(ADAPTERS)('OrreryClient on $name', (adapter) => {
       c.execute('reprot'),
       c.addCronSchedule({ name: 's', workflowName: 'reprot', cronExpression: '0 * * * *' }),
     ];
-    for (const attempt of attempts) {
-      await expect(attempt).rejects.toBeInstanceOf(WorkflowNotFoundError);
-      await expect(attempt).rejects.toThrow(/"reprot" .*known: audit, report/);
+    // Settled together: awaiting them one by one leaves the later rejections unhandled for a while.
+    const errors = await Promise.all(
+      attempts.map((attempt) =>
+        attempt.then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+      ),
+    );
+    for (const error of errors) {
+      expect(error).toBeInstanceOf(WorkflowNotFoundError);
+      expect((error as Error).message).toMatch(/"reprot" .*known: audit, report/);
     }
     expect(await c.listExecutions()).toEqual([]);
     expect(await c.listCronSchedules()).toEqual([]);
@@ -156,6 +209,21 @@ describe.each(ADAPTERS)('OrreryClient on $name', (adapter) => {
     clock.advance(RUNNER_ALIVE_WINDOW_MS + 1); // no heartbeat has been written since
     expect(await c.listRunners()).toEqual([expect.objectContaining({ id: 'first', alive: false })]);
     await expect(c.listRunners({ includeStopped: 'yes' as never })).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it('refuses a backfill starting before the cron ledger retention, and writes nothing', async () => {
+    await runner({ workflows: [reportV1] });
+    const DAY = 86_400_000;
+    const c = await OrreryClient.create({ ...db.config, clock, retention: { cronLedgerMs: 10 * DAY } });
+    opened.push(c);
+    await c.addCronSchedule({ name: 'hourly', workflowName: 'report', cronExpression: '0 * * * *' });
+    const old = { start: new Date(T0.getTime() - 11 * DAY), end: new Date(T0.getTime() - 11 * DAY + 3_600_000) };
+    const refused = c.backfillCronSchedule('hourly', old);
+    await expect(refused).rejects.toBeInstanceOf(ValidationError);
+    await expect(refused).rejects.toThrow(/older than the cron ledger's retention \(10 days/);
+    expect(await c.getCronExecutionHistory('hourly')).toEqual([]);
+    const recent = { start: new Date(T0.getTime() - 9 * DAY), end: new Date(T0.getTime() - 9 * DAY + 3_600_000) };
+    expect(await c.backfillCronSchedule('hourly', recent)).toEqual({ created: 1, existing: 0 });
   });
 
   it('refuses calls after close()', async () => {

@@ -156,6 +156,8 @@ describe.each(ADAPTERS)('pipeline control on $name', (adapter) => {
       [1, true],
       [2, true],
     ]);
+    // Each event carries the stack of the error thrown, for logs.
+    for (const failure of mine) expect(failure.stack).toMatch(/\n\s+at /);
   });
 
   it('fails the task and the pipeline once the attempts are used up, skipping its dependents', async () => {

@@ -1,5 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { ConfigurationError, type OpenStorageOptions, type Storage, sleep } from '@orreryjs/core';
 import Database from 'better-sqlite3';
 import { drizzle } from 'drizzle-orm/better-sqlite3';
@@ -15,6 +15,13 @@ import { SqliteWorkflowStore } from './workflow-store/index.js';
 export interface SqliteStorageOptions extends OpenStorageOptions {
   /** Path of the database file (its directory is created if missing), or ':memory:' for a private in-memory database. */
   filename: string;
+  /**
+   * What must exist already, for a caller that must not create files on a mistyped path:
+   * `'file'` refuses a missing database file (nothing is created), `'folder'` refuses a missing
+   * parent folder (the file may be created, its folder is not). Unset, both are created as needed.
+   * @default undefined
+   */
+  mustExist?: 'file' | 'folder';
   /**
    * Apply pending migrations on open; when false, a file whose schema is older than the code is refused.
    * @default true
@@ -35,9 +42,9 @@ const IN_MEMORY = ':memory:';
 /** Pause between attempts to open a file another process is switching to WAL. */
 const OPEN_RETRY_MS = 20;
 
-function connect(filename: string, busyTimeoutMs: number): Database.Database {
-  if (filename !== IN_MEMORY) mkdirSync(dirname(filename), { recursive: true });
-  const client = new Database(filename, { timeout: busyTimeoutMs });
+function connect(filename: string, busyTimeoutMs: number, mustExist: 'file' | 'folder' | undefined): Database.Database {
+  if (filename !== IN_MEMORY && mustExist === undefined) mkdirSync(dirname(filename), { recursive: true });
+  const client = new Database(filename, { timeout: busyTimeoutMs, fileMustExist: mustExist === 'file' });
   try {
     // WAL lets readers run beside the single writer; an in-memory database has no journal file to put in WAL mode.
     if (filename !== IN_MEMORY) client.pragma('journal_mode = WAL');
@@ -58,11 +65,15 @@ function connect(filename: string, busyTimeoutMs: number): Database.Database {
  * {@link connect}, retried while the file is busy: switching a fresh file to WAL can report
  * SQLITE_BUSY without waiting on the busy handler while another process does the same.
  */
-async function connectWhenFree(filename: string, busyTimeoutMs: number): Promise<Database.Database> {
+async function connectWhenFree(
+  filename: string,
+  busyTimeoutMs: number,
+  mustExist: 'file' | 'folder' | undefined,
+): Promise<Database.Database> {
   const deadline = performance.now() + busyTimeoutMs;
   for (;;) {
     try {
-      return connect(filename, busyTimeoutMs);
+      return connect(filename, busyTimeoutMs, mustExist);
     } catch (error) {
       const busy = String((error as { code?: unknown }).code).startsWith('SQLITE_BUSY');
       if (!busy || performance.now() >= deadline) throw error;
@@ -75,8 +86,8 @@ async function connectWhenFree(filename: string, busyTimeoutMs: number): Promise
  * Opens (creating if needed) a SQLite database as Orrery storage: sets WAL, synchronous=NORMAL,
  * busy_timeout and foreign keys, applies pending migrations and prepares every statement.
  * Several processes may open the same file; write transactions are `BEGIN IMMEDIATE`.
- * @throws ConfigurationError for an invalid busy timeout, a file that cannot be opened, or (with
- *   `migrate: false`) a schema older than the code.
+ * @throws ConfigurationError for an invalid busy timeout, a file that cannot be opened, a file or
+ *   folder missing against `mustExist`, or (with `migrate: false`) a schema older than the code.
  * @throws DatabaseError when a migration fails.
  */
 export async function openSqliteStorage(options: SqliteStorageOptions): Promise<Storage> {
@@ -86,9 +97,10 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
   if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
     throw new ConfigurationError(`busyTimeoutMs must be a non-negative integer of milliseconds, got ${busyTimeoutMs}.`);
   }
+  checkMustExist(filename, options.mustExist);
   let client: Database.Database;
   try {
-    client = await connectWhenFree(filename, busyTimeoutMs);
+    client = await connectWhenFree(filename, busyTimeoutMs, options.mustExist);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     throw new ConfigurationError(
@@ -113,5 +125,24 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
   } catch (error) {
     client.close();
     throw toOrreryError('openSqliteStorage', error);
+  }
+}
+
+/** Refuses, before anything is created, a file or folder that `mustExist` says must be there. */
+function checkMustExist(filename: string, mustExist: 'file' | 'folder' | undefined): void {
+  if (filename === IN_MEMORY || mustExist === undefined) return;
+  if (mustExist !== 'file' && mustExist !== 'folder') {
+    throw new ConfigurationError(`mustExist must be 'file' or 'folder', got ${JSON.stringify(mustExist)}.`);
+  }
+  const absolute = resolve(filename);
+  if (mustExist === 'file' && !existsSync(absolute)) {
+    throw new ConfigurationError(
+      `SQLite database "${filename}" does not exist (looked for ${absolute}). Check the path, or create the database first (orrery migrate, or open it without mustExist).`,
+    );
+  }
+  if (!existsSync(dirname(absolute))) {
+    throw new ConfigurationError(
+      `The folder of SQLite database "${filename}" does not exist (${dirname(absolute)}). Check the path, or create the folder first.`,
+    );
   }
 }

@@ -32,9 +32,11 @@ const EXECUTION_COLUMNS: readonly Column<PipelineSummary>[] = [
   { header: 'Error', cell: (e) => orDash(e.error === undefined ? undefined : oneLine(e.error)) },
 ];
 
-/** `orrery executions …`: list pipeline executions and show one with its task DAG. */
+/** `orrery executions …`: list pipeline executions, show one with its task DAG, cancel, pause, resume or retry one. */
 export function registerExecutionCommands(program: Command, io: CliIo): void {
-  const executions = program.command('executions').description('List pipeline executions and inspect one');
+  const executions = program
+    .command('executions')
+    .description('List pipeline executions, inspect one, cancel, pause, resume or retry it');
 
   databaseCommand(executions, 'list', 'List executions, newest first')
     .option('--workflow <name>', 'only executions of this workflow')
@@ -131,4 +133,41 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
         );
       }
     });
+
+  registerControlCommands(executions, io);
+}
+
+/** What each control verb does, and how its status line reads. */
+const CONTROLS = {
+  cancel: {
+    description: 'Cancel an execution: its unfinished tasks become cancelled, running ones are aborted',
+    done: 'Cancelled',
+  },
+  pause: {
+    description: 'Pause an execution: nothing more is claimed, running tasks go back to ready',
+    done: 'Paused',
+  },
+  resume: { description: 'Resume a paused execution: its ready tasks are claimed again', done: 'Resumed' },
+} as const;
+
+function registerControlCommands(executions: Command, io: CliIo): void {
+  for (const [verb, { description, done }] of Object.entries(CONTROLS)) {
+    const command = databaseCommand(executions, verb, `${description} (a no-op when it cannot apply)`).argument(
+      '<id>',
+      'execution id',
+    );
+    if (verb === 'pause') command.option('--reason <text>', 'why, stored with the execution');
+    command.action(async (id: string, options: CommonOptions & { reason?: string }) => {
+      const status = await withClient(options, {}, async (client) => {
+        if (verb === 'cancel') await client.cancelExecution(id);
+        else if (verb === 'pause') await client.pauseExecution(id, options.reason);
+        else await client.resumeExecution(id);
+        return client.getExecutionStatus(id);
+      });
+      const applied = verb === 'resume' ? status !== 'paused' : status === (verb === 'cancel' ? 'cancelled' : 'paused');
+      if (options.json) writeJson(io, { executionId: id, status });
+      else if (applied) writeLine(io, `${done} execution ${id}: it is now ${status}.`);
+      else writeLine(io, `Execution ${id} is ${status}: nothing to ${verb}.`);
+    });
+  }
 }

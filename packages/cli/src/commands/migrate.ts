@@ -32,11 +32,12 @@ export function registerMigrateCommand(program: Command, io: CliIo): void {
 // database that cannot be opened at all fails the second attempt with its own error.
 async function migrate(database: DatabaseOptions): Promise<MigrationState> {
   try {
-    await withClient(database, { migrate: false }, async () => {});
+    await withClient(database, { migrate: false, mustExist: 'folder' }, async () => {});
     return 'up-to-date';
   } catch (error) {
-    if (!isOrreryError(error, 'CONFIGURATION')) throw error;
+    // A missing folder is final: migrate creates the file, never a folder for a mistyped path.
+    if (!isOrreryError(error, 'CONFIGURATION') || /folder of SQLite database/.test(error.message)) throw error;
   }
-  await withClient(database, { migrate: true }, async () => {});
+  await withClient(database, { migrate: true, mustExist: 'folder' }, async () => {});
   return 'migrated';
 }

@@ -12,9 +12,20 @@ const RUNNER_COLUMNS: readonly Column<RunnerInfo>[] = [
   { header: 'Heartbeat (UTC)', cell: (r) => formatInstant(r.heartbeatAt) },
 ];
 
-/** `orrery runners`: the runner processes on this database, and whether each is alive. */
+/**
+ * `orrery runners list` (and `orrery runners`, its alias): the runner processes on this
+ * database, and whether each is alive.
+ */
 export function registerRunnersCommand(program: Command, io: CliIo): void {
-  databaseCommand(program, 'runners', 'List runner processes: alive, or silent (no heartbeat for 30 s)')
+  const description = 'List runner processes: alive, or silent (no heartbeat for 30 s)';
+  const runners = listRunners(databaseCommand(program, 'runners', `${description}; alias of \`runners list\``), io);
+  // The alias's options come before `list`, so that `runners list --database …` reaches `list`.
+  runners.enablePositionalOptions();
+  listRunners(databaseCommand(runners, 'list', description), io);
+}
+
+function listRunners(command: Command, io: CliIo): Command {
+  return command
     .option('--all', 'include runners that shut down')
     .action(async (options: DatabaseOptions & OutputOptions & { all?: boolean }) => {
       const runners = await withClient(options, {}, (client) =>

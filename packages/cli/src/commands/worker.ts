@@ -1,9 +1,17 @@
-import type { DefaultRunner } from '@orreryjs/runner';
 import type { Command } from 'commander';
-import { integerAtLeast, parseDurationMs } from '../arguments.js';
+import { integerAtLeast, oneOf, parseDurationMs, parsePort } from '../arguments.js';
 import { type MetricsServer, serveMetrics } from '../metrics-server.js';
-import { addJsonOption, type CliIo, type OutputOptions } from '../output.js';
+import type { CliIo, OutputOptions } from '../output.js';
 import { addDatabaseOptions, type DatabaseOptions, loadRunnerClass, redactDatabaseUrl } from '../runner-session.js';
+import {
+  asLibraryLogger,
+  createWorkerLogger,
+  LOG_FORMATS,
+  LOG_LEVELS,
+  type LogFormat,
+  type LogLevel,
+  logRunnerEvents,
+} from '../worker-log.js';
 import { loadWorkflows } from '../workflow-module.js';
 
 interface WorkerOptions extends DatabaseOptions, OutputOptions {
@@ -15,26 +23,13 @@ interface WorkerOptions extends DatabaseOptions, OutputOptions {
   metricsPort?: number;
   metricsHost: string;
   quiet?: boolean;
+  logLevel: LogLevel;
+  logFormat: LogFormat;
 }
-
-/** Runner events a worker reports; the per-task start and pipeline creation are left out as noise. */
-const REPORTED_EVENTS = [
-  'pipeline:completed',
-  'pipeline:failed',
-  'pipeline:cancelled',
-  'task:completed',
-  'task:failed',
-  'task:skipped',
-  'cron:fired',
-  'cron:skipped',
-  'cron:lost',
-  'cron:recovered',
-  'cron:abandoned',
-] as const;
 
 /** `orrery worker <module…>`: runs the workflows a module exports until SIGINT or SIGTERM. */
 export function registerWorkerCommand(program: Command, io: CliIo): void {
-  addJsonOption(addDatabaseOptions(program.command('worker')))
+  addDatabaseOptions(program.command('worker'))
     .description('Run tasks and cron schedules of the workflows some modules export, until SIGINT or SIGTERM')
     .argument('<module...>', 'modules whose exports include workflows (values of defineWorkflow)')
     .option('--concurrency <n>', 'tasks run at once (default 16)', integerAtLeast(1))
@@ -47,11 +42,25 @@ export function registerWorkerCommand(program: Command, io: CliIo): void {
       parseDurationMs,
       30_000,
     )
-    .option('--metrics-port <port>', 'serve Prometheus metrics at http://<host>:<port>/metrics', integerAtLeast(0))
-    .option('--metrics-host <host>', 'interface the metrics endpoint listens on', '0.0.0.0')
-    .option('--quiet', 'print only start and stop, not pipeline, task and cron events')
+    .option(
+      '--metrics-port <port>',
+      'serve Prometheus metrics at http://<host>:<port>/metrics and health at /health',
+      parsePort,
+    )
+    .option('--metrics-host <host>', 'interface the metrics endpoint listens on', '127.0.0.1')
+    .option('--log-level <level>', `log at this level and above: ${LOG_LEVELS.join(', ')}`, oneOf(LOG_LEVELS), 'info')
+    .option(
+      '--log-format <format>',
+      'pretty (readable lines), json (one object per line), or auto: pretty on a terminal, else json',
+      oneOf(LOG_FORMATS),
+      'auto',
+    )
+    .option('--json', 'log JSON lines, as --log-format json')
+    .option('--quiet', 'log routine pipeline, task and cron events at debug level (failures stay visible)')
     .action(async (modules: string[], options: WorkerOptions) => {
       const workflows = await loadWorkflows(modules);
+      const format: LogFormat = options.json ? 'json' : options.logFormat;
+      const logger = createWorkerLogger(io, options.logLevel, format, process.stdout.isTTY === true);
       const DefaultRunner = await loadRunnerClass();
       const runner = await DefaultRunner.create({
         database: options.database,
@@ -61,14 +70,15 @@ export function registerWorkerCommand(program: Command, io: CliIo): void {
         workflows,
         enableCronScheduling: options.cron,
         migrate: options.migrate,
+        logger: asLibraryLogger(logger),
       });
-      const report = reporter(io, options.json);
+      const report = (event: string, fields: Record<string, unknown>) => logger.info({ event, ...fields }, event);
       let metrics: MetricsServer | undefined;
       try {
         if (options.metricsPort !== undefined) {
           metrics = await serveMetrics(runner, options.metricsPort, options.metricsHost);
         }
-        if (!options.quiet) forwardEvents(runner, report);
+        logRunnerEvents(runner, logger, options.quiet === true);
         await runner.start();
         report('worker:started', {
           workflows: workflows
@@ -78,7 +88,9 @@ export function registerWorkerCommand(program: Command, io: CliIo): void {
           database: redactDatabaseUrl(options.database),
           cron: options.cron,
           runnerId: runner.runnerId,
-          ...(metrics === undefined ? {} : { metrics: `http://${options.metricsHost}:${metrics.port}/metrics` }),
+          ...(metrics === undefined
+            ? {}
+            : { metrics: `http://${urlHost(options.metricsHost)}:${metrics.port}/metrics` }),
         });
         const signal = await nextStopSignal();
         report('worker:stopping', { signal, timeoutMs: options.shutdownTimeout });
@@ -97,43 +109,9 @@ export function registerWorkerCommand(program: Command, io: CliIo): void {
     });
 }
 
-type Report = (event: string, fields: Record<string, unknown>) => void;
-
-/** One line per event: `<ISO time> <event> key=value …`, or a JSON object per line with --json. */
-function reporter(io: CliIo, json: boolean | undefined): Report {
-  return (event, fields) => {
-    const at = new Date().toISOString();
-    const flat = flatten(fields);
-    if (json) {
-      io.stdout(`${JSON.stringify({ at, event, ...flat })}\n`);
-      return;
-    }
-    const pairs = Object.entries(flat).map(
-      ([key, value]) => `${key}=${typeof value === 'string' && /\s/.test(value) ? JSON.stringify(value) : value}`,
-    );
-    io.stdout(`${[at, event, ...pairs].join(' ')}\n`);
-  };
-}
-
-function forwardEvents(runner: DefaultRunner, report: Report): void {
-  // The runner's event map is typed per event; here every payload is handled alike.
-  const emitter = runner as unknown as { on(event: string, listener: (payload: unknown) => void): unknown };
-  for (const event of REPORTED_EVENTS) {
-    emitter.on(event, (payload) =>
-      report(event, typeof payload === 'object' && payload !== null ? (payload as Record<string, unknown>) : {}),
-    );
-  }
-}
-
-/** Scalar fields only (dates as ISO, errors as their message): contexts and results stay out of the log. */
-function flatten(fields: Record<string, unknown>): Record<string, string | number | boolean> {
-  const flat: Record<string, string | number | boolean> = {};
-  for (const [key, value] of Object.entries(fields)) {
-    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') flat[key] = value;
-    else if (value instanceof Date) flat[key] = value.toISOString();
-    else if (value instanceof Error) flat[key] = value.message;
-  }
-  return flat;
+/** A host as it goes in a URL: an IPv6 address in brackets. */
+function urlHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
 }
 
 function nextStopSignal(): Promise<NodeJS.Signals> {

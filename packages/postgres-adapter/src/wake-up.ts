@@ -1,0 +1,191 @@
+import { type Logger, type PipelineStatus, WAKE_UP_CHANNEL_PREFIX, type WakeUp, type WakeUps } from '@orreryjs/core';
+import pg from 'pg';
+
+/** First pause before reconnecting a lost listen connection; doubles per failed attempt. */
+const FIRST_RECONNECT_MS = 100;
+/** Cap on that pause: polling covers the gap, so a long outage costs latency, never work. */
+const MAX_RECONNECT_MS = 10_000;
+/** Suffix of the listen connection's `application_name`, to tell it apart in `pg_stat_activity`. */
+const LISTEN_SUFFIX = ':listen';
+const MAX_APPLICATION_NAME = 63;
+
+/** Settings of {@link PostgresWakeUps}. */
+export interface PostgresWakeUpsOptions {
+  /** Where to LISTEN: the storage's URL, or `listen.database` when that one goes through a transaction pooler. */
+  connectionString: string;
+  /** The tenant schema; its channel is `orrery.<schema>` (the triggers of migration 0002 notify it). */
+  schema: string;
+  /** The storage's `application_name`; the listen connection's is this plus `:listen`. */
+  applicationName: string;
+  connectionTimeoutMs: number;
+  logger: Logger;
+}
+
+/** The listen connection's `application_name`: `<applicationName>:listen`, cut to what Postgres keeps. */
+export function listenApplicationName(applicationName: string): string {
+  return `${applicationName.slice(0, MAX_APPLICATION_NAME - LISTEN_SUFFIX.length)}${LISTEN_SUFFIX}`;
+}
+
+/** A notification's payload as a {@link WakeUp}; null for one this version does not know. */
+export function parseWakeUp(payload: string | undefined): WakeUp | null {
+  const [kind, first, second] = (payload ?? '').split(':');
+  if (kind === 'task' && first !== undefined) {
+    const ms = Number(first);
+    if (first !== '' && Number.isFinite(ms)) return { kind: 'tasks', availableAt: new Date(ms) };
+  }
+  if (kind === 'pipeline' && first !== undefined && second !== undefined) {
+    return { kind: 'pipeline', status: first as PipelineStatus, id: second };
+  }
+  if (kind === 'schedule' && first !== undefined) {
+    const ms = Number(first);
+    if (first !== '' && Number.isFinite(ms)) return { kind: 'schedule', nextRunAt: new Date(ms) };
+  }
+  return null;
+}
+
+/**
+ * Cross-process wake-ups on PostgreSQL: one dedicated connection (not from the pool, which
+ * would hand it to queries and drop its LISTEN) listens on the schema's channel, and every
+ * notification goes to the subscribers. A lost connection is re-established with a capped
+ * exponential back-off; after each (re)connect every subscriber gets `{ kind: 'all' }`,
+ * since a notification may have been missed meanwhile. Polling is the fallback throughout.
+ */
+export class PostgresWakeUps implements WakeUps {
+  readonly #options: PostgresWakeUpsOptions;
+  readonly #channel: string;
+  readonly #listeners = new Set<(wakeUp: WakeUp) => void>();
+  #client: pg.Client | undefined;
+  /** Clients whose connection ended, possibly before they became {@link #client}. */
+  readonly #ended = new WeakSet<pg.Client>();
+  #failures = 0;
+  #cancelRetry: (() => void) | undefined;
+  #closed = false;
+
+  constructor(options: PostgresWakeUpsOptions) {
+    this.#options = options;
+    this.#channel = `${WAKE_UP_CHANNEL_PREFIX}${options.schema}`;
+  }
+
+  /**
+   * Opens the listen connection once, for `open…Storage`: a failure here is a configuration
+   * to fix (the pool just connected), so it is thrown rather than retried.
+   */
+  async start(): Promise<void> {
+    const client = await this.#listen();
+    if (this.#closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.#client = client;
+    if (this.#ended.has(client)) this.#lost(client, undefined);
+  }
+
+  subscribe(listener: (wakeUp: WakeUp) => void): () => void {
+    this.#listeners.add(listener);
+    return () => void this.#listeners.delete(listener);
+  }
+
+  /** Stops listening and reconnecting; idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#cancelRetry?.();
+    this.#listeners.clear();
+    const client = this.#client;
+    this.#client = undefined;
+    await client?.end().catch(() => undefined);
+  }
+
+  /** A connected client that LISTENs on the channel; its failures after this are reported to #lost. */
+  async #listen(): Promise<pg.Client> {
+    const { connectionString, applicationName, connectionTimeoutMs } = this.#options;
+    const client = new pg.Client({
+      connectionString,
+      application_name: listenApplicationName(applicationName),
+      connectionTimeoutMillis: connectionTimeoutMs,
+      keepAlive: true,
+    });
+    // Without an 'error' listener, a dropped connection would crash the process.
+    client.on('error', (error) => this.#lost(client, error));
+    client.on('end', () => this.#lost(client, undefined));
+    client.on('notification', (message) => {
+      if (message.channel !== this.#channel) return;
+      const wakeUp = parseWakeUp(message.payload);
+      if (wakeUp !== null) this.#dispatch(wakeUp);
+    });
+    try {
+      await client.connect();
+      // The channel is a quoted identifier; the schema name was validated (≤ 56 characters of [a-z0-9_]).
+      await client.query(`LISTEN "${this.#channel}"`);
+      // Listening alone must not keep a process alive: a script that never closes its storage
+      // exits once its own work is done (its waiters and loops hold the event loop while they wait).
+      unrefSocket(client);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    return client;
+  }
+
+  #lost(client: pg.Client, error: unknown): void {
+    this.#ended.add(client);
+    if (client !== this.#client || this.#closed) return;
+    this.#client = undefined;
+    void client.end().catch(() => undefined);
+    this.#options.logger.warn(
+      { err: error, channel: this.#channel },
+      'lost the LISTEN connection; reconnecting (polling meanwhile)',
+    );
+    this.#scheduleReconnect();
+  }
+
+  #scheduleReconnect(): void {
+    if (this.#closed) return;
+    const delayMs = Math.min(FIRST_RECONNECT_MS * 2 ** this.#failures, MAX_RECONNECT_MS);
+    this.#failures += 1;
+    const timer = setTimeout(() => void this.#reconnect(), delayMs);
+    // Polling keeps the process's work going; a pending reconnect must not keep a finished process alive.
+    timer.unref();
+    this.#cancelRetry = () => clearTimeout(timer);
+  }
+
+  async #reconnect(): Promise<void> {
+    this.#cancelRetry = undefined;
+    let client: pg.Client;
+    try {
+      client = await this.#listen();
+    } catch (error) {
+      this.#options.logger.warn({ err: error, channel: this.#channel }, 'could not re-establish the LISTEN connection');
+      this.#scheduleReconnect();
+      return;
+    }
+    if (this.#closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.#client = client;
+    if (this.#ended.has(client)) {
+      this.#lost(client, undefined);
+      return;
+    }
+    this.#failures = 0;
+    this.#options.logger.info({ channel: this.#channel }, 'LISTEN connection re-established');
+    // Work committed while the connection was down notified no one: wake everything once.
+    this.#dispatch({ kind: 'all' });
+  }
+
+  #dispatch(wakeUp: WakeUp): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(wakeUp);
+      } catch (error) {
+        this.#options.logger.error({ err: error, wakeUp }, 'wake-up listener threw');
+      }
+    }
+  }
+}
+
+/** pg keeps the client's socket as `connection.stream`, untyped in @types/pg. */
+function unrefSocket(client: pg.Client): void {
+  const { connection } = client as unknown as { connection?: { stream?: { unref?: () => void } } };
+  connection?.stream?.unref?.();
+}

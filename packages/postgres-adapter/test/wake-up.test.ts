@@ -1,0 +1,173 @@
+import { newId, type Storage, type WakeUp } from '@orreryjs/core';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
+import { openPostgresStorage } from '../src/index.js';
+import { listenApplicationName, parseWakeUp } from '../src/wake-up.js';
+
+/*
+ * The NOTIFY side of the wake-up: migration 0002's triggers, seen by a plain LISTEN client.
+ * Each step ends with a marker notification from a later transaction; notifications arrive in
+ * commit order, so what arrived before the marker is exactly what the step sent.
+ */
+
+const schema = freshSchemaName();
+const channel = `orrery.${schema}`;
+let storage: Storage;
+let listener: pg.Client;
+let writer: pg.Client;
+const received: string[] = [];
+let markers = 0;
+
+async function connect(): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: postgresUrl(), options: `-c search_path=${schema}` });
+  await client.connect();
+  return client;
+}
+
+/** Runs `sql` on the writer (each statement its own transaction), or `sql()`, and returns the payloads it notified. */
+async function notifiedBy(sql: string | (() => Promise<unknown>), params: unknown[] = []): Promise<string[]> {
+  received.length = 0;
+  await (typeof sql === 'string' ? writer.query(sql, params) : sql());
+  markers += 1;
+  const marker = `marker-${markers}`;
+  await writer.query(`SELECT pg_notify($1, $2)`, [channel, marker]);
+  const deadline = performance.now() + 10_000;
+  while (!received.includes(marker)) {
+    if (performance.now() > deadline) throw new Error(`no ${marker} within 10 s; got ${JSON.stringify(received)}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return received.slice(0, received.indexOf(marker));
+}
+
+beforeAll(async () => {
+  storage = await openPostgresStorage({ connectionString: postgresUrl(), schema, listen: false });
+  listener = await connect();
+  listener.on('notification', (message) => {
+    if (message.channel === channel) received.push(message.payload ?? '');
+  });
+  await listener.query(`LISTEN "${channel}"`);
+  writer = await connect();
+});
+
+afterAll(async () => {
+  await listener?.end();
+  await writer?.end();
+  await storage?.close();
+  await dropSchema(schema);
+});
+
+const pipelineId = newId();
+const taskId = newId();
+const scheduleId = newId();
+const now = new Date('2030-01-01T00:00:00.000Z');
+const later = new Date('2030-01-01T00:00:05.000Z');
+
+describe('wake-up notifications (migration 0002)', () => {
+  it('are delivered only when the writing transaction commits, never while it is open', async () => {
+    const transaction = await connect();
+    try {
+      await transaction.query('BEGIN');
+      await transaction.query(
+        `INSERT INTO pipeline_executions (id, workflow_name, workflow_version, status, input, remaining_tasks, failed_tasks, created_at, updated_at)
+         VALUES ($1, 'w', 'v1', 'pending', '{}', 1, 0, $2, $2)`,
+        [pipelineId, now],
+      );
+      await transaction.query(
+        `INSERT INTO task_executions (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt, failed_attempts, pending_deps, available_at, updated_at)
+         VALUES ($1, $2, 'w', 't', 0, 'ready', 0, 0, 0, $3, $3)`,
+        [taskId, pipelineId, now],
+      );
+      // The trigger has run; a round trip on the listener would bring a notification already sent.
+      expect(await notifiedBy('SELECT 1')).toEqual([]);
+      expect(await notifiedBy(() => transaction.query('COMMIT'))).toEqual([`task:${now.getTime()}`]);
+    } finally {
+      await transaction.end();
+    }
+  });
+
+  it('are not sent by a rolled-back transaction', async () => {
+    expect(
+      await notifiedBy(
+        `DO $$ BEGIN
+           UPDATE task_executions SET status = 'running' WHERE id = '${taskId}';
+           UPDATE task_executions SET status = 'ready' WHERE id = '${taskId}';
+           RAISE EXCEPTION 'roll back';
+         EXCEPTION WHEN raise_exception THEN NULL; END $$`,
+      ),
+    ).toEqual([]);
+  });
+
+  it('are not sent by a claim (ready -> running, pending -> running)', async () => {
+    expect(
+      await notifiedBy(`UPDATE task_executions SET status = 'running', updated_at = $1 WHERE id = $2`, [now, taskId]),
+    ).toEqual([]);
+    expect(
+      await notifiedBy(`UPDATE pipeline_executions SET status = 'running', updated_at = $1 WHERE id = $2`, [
+        now,
+        pipelineId,
+      ]),
+    ).toEqual([]);
+  });
+
+  it('are not sent for a retry that waits out a back-off, and are for a task ready now', async () => {
+    expect(
+      await notifiedBy(
+        `UPDATE task_executions SET status = 'ready', available_at = $1, updated_at = $2 WHERE id = $3`,
+        [later, now, taskId],
+      ),
+    ).toEqual([]);
+    await writer.query(`UPDATE task_executions SET status = 'running' WHERE id = $1`, [taskId]);
+    expect(
+      await notifiedBy(
+        `UPDATE task_executions SET status = 'ready', available_at = $1, updated_at = $1 WHERE id = $2`,
+        [now, taskId],
+      ),
+    ).toEqual([`task:${now.getTime()}`]);
+  });
+
+  it('name the pipeline when it is paused, resumed or ends', async () => {
+    const update = `UPDATE pipeline_executions SET status = $1 WHERE id = $2`;
+    expect(await notifiedBy(update, ['paused', pipelineId])).toEqual([`pipeline:paused:${pipelineId}`]);
+    expect(await notifiedBy(update, ['running', pipelineId])).toEqual([`pipeline:running:${pipelineId}`]);
+    expect(await notifiedBy(update, ['running', pipelineId])).toEqual([]);
+    expect(await notifiedBy(update, ['completed', pipelineId])).toEqual([`pipeline:completed:${pipelineId}`]);
+  });
+
+  it('are sent when a schedule is added, enabled or made due sooner, not when the tick advances it', async () => {
+    expect(
+      await notifiedBy(
+        `INSERT INTO cron_schedules (id, name, workflow_name, cron_expression, timezone, enabled, context, catchup_policy,
+           overlap_policy, jitter_ms, next_run_at, version, created_at, updated_at)
+         VALUES ($1, 's', 'w', '* * * * * *', 'UTC', true, '{}', 'skip', 'allow', 0, $2, 1, $2, $2)`,
+        [scheduleId, now],
+      ),
+    ).toEqual([`schedule:${now.getTime()}`]);
+    const retime = `UPDATE cron_schedules SET next_run_at = $1, version = version + 1 WHERE id = $2`;
+    expect(await notifiedBy(retime, [later, scheduleId])).toEqual([]);
+    expect(await notifiedBy(retime, [now, scheduleId])).toEqual([`schedule:${now.getTime()}`]);
+    expect(await notifiedBy(`UPDATE cron_schedules SET enabled = false WHERE id = $1`, [scheduleId])).toEqual([]);
+    expect(await notifiedBy(`UPDATE cron_schedules SET enabled = true WHERE id = $1`, [scheduleId])).toEqual([
+      `schedule:${now.getTime()}`,
+    ]);
+  });
+});
+
+describe('parseWakeUp', () => {
+  it.each<[string | undefined, WakeUp | null]>([
+    ['task:1893456000000', { kind: 'tasks', availableAt: new Date(1893456000000) }],
+    ['task', null],
+    ['pipeline:completed:abc', { kind: 'pipeline', status: 'completed', id: 'abc' }],
+    ['schedule:1893456000000', { kind: 'schedule', nextRunAt: new Date(1893456000000) }],
+    ['schedule:', null],
+    ['something-new', null],
+    [undefined, null],
+  ])('reads %j', (payload, expected) => {
+    expect(parseWakeUp(payload)).toEqual(expected);
+  });
+
+  it('names the listen connection <applicationName>:listen, within 63 characters', () => {
+    expect(listenApplicationName('orrery:w1')).toBe('orrery:w1:listen');
+    expect(listenApplicationName('a'.repeat(63))).toBe(`${'a'.repeat(56)}:listen`);
+  });
+});
