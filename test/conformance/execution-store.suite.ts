@@ -139,6 +139,28 @@ export function describeExecutionStore(open: OpenStorage): void {
           }
           expect(await store().listPipelines({ workflowName: wf.name, limit: 10, offset: 0 })).toHaveLength(3);
         });
+
+        it('writes nothing of the batch when one of its pipelines cannot be written', async () => {
+          const wf = fixture(CHAIN);
+          const existing = await store().createPipeline(newPipeline(wf.name, CHAIN));
+          const existingTasks = await store().listTasks(existing.pipeline.id);
+          const before = newPipeline(wf.name, CHAIN, { idempotencyKey: newId() });
+          // Same id as a stored pipeline, no idempotency key: the database refuses it.
+          const clash = { ...newPipeline(wf.name, CHAIN), id: existing.pipeline.id };
+          const after = newPipeline(wf.name, CHAIN);
+          await expect(store().createPipelines([before, clash, after])).rejects.toThrow();
+          for (const request of [before, after]) {
+            expect(await store().getPipeline(request.id)).toBeNull();
+            expect(await store().listTasks(request.id)).toEqual([]);
+          }
+          expect(await store().getPipelineByIdempotencyKey(before.idempotencyKey!)).toBeNull();
+          expect(await store().listPipelines({ workflowName: wf.name, limit: 10, offset: 0 })).toEqual([
+            existing.pipeline,
+          ]);
+          expect((await store().listTasks(existing.pipeline.id)).map((t) => t.id)).toEqual(
+            existingTasks.map((t) => t.id),
+          );
+        });
       });
 
       describe('getPipeline and getPipelineByIdempotencyKey', () => {
