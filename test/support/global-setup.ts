@@ -1,10 +1,13 @@
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
+import { startPgbouncer } from './pgbouncer.js';
 import { startThrowawayCluster } from './throwaway-cluster.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     postgresUrl: string;
+    /** PgBouncer in transaction mode in front of the same server. */
+    pgbouncerUrl: string;
   }
 }
 
@@ -13,7 +16,8 @@ const THROWAWAY_PORT = 54329;
 
 /**
  * Finds a PostgreSQL server for the suite: TEST_DATABASE_URL, else the local server, else a
- * throwaway cluster started here. Never skips: with no server at all, the run fails.
+ * throwaway cluster started here; then starts Debian's PgBouncer in transaction mode in front
+ * of it (installing it when missing). Never skips: with no server or no PgBouncer, the run fails.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   let stop = async () => {};
@@ -30,7 +34,18 @@ export default async function setup(project: TestProject): Promise<() => Promise
   process.env.ORRERY_TEST_POSTGRES_URL = url;
   project.provide('postgresUrl', url);
   console.log(`[orrery tests] PostgreSQL at ${url.replace(/:[^:@/]*@/, ':***@')}`);
-  return stop;
+  let pgbouncer: Awaited<ReturnType<typeof startPgbouncer>>;
+  try {
+    pgbouncer = await startPgbouncer(url, canConnect);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  project.provide('pgbouncerUrl', pgbouncer.url);
+  return async () => {
+    await pgbouncer.stop();
+    await stop();
+  };
 }
 
 async function canConnect(url: string): Promise<boolean> {

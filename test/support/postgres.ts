@@ -22,3 +22,8 @@ export async function dropSchema(schema: string): Promise<void> {
     await client.end();
   }
 }
+
+/** PgBouncer (pool_mode = transaction) in front of the test server, as global-setup started it. */
+export function pgbouncerUrl(): string {
+  return inject('pgbouncerUrl');
+}

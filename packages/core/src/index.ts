@@ -90,6 +90,18 @@ export {
   validateSchemaName,
 } from './storage.js';
 export {
+  ACTIVE_PIPELINE_STATUSES,
+  newCronExecutionRow,
+  newTaskStatus,
+  registeredTaskKeys,
+  TASK_KEY_SEPARATOR,
+  type TaskOutcomeColumns,
+  TERMINAL_PIPELINE_STATUSES,
+  TERMINAL_TASK_STATUSES,
+  taskOutcomeColumns,
+  UNFINISHED_PIPELINE_STATUSES,
+} from './store-rules.js';
+export {
   assertNoNul,
   checkIdempotencyKey,
   hasNul,

@@ -1,4 +1,5 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -37,6 +38,10 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
   }
 
   beforeAll(async () => {
+    // `npm test` alone must work on a fresh machine: install Debian's chromium when it is missing.
+    if (!existsSync(CHROMIUM)) {
+      execFileSync(resolve(import.meta.dirname, '../../../scripts/ensure-chromium.sh'), { stdio: 'inherit' });
+    }
     mkdirSync(SCREENSHOTS, { recursive: true });
     runner = await createRunner({ database: `sqlite:${file.filename}` }, { cronPollIntervalMs: 100 });
     await runner.start();

@@ -1,12 +1,14 @@
-import { UniversalTimestamp, UniversalUuid } from '@orreryjs/core';
-import { getTableColumns, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
+import { ConfigurationError, UniversalTimestamp, UniversalUuid } from '@orreryjs/core';
+import { getTableColumns, getTableName, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
 import { customType, type PgColumn, type PgInsertValue, type PgTable } from 'drizzle-orm/pg-core';
+import type pg from 'pg';
 
 /**
  * Universal types <-> Postgres column values. UUIDs are native `uuid`, instants
- * `timestamptz(3)`, JSON is `jsonb` and booleans are native `boolean`. Every connection runs
- * with `TimeZone = UTC`, so instants come back as `YYYY-MM-DD hh:mm:ss.fff+00`. Encoders accept
- * null because drizzle hands placeholder values to them unfiltered.
+ * `timestamptz(3)`, JSON is `jsonb` and booleans are native `boolean`. Nothing depends on the
+ * session's settings: instants are written as ISO 8601 in UTC and read back in whatever time
+ * zone the server's `TimeZone` names (`YYYY-MM-DD hh:mm:ss.fff+05:30`), offset included.
+ * Encoders accept null because drizzle hands placeholder values to them unfiltered.
  */
 
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -30,16 +32,37 @@ export function dateToIso(date: Date): string {
   return UniversalTimestamp.fromDate(date).toISOString();
 }
 
-// `2026-01-02 03:04:05.678+00` (the text output of timestamptz), with an optional fraction and minutes of offset.
-const TIMESTAMPTZ_TEXT = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?([+-]\d\d)(?::(\d\d))?$/;
+// `2026-01-02 03:04:05.678+05:30` (timestamptz text in DateStyle ISO) or `2026-01-02T03:04:05.678+05:30` (to_json):
+// an optional fraction, and an offset of hours with optional minutes and seconds (local mean time before ~1900).
+const TIMESTAMPTZ_TEXT =
+  /^(\d{4,})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?(?:([+-])(\d\d)(?::(\d\d))?(?::(\d\d))?|Z)$/;
 
-/** A Date from timestamptz text (or the ISO form `to_json` writes). */
+/** A Date from timestamptz text (or the ISO form `to_json` writes), in any time zone the server reports. */
 export function parseTimestamptz(text: string): Date {
   const match = TIMESTAMPTZ_TEXT.exec(text);
   if (match === null) return new Date(text);
-  const [, day, time, fraction = '', offsetHours, offsetMinutes = '00'] = match;
-  const millis = fraction.padEnd(3, '0').slice(0, 3);
-  return new Date(`${day}T${time}.${millis}${offsetHours}:${offsetMinutes}`);
+  const [, year, month, day, hours, minutes, seconds, fraction = '', sign, oh = '0', om = '0', os = '0'] = match;
+  const date = new Date(0);
+  date.setUTCFullYear(Number(year), Number(month) - 1, Number(day));
+  date.setUTCHours(Number(hours), Number(minutes), Number(seconds), Number(fraction.padEnd(3, '0').slice(0, 3)));
+  const offsetMs = (Number(oh) * 3600 + Number(om) * 60 + Number(os)) * 1000;
+  return new Date(date.getTime() - (sign === '-' ? -offsetMs : offsetMs));
+}
+
+/**
+ * Refuses a server whose DateStyle is not ISO: the other styles print a zone abbreviation
+ * that cannot be read back to an instant. ISO is Postgres's default; a database or role set
+ * to another style must be set back for Orrery's user.
+ * @throws ConfigurationError naming the setting and the statement that fixes it.
+ */
+export async function assertIsoDateStyle(client: pg.ClientBase): Promise<void> {
+  const { rows } = await client.query<{ style: string }>("SELECT current_setting('DateStyle') AS style");
+  const style = rows[0]?.style ?? '';
+  if (!style.toUpperCase().startsWith('ISO')) {
+    throw new ConfigurationError(
+      `PostgreSQL reports DateStyle "${style}", whose timestamps Orrery cannot read back; run ALTER ROLE <user> SET DateStyle = 'ISO, MDY' (or ALTER DATABASE) for the user Orrery connects as.`,
+    );
+  }
 }
 
 // jsonb cannot hold the string escapes \u0000 or a lone surrogate (\ud800-\udfff), which JSON.stringify emits for
@@ -214,4 +237,21 @@ export function pickAliased<T extends Record<string, PgColumn>>(source: object, 
 export function fieldsOf<T extends Record<string, PgColumn>>(source: object, columns: T) {
   const fields = source as Record<string, SQL>;
   return Object.fromEntries(Object.keys(columns).map((field) => [field, fields[field]!])) as FieldsLike<T>;
+}
+
+/**
+ * `<column> IN ('a', 'b')` for a status set from core, written as literals rather than bound
+ * parameters so that a generic plan can use the partial indexes whose condition names them.
+ */
+export function statusIn(column: SQLWrapper, statuses: readonly string[]): SQL {
+  return sql`${column} IN (${sql.raw(statuses.map((status) => `'${status}'`).join(', '))})`;
+}
+
+/**
+ * Tables for a locking clause's `OF` list by their bare names: Postgres refuses a qualified name
+ * there ("FOR NO KEY UPDATE must specify unqualified relation names"), and drizzle would write
+ * the schema of a schema-qualified table.
+ */
+export function lockOf(...tables: PgTable[]): PgTable[] {
+  return tables.map((table) => sql.identifier(getTableName(table))) as unknown as PgTable[];
 }

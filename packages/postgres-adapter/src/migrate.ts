@@ -17,7 +17,8 @@ const MIGRATIONS_TABLE = '__orrery_migrations';
 /**
  * drizzle-kit qualifies the target of a foreign key with "public" even for tables declared
  * without a schema; the tables themselves are unqualified. Dropping the qualifier makes every
- * statement resolve through search_path, so one migration set serves every tenant schema.
+ * statement resolve through the migration transaction's search_path (SET LOCAL to the tenant's
+ * schema), so one migration set serves every tenant schema.
  */
 const PUBLIC_QUALIFIER = /"public"\./g;
 
@@ -44,7 +45,9 @@ async function lastAppliedMillis(client: pg.ClientBase, schema: string): Promise
  * Applies the pending migrations of ./drizzle to `schema` in one transaction, holding a
  * transaction-scoped advisory lock keyed on the schema name, so that instances opening one
  * schema together take turns: the second finds the work done (DDL is transactional, so it never
- * sees half of it). Creates the schema when missing. `client`'s search_path must name `schema`.
+ * sees half of it). Creates the schema when missing. The migration SQL is unqualified: it runs with
+ * `SET LOCAL search_path` on `schema`, which ends with the transaction, so no session setting
+ * outlives it (a transaction pooler may hand the connection to anyone next).
  */
 export async function applyMigrations(client: pg.ClientBase, schema: string): Promise<void> {
   const migrations = codeMigrations();
@@ -54,6 +57,7 @@ export async function applyMigrations(client: pg.ClientBase, schema: string): Pr
     // Checked before creating, so that a role without CREATE on the database can use a schema made for it.
     const found = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
     if (found.rowCount === 0) await client.query(`CREATE SCHEMA "${schema}"`);
+    await client.query(`SET LOCAL search_path TO "${schema}"`);
     const last = await lastAppliedMillis(client, schema);
     const pending = migrations.filter((migration) => migration.folderMillis > last);
     if (pending.length > 0) {

@@ -11,12 +11,14 @@ import {
   validateSchemaName,
 } from '@orreryjs/core';
 import pg from 'pg';
-import { PostgresCronStore } from './cron-store.js';
-import { PostgresExecutionStore } from './execution-store.js';
+import { assertIsoDateStyle } from './codec.js';
+import { PostgresCronStore } from './cron-store/index.js';
+import { PostgresExecutionStore } from './execution-store/index.js';
 import { applyMigrations, assertSchemaCurrent } from './migrate.js';
-import { PostgresRunnerStore } from './runner-store.js';
+import { PostgresRunnerStore } from './runner-store/index.js';
+import { tablesIn } from './schema.js';
 import { createHandle, sqlState, toOrreryError, withClient } from './transaction.js';
-import { PostgresWorkflowStore } from './workflow-store.js';
+import { PostgresWorkflowStore } from './workflow-store/index.js';
 
 /** Options of {@link openPostgresStorage}. */
 export interface PostgresStorageOptions extends OpenStorageOptions {
@@ -44,6 +46,13 @@ export interface PostgresStorageOptions extends OpenStorageOptions {
    * @default 'orrery'
    */
   applicationName?: string;
+  /**
+   * Send named prepared statements, so that each connection parses a statement once. Set false
+   * behind a transaction pooler that cannot route them (PgBouncer before 1.21 in
+   * `pool_mode = transaction`): every statement is then sent unnamed.
+   * @default true
+   */
+  preparedStatements?: boolean;
 }
 
 /** Defaults of {@link PostgresStorageOptions}. */
@@ -52,6 +61,7 @@ export const POSTGRES_DEFAULTS = Object.freeze({
   migrate: true,
   pool: POOL_DEFAULTS,
   applicationName: 'orrery',
+  preparedStatements: true,
 });
 
 /** SQLSTATEs of a refused login: the URL names a user, password or database the server does not accept. */
@@ -67,25 +77,20 @@ function redact(connectionString: string): string {
 }
 
 /**
- * `connectionString` with session settings added to its `options` parameter (kept when the
- * URL already has one): pg lets the URL override the pool config, so they must go in the URL.
- * Every connection then starts with search_path on the tenant schema and ISO dates in UTC (what the codec parses),
- * without a round trip.
+ * Refuses a URL that cannot be parsed. Nothing is added to it: no session setting (no
+ * `options` startup parameter, which PgBouncer refuses), since every statement names its
+ * schema and the codec reads instants in any time zone.
+ * @throws ConfigurationError naming the URL without its password.
  */
-export function withSessionSettings(connectionString: string, schema: string): string {
-  const settings = `-c search_path=${schema} -c TimeZone=UTC -c DateStyle=ISO,MDY`;
-  let url: URL;
+function assertParsableUrl(connectionString: string): void {
   try {
-    url = new URL(connectionString);
+    new URL(connectionString);
   } catch (error) {
     throw new ConfigurationError(
       `PostgreSQL URL "${redact(connectionString)}" cannot be parsed; use postgres://user:password@host:5432/database.`,
       { cause: error },
     );
   }
-  const existing = url.searchParams.get('options');
-  url.searchParams.set('options', existing === null ? settings : `${existing} ${settings}`);
-  return url.toString();
 }
 
 interface ResolvedOptions {
@@ -93,6 +98,7 @@ interface ResolvedOptions {
   migrate: boolean;
   pool: ResolvedPoolOptions;
   applicationName: string;
+  preparedStatements: boolean;
 }
 
 function validateOptions(options: PostgresStorageOptions): ResolvedOptions {
@@ -105,7 +111,15 @@ function validateOptions(options: PostgresStorageOptions): ResolvedOptions {
       `PostgreSQL connection string ${JSON.stringify(typeof connectionString === 'string' ? redact(connectionString) : connectionString)} is invalid; use postgres://user:password@host:5432/database.`,
     );
   }
+  const preparedStatements = options.preparedStatements ?? POSTGRES_DEFAULTS.preparedStatements;
+  if (typeof preparedStatements !== 'boolean') {
+    throw new ConfigurationError(
+      `preparedStatements must be true or false, got ${JSON.stringify(preparedStatements)}; use false behind PgBouncer in transaction mode.`,
+    );
+  }
+  assertParsableUrl(connectionString);
   return {
+    preparedStatements,
     schema: validateSchemaName(options.schema ?? POSTGRES_DEFAULTS.schema),
     migrate: options.migrate ?? POSTGRES_DEFAULTS.migrate,
     pool: resolvePoolOptions(options.pool),
@@ -142,8 +156,9 @@ function connectionError(connectionString: string, connectionTimeoutMs: number, 
 }
 
 /**
- * Opens PostgreSQL as Orrery storage: a pool whose connections work in `schema` (search_path)
- * and UTC, then applies pending migrations under an advisory lock on the schema name (or, with
+ * Opens PostgreSQL as Orrery storage: a pool whose statements all name `schema` (no session
+ * state, so a transaction pooler may hand each transaction another server connection), then
+ * applies pending migrations under an advisory lock on the schema name (or, with
  * `migrate: false`, checks that none is pending). Several processes may open one schema at once.
  * @throws ConfigurationError for an invalid schema name, pool option, application name or URL, a
  *   server that refuses the connection or the login, or (with `migrate: false`) a schema older than the code.
@@ -151,9 +166,9 @@ function connectionError(connectionString: string, connectionTimeoutMs: number, 
  *   `pool.connectionTimeoutMs`, or when a migration fails (a connection lost midway included).
  */
 export async function openPostgresStorage(options: PostgresStorageOptions): Promise<Storage> {
-  const { schema, migrate, pool: poolOptions, applicationName } = validateOptions(options);
+  const { schema, migrate, pool: poolOptions, applicationName, preparedStatements } = validateOptions(options);
   const pool = new pg.Pool({
-    connectionString: withSessionSettings(options.connectionString, schema),
+    connectionString: options.connectionString,
     max: poolOptions.max,
     connectionTimeoutMillis: poolOptions.connectionTimeoutMs,
     idleTimeoutMillis: poolOptions.idleTimeoutMs,
@@ -163,10 +178,16 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   // An idle connection that the server drops emits 'error' on the pool, which would crash the process
   // without a listener; the pool discards that connection and the next query opens a fresh one.
   pool.on('error', () => undefined);
+  // A last line of defence, for the whole life of every connection: a server that drops a connection
+  // at the wrong moment (between the pool's own listener and a caller's, seen under load with
+  // pg_terminate_backend) must never crash the process. The statement in flight still fails, and the
+  // pool discards the connection, which pg marks not queryable.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   let connected = false;
   try {
     await withClient(pool, async (client) => {
       connected = true;
+      await assertIsoDateStyle(client);
       if (migrate) await applyMigrations(client, schema);
       else await assertSchemaCurrent(client, schema);
     });
@@ -181,7 +202,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     }
     throw toOrreryError('openPostgresStorage', error);
   }
-  const handle = createHandle(pool);
+  const handle = createHandle(pool, tablesIn(schema), preparedStatements);
   let closed: Promise<void> | undefined;
   return {
     dialect: 'postgres',

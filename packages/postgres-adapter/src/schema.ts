@@ -10,156 +10,185 @@ import type {
   WorkflowTaskInfo,
 } from '@orreryjs/core';
 import { sql } from 'drizzle-orm';
-import { boolean, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { boolean, index, integer, PgSchema, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { freeText, json, timestamp, uuid } from './codec.js';
 
 /*
- * Every table, index and constraint of the Postgres dialect. drizzle-kit generates ./drizzle
- * from this file. Tables are not qualified with a schema: they live in whichever schema the
- * connection's search_path names, so one migration set serves every tenant. Partial-index
+ * Every table, index and constraint of the Postgres dialect, defined once by defineTables.
+ * drizzle-kit generates ./drizzle from the unqualified tables this file exports, so one
+ * migration set serves every tenant (applied with the tenant's schema first in search_path,
+ * inside the migration's transaction). At runtime the stores use tablesIn(schema): the same
+ * tables qualified with the tenant's schema, so that every statement names it and none depends
+ * on a connection's search_path (which a transaction pooler does not keep). Partial-index
  * conditions are written with literals, which the stores repeat: a generic plan can use a
  * partial index only when the query's condition implies the index's without parameters.
  */
 
-/** One row per pipeline execution. */
-export const pipelineExecutions = pgTable(
-  'pipeline_executions',
-  {
-    id: uuid('id').primaryKey(),
-    workflowName: text('workflow_name').notNull(),
-    workflowVersion: text('workflow_version').notNull(),
-    status: text('status').$type<PipelineStatus>().notNull(),
-    input: json<JsonObject>('input').notNull(),
-    idempotencyKey: text('idempotency_key'),
-    scheduledTime: timestamp('scheduled_time'),
-    remainingTasks: integer('remaining_tasks').notNull(),
-    failedTasks: integer('failed_tasks').notNull(),
-    error: freeText('error'),
-    pauseReason: freeText('pause_reason'),
-    createdAt: timestamp('created_at').notNull(),
-    startedAt: timestamp('started_at'),
-    completedAt: timestamp('completed_at'),
-    updatedAt: timestamp('updated_at').notNull(),
-  },
-  (t) => [
-    uniqueIndex('pipeline_executions_idempotency_key_key').on(t.idempotencyKey).where(sql`idempotency_key IS NOT NULL`),
-    index('pipeline_executions_created_at_idx').on(t.createdAt),
-    index('pipeline_executions_status_created_at_idx').on(t.status, t.createdAt),
-    index('pipeline_executions_workflow_name_created_at_idx').on(t.workflowName, t.createdAt),
-  ],
-);
+/** The table constructor of a schema: drizzle's `pgTable`, or `PgSchema.table` of a tenant schema. */
+type TableFn = typeof pgTable;
 
-/** One row per task of a pipeline execution; deleted with its pipeline. */
-export const taskExecutions = pgTable(
-  'task_executions',
-  {
-    id: uuid('id').primaryKey(),
-    pipelineExecutionId: uuid('pipeline_execution_id')
-      .notNull()
-      .references(() => pipelineExecutions.id, { onDelete: 'cascade' }),
-    workflowName: text('workflow_name').notNull(),
-    taskId: text('task_id').notNull(),
-    position: integer('position').notNull(),
-    status: text('status').$type<TaskStatus>().notNull(),
-    attempt: integer('attempt').notNull(),
-    failedAttempts: integer('failed_attempts').notNull(),
-    pendingDeps: integer('pending_deps').notNull(),
-    availableAt: timestamp('available_at').notNull(),
-    leaseOwner: text('lease_owner'),
-    leaseExpiresAt: timestamp('lease_expires_at'),
-    output: json<ContextDelta>('output'),
-    error: freeText('error'),
-    startedAt: timestamp('started_at'),
-    completedAt: timestamp('completed_at'),
-    updatedAt: timestamp('updated_at').notNull(),
-  },
-  (t) => [
-    uniqueIndex('task_executions_pipeline_task_key').on(t.pipelineExecutionId, t.taskId),
-    index('task_executions_claim_idx').on(t.availableAt).where(sql`status = 'ready'`),
-    index('task_executions_expired_lease_idx').on(t.leaseExpiresAt).where(sql`status = 'running'`),
-  ],
-);
+/** Every table of the Postgres dialect, built with `table` (unqualified, or in one schema). */
+function defineTables(table: TableFn) {
+  /** One row per pipeline execution. */
+  const pipelineExecutions = table(
+    'pipeline_executions',
+    {
+      id: uuid('id').primaryKey(),
+      workflowName: text('workflow_name').notNull(),
+      workflowVersion: text('workflow_version').notNull(),
+      status: text('status').$type<PipelineStatus>().notNull(),
+      input: json<JsonObject>('input').notNull(),
+      idempotencyKey: text('idempotency_key'),
+      scheduledTime: timestamp('scheduled_time'),
+      remainingTasks: integer('remaining_tasks').notNull(),
+      failedTasks: integer('failed_tasks').notNull(),
+      error: freeText('error'),
+      pauseReason: freeText('pause_reason'),
+      createdAt: timestamp('created_at').notNull(),
+      startedAt: timestamp('started_at'),
+      completedAt: timestamp('completed_at'),
+      updatedAt: timestamp('updated_at').notNull(),
+    },
+    (t) => [
+      uniqueIndex('pipeline_executions_idempotency_key_key')
+        .on(t.idempotencyKey)
+        .where(sql`idempotency_key IS NOT NULL`),
+      index('pipeline_executions_created_at_idx').on(t.createdAt),
+      index('pipeline_executions_status_created_at_idx').on(t.status, t.createdAt),
+      index('pipeline_executions_workflow_name_created_at_idx').on(t.workflowName, t.createdAt),
+    ],
+  );
 
-/** Cron schedules; `version` is the compare-and-set token. */
-export const cronSchedules = pgTable(
-  'cron_schedules',
-  {
-    id: uuid('id').primaryKey(),
-    name: text('name').unique('cron_schedules_name_key'),
-    workflowName: text('workflow_name').notNull(),
-    cronExpression: text('cron_expression').notNull(),
-    timezone: text('timezone').notNull(),
-    enabled: boolean('enabled').notNull(),
-    context: json<JsonObject>('context').notNull(),
-    catchupPolicy: text('catchup_policy').$type<CatchupPolicy>().notNull(),
-    overlapPolicy: text('overlap_policy').$type<OverlapPolicy>().notNull(),
-    jitterMs: integer('jitter_ms').notNull(),
-    startAt: timestamp('start_at'),
-    endAt: timestamp('end_at'),
-    nextRunAt: timestamp('next_run_at'),
-    lastRunAt: timestamp('last_run_at'),
-    version: integer('version').notNull(),
-    createdAt: timestamp('created_at').notNull(),
-    updatedAt: timestamp('updated_at').notNull(),
-  },
-  (t) => [index('cron_schedules_due_idx').on(t.nextRunAt).where(sql`enabled`)],
-);
+  /** One row per task of a pipeline execution; deleted with its pipeline. */
+  const taskExecutions = table(
+    'task_executions',
+    {
+      id: uuid('id').primaryKey(),
+      pipelineExecutionId: uuid('pipeline_execution_id')
+        .notNull()
+        .references(() => pipelineExecutions.id, { onDelete: 'cascade' }),
+      workflowName: text('workflow_name').notNull(),
+      taskId: text('task_id').notNull(),
+      position: integer('position').notNull(),
+      status: text('status').$type<TaskStatus>().notNull(),
+      attempt: integer('attempt').notNull(),
+      failedAttempts: integer('failed_attempts').notNull(),
+      pendingDeps: integer('pending_deps').notNull(),
+      availableAt: timestamp('available_at').notNull(),
+      leaseOwner: text('lease_owner'),
+      leaseExpiresAt: timestamp('lease_expires_at'),
+      output: json<ContextDelta>('output'),
+      error: freeText('error'),
+      startedAt: timestamp('started_at'),
+      completedAt: timestamp('completed_at'),
+      updatedAt: timestamp('updated_at').notNull(),
+    },
+    (t) => [
+      uniqueIndex('task_executions_pipeline_task_key').on(t.pipelineExecutionId, t.taskId),
+      index('task_executions_claim_idx').on(t.availableAt).where(sql`status = 'ready'`),
+      index('task_executions_expired_lease_idx').on(t.leaseExpiresAt).where(sql`status = 'running'`),
+    ],
+  );
 
-/** The cron ledger: one row per occurrence. No foreign key, so deleting a schedule keeps its history. */
-export const cronExecutions = pgTable(
-  'cron_executions',
-  {
-    id: uuid('id').primaryKey(),
-    scheduleId: uuid('schedule_id').notNull(),
-    workflowName: text('workflow_name').notNull(),
-    context: json<JsonObject>('context').notNull(),
-    scheduledTime: timestamp('scheduled_time').notNull(),
-    fireAt: timestamp('fire_at').notNull(),
-    claimedAt: timestamp('claimed_at').notNull(),
-    claimedBy: text('claimed_by').notNull(),
-    status: text('status').$type<CronExecutionStatus>().notNull(),
-    source: text('source').$type<CronExecutionSource>().notNull(),
-    missedCount: integer('missed_count').notNull(),
-    pipelineExecutionId: uuid('pipeline_execution_id'),
-    handedOffAt: timestamp('handed_off_at'),
-    recoveryAttempts: integer('recovery_attempts').notNull(),
-    recovered: boolean('recovered').notNull(),
-    nextRecoveryAt: timestamp('next_recovery_at'),
-    recoveryLeaseOwner: text('recovery_lease_owner'),
-    recoveryLeaseExpiresAt: timestamp('recovery_lease_expires_at'),
-    abandonReason: freeText('abandon_reason'),
-  },
-  (t) => [
-    uniqueIndex('cron_executions_occurrence_key').on(t.scheduleId, t.scheduledTime).where(sql`source <> 'manual'`),
-    index('cron_executions_recovery_idx').on(t.fireAt).where(sql`status = 'claimed'`),
-    index('cron_executions_schedule_time_idx').on(t.scheduleId, t.scheduledTime),
-  ],
-);
+  /** Cron schedules; `version` is the compare-and-set token. */
+  const cronSchedules = table(
+    'cron_schedules',
+    {
+      id: uuid('id').primaryKey(),
+      name: text('name').unique('cron_schedules_name_key'),
+      workflowName: text('workflow_name').notNull(),
+      cronExpression: text('cron_expression').notNull(),
+      timezone: text('timezone').notNull(),
+      enabled: boolean('enabled').notNull(),
+      context: json<JsonObject>('context').notNull(),
+      catchupPolicy: text('catchup_policy').$type<CatchupPolicy>().notNull(),
+      overlapPolicy: text('overlap_policy').$type<OverlapPolicy>().notNull(),
+      jitterMs: integer('jitter_ms').notNull(),
+      startAt: timestamp('start_at'),
+      endAt: timestamp('end_at'),
+      nextRunAt: timestamp('next_run_at'),
+      lastRunAt: timestamp('last_run_at'),
+      version: integer('version').notNull(),
+      createdAt: timestamp('created_at').notNull(),
+      updatedAt: timestamp('updated_at').notNull(),
+    },
+    (t) => [index('cron_schedules_due_idx').on(t.nextRunAt).where(sql`enabled`)],
+  );
 
-/** One row per runner process: liveness and what it can run. */
-export const runners = pgTable('runners', {
-  id: text('id').primaryKey(),
-  hostname: text('hostname').notNull(),
-  pid: integer('pid').notNull(),
-  workflows: json<string[]>('workflows').notNull(),
-  startedAt: timestamp('started_at').notNull(),
-  heartbeatAt: timestamp('heartbeat_at').notNull(),
-  stoppedAt: timestamp('stopped_at'),
-});
+  /** The cron ledger: one row per occurrence. No foreign key, so deleting a schedule keeps its history. */
+  const cronExecutions = table(
+    'cron_executions',
+    {
+      id: uuid('id').primaryKey(),
+      scheduleId: uuid('schedule_id').notNull(),
+      workflowName: text('workflow_name').notNull(),
+      context: json<JsonObject>('context').notNull(),
+      scheduledTime: timestamp('scheduled_time').notNull(),
+      fireAt: timestamp('fire_at').notNull(),
+      claimedAt: timestamp('claimed_at').notNull(),
+      claimedBy: text('claimed_by').notNull(),
+      status: text('status').$type<CronExecutionStatus>().notNull(),
+      source: text('source').$type<CronExecutionSource>().notNull(),
+      missedCount: integer('missed_count').notNull(),
+      pipelineExecutionId: uuid('pipeline_execution_id'),
+      handedOffAt: timestamp('handed_off_at'),
+      recoveryAttempts: integer('recovery_attempts').notNull(),
+      recovered: boolean('recovered').notNull(),
+      nextRecoveryAt: timestamp('next_recovery_at'),
+      recoveryLeaseOwner: text('recovery_lease_owner'),
+      recoveryLeaseExpiresAt: timestamp('recovery_lease_expires_at'),
+      abandonReason: freeText('abandon_reason'),
+    },
+    (t) => [
+      uniqueIndex('cron_executions_occurrence_key').on(t.scheduleId, t.scheduledTime).where(sql`source <> 'manual'`),
+      index('cron_executions_recovery_idx').on(t.fireAt).where(sql`status = 'claimed'`),
+      index('cron_executions_schedule_time_idx').on(t.scheduleId, t.scheduledTime),
+    ],
+  );
+
+  /** One row per runner process: liveness and what it can run. */
+  const runners = table('runners', {
+    id: text('id').primaryKey(),
+    hostname: text('hostname').notNull(),
+    pid: integer('pid').notNull(),
+    workflows: json<string[]>('workflows').notNull(),
+    startedAt: timestamp('started_at').notNull(),
+    heartbeatAt: timestamp('heartbeat_at').notNull(),
+    stoppedAt: timestamp('stopped_at'),
+  });
+
+  /**
+   * One row per registered (workflow name, version): the definition without code, so that a
+   * process without the task code can start the workflow by name and schedule it.
+   */
+  const workflows = table(
+    'workflows',
+    {
+      name: text('name').notNull(),
+      version: text('version').notNull(),
+      description: freeText('description'),
+      tasks: json<WorkflowTaskInfo[]>('tasks').notNull(),
+      registeredAt: timestamp('registered_at').notNull(),
+      lastSeenAt: timestamp('last_seen_at').notNull(),
+    },
+    (t) => [primaryKey({ columns: [t.name, t.version] })],
+  );
+
+  return { pipelineExecutions, taskExecutions, cronSchedules, cronExecutions, runners, workflows };
+}
+
+/** Every table of the Postgres dialect, as the stores receive them. */
+export type PostgresTables = ReturnType<typeof defineTables>;
+
+/** The unqualified tables: what drizzle-kit reads to generate ./drizzle. */
+export const { pipelineExecutions, taskExecutions, cronSchedules, cronExecutions, runners, workflows } =
+  defineTables(pgTable);
 
 /**
- * One row per registered (workflow name, version): the definition without code, so that a
- * process without the task code can start the workflow by name and schedule it.
+ * The tables qualified with `schema` (already validated): every statement built on them names it.
+ * `new PgSchema` rather than `pgSchema()`, which refuses 'public'.
  */
-export const workflows = pgTable(
-  'workflows',
-  {
-    name: text('name').notNull(),
-    version: text('version').notNull(),
-    description: freeText('description'),
-    tasks: json<WorkflowTaskInfo[]>('tasks').notNull(),
-    registeredAt: timestamp('registered_at').notNull(),
-    lastSeenAt: timestamp('last_seen_at').notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.name, t.version] })],
-);
+export function tablesIn(schema: string): PostgresTables {
+  const inSchema = new PgSchema(schema);
+  return defineTables(inSchema.table.bind(inSchema) as unknown as TableFn);
+}

@@ -2,6 +2,7 @@ import { DatabaseError, isOrreryError } from '@orreryjs/core';
 import { DrizzleQueryError } from 'drizzle-orm/errors';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
+import type { PostgresTables } from './schema.js';
 
 /** A drizzle database over the pool (single statements) or over one pooled client (a transaction). */
 export type PostgresDb = NodePgDatabase;
@@ -11,11 +12,24 @@ export interface PostgresHandle {
   readonly pool: pg.Pool;
   /** Runs each statement on any pooled connection, in autocommit: one statement, one transaction. */
   readonly db: PostgresDb;
+  /** Orrery's tables, qualified with the storage's schema. */
+  readonly tables: PostgresTables;
+  /**
+   * The name a prepared statement is sent under: `name` itself, so that each connection parses
+   * it once, or none (an unnamed statement) when named statements are turned off.
+   */
+  named(name: string): string;
 }
 
 /** Wraps an open pool and drizzle over it as a handle. */
-export function createHandle(pool: pg.Pool): PostgresHandle {
-  return { pool, db: drizzle({ client: pool }) };
+export function createHandle(pool: pg.Pool, tables: PostgresTables, preparedStatements = true): PostgresHandle {
+  return {
+    pool,
+    db: drizzle({ client: pool }),
+    tables,
+    // drizzle passes the name to pg, which sends an unnamed statement when it is undefined.
+    named: (name) => (preparedStatements ? name : (undefined as unknown as string)),
+  };
 }
 
 // One drizzle instance per pooled connection, built on its first transaction: connections are long-lived and reused.

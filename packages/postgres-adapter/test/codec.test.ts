@@ -21,6 +21,13 @@ describe('codec', () => {
     expect(parseTimestamptz('2026-01-02T03:04:05.678+00:00')).toEqual(new Date('2026-01-02T03:04:05.678Z'));
   });
 
+  it('reads instants in any server time zone: offsets with minutes, with seconds (local mean time), and years before 100', () => {
+    expect(parseTimestamptz('2026-01-02 08:49:05.678+05:45')).toEqual(new Date('2026-01-02T03:04:05.678Z'));
+    expect(parseTimestamptz('2026-01-01 23:34:05.678-03:30')).toEqual(new Date('2026-01-02T03:04:05.678Z'));
+    expect(parseTimestamptz('1850-01-01 00:53:28+00:53:28')).toEqual(new Date('1850-01-01T00:00:00.000Z'));
+    expect(parseTimestamptz('0099-06-01 00:00:00+00').toISOString()).toBe('0099-06-01T00:00:00.000Z');
+  });
+
   it('stores JSON as jsonb text, and JSON that jsonb refuses (NUL, lone surrogates) as a jsonb string of it', () => {
     const plain = { a: [1, 'two'], b: { c: null } };
     expect(encodeJson(plain)).toBe(JSON.stringify(plain));

@@ -5,7 +5,8 @@ import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { openPostgresStorage, POSTGRES_DEFAULTS } from '../src/index.js';
-import { withSessionSettings } from '../src/open.js';
+import { tablesIn } from '../src/schema.js';
+import { createHandle } from '../src/transaction.js';
 
 const schemas: string[] = [];
 const opened: Storage[] = [];
@@ -145,12 +146,13 @@ describe('openPostgresStorage', () => {
     expect((failure as Error).message).toContain(`Schema name ${JSON.stringify(schema)} is invalid`);
   });
 
-  it('uses the public schema, 10 connections and the application name orrery unless told otherwise', () => {
+  it('uses the public schema, 10 connections, prepared statements and the application name orrery unless told otherwise', () => {
     expect(POSTGRES_DEFAULTS).toEqual({
       schema: 'public',
       migrate: true,
       pool: { max: 10, connectionTimeoutMs: 10_000, idleTimeoutMs: 30_000, statementTimeoutMs: undefined },
       applicationName: 'orrery',
+      preparedStatements: true,
     });
   });
 
@@ -305,17 +307,56 @@ describe('openPostgresStorage', () => {
   });
 });
 
-describe('withSessionSettings', () => {
-  it('adds search_path, UTC and ISO dates to the options parameter, keeping options the URL already has', () => {
-    const plain = new URL(withSessionSettings('postgres://u@h:5432/db', 'tenant_a'));
-    expect(plain.searchParams.get('options')).toBe('-c search_path=tenant_a -c TimeZone=UTC -c DateStyle=ISO,MDY');
-    const kept = new URL(
-      withSessionSettings('postgres://u:p@h/db?options=-c%20statement_timeout%3D5000&ssl=true', 'x'),
+describe('session independence', () => {
+  it("names its schema in every statement and reads instants in the server's time zone, whatever the session says", async () => {
+    const schema = newSchema();
+    const decoy = newSchema();
+    await query(`CREATE SCHEMA "${decoy}"`);
+    // The session points elsewhere and runs in a zone 5:45 ahead: neither may change where rows go or what they read as.
+    const url = urlWith((u) => u.searchParams.set('options', `-c search_path=${decoy} -c TimeZone=Asia/Kathmandu`));
+    const storage = await openPostgresStorage({ connectionString: url, schema });
+    opened.push(storage);
+    const at = new Date('2026-03-04T05:06:07.089Z');
+    await storage.runners.heartbeat({ ...runner, startedAt: at, heartbeatAt: at });
+    expect(await storage.runners.listRunners()).toEqual([
+      { ...runner, startedAt: at, heartbeatAt: at, stoppedAt: null },
+    ]);
+    const tables = await query<{ schema: string }>(
+      'SELECT table_schema AS schema FROM information_schema.tables WHERE table_schema = ANY($1) AND table_name = $2',
+      [[schema, decoy], 'runners'],
     );
-    expect(kept.searchParams.get('options')).toBe(
-      '-c statement_timeout=5000 -c search_path=x -c TimeZone=UTC -c DateStyle=ISO,MDY',
-    );
-    expect(kept.searchParams.get('ssl')).toBe('true');
-    expect(kept.password).toBe('p');
+    expect(tables.map((t) => t.schema)).toEqual([schema]);
+    const offsetMs = (await storage.runners.databaseNow()).getTime() - Date.now();
+    expect(Math.abs(offsetMs)).toBeLessThan(60_000);
+  });
+
+  it('refuses a server whose DateStyle it cannot read back, with a ConfigurationError saying how to fix it', async () => {
+    const url = urlWith((u) => u.searchParams.set('options', '-c DateStyle=SQL,DMY'));
+    const failure = openPostgresStorage({ connectionString: url, schema: newSchema() });
+    await expect(failure).rejects.toThrow(ConfigurationError);
+    await expect(failure).rejects.toThrow(/DateStyle "SQL, DMY".*ALTER ROLE/);
+  });
+
+  it('refuses a preparedStatements option that is not a boolean before connecting', async () => {
+    const failure = openPostgresStorage({
+      connectionString: postgresUrl(),
+      preparedStatements: 'no' as unknown as boolean,
+    });
+    await expect(failure).rejects.toThrow(/preparedStatements must be true or false, got "no"/);
+  });
+
+  it('works the same with preparedStatements: false, naming no statement', async () => {
+    const schema = newSchema();
+    const storage = await openPostgresStorage({ connectionString: postgresUrl(), schema, preparedStatements: false });
+    opened.push(storage);
+    await storage.runners.heartbeat(runner);
+    expect((await storage.runners.listRunners()).map((r) => r.id)).toEqual(['r1']);
+    const pool = new pg.Pool({ connectionString: postgresUrl(), max: 1 });
+    try {
+      expect(createHandle(pool, tablesIn(schema), false).named('orrery_x')).toBeUndefined();
+      expect(createHandle(pool, tablesIn(schema), true).named('orrery_x')).toBe('orrery_x');
+    } finally {
+      await pool.end();
+    }
   });
 });

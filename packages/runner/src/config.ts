@@ -117,6 +117,13 @@ export interface DefaultRunnerConfig {
    * @default true
    */
   migrate?: boolean;
+  /**
+   * PostgreSQL: send named prepared statements (each connection parses a statement once). Set
+   * false behind PgBouncer in `pool_mode = transaction`, which cannot route them: every
+   * statement is then sent unnamed. Ignored for SQLite.
+   * @default true
+   */
+  preparedStatements?: boolean;
   /** The source of "now"; inject a ManualClock in tests. @default the system clock */
   clock?: Clock;
   /** pino-compatible logger. @default silent */
@@ -148,6 +155,7 @@ export const RUNNER_DEFAULTS = Object.freeze({
   retention: Object.freeze({ executionsMs: 30 * 86_400_000, cronLedgerMs: 90 * 86_400_000 }),
   maxContextBytes: 1_048_576,
   migrate: true,
+  preparedStatements: true,
 });
 
 /** {@link DefaultRunnerConfig} with every field set and checked: all that internals ever see. */
@@ -186,7 +194,7 @@ const NUMBER_FIELDS = {
   maxContextBytes: { min: 2, integer: true },
 } satisfies Record<string, NumberRule>;
 
-const BOOLEAN_FIELDS = ['enableCronScheduling', 'cronEnableRecovery', 'migrate'] as const;
+const BOOLEAN_FIELDS = ['enableCronScheduling', 'cronEnableRecovery', 'migrate', 'preparedStatements'] as const;
 const OTHER_FIELDS = ['database', 'schema', 'workflows', 'runnerId', 'retention', 'clock', 'logger'] as const;
 const CONNECTION_FIELDS = ['pool', 'applicationName'] as const;
 const KNOWN_FIELDS = new Set<string>([

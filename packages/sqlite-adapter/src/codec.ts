@@ -114,3 +114,11 @@ export function bindAllColumns<T extends SQLiteTable>(table: T): SQLiteInsertVal
     Object.entries(columns).map(([field, column]) => [field, bind(column, field)]),
   ) as SQLiteInsertValue<T>;
 }
+
+/**
+ * `<column> IN ('a', 'b')` for a status set from core, written as literals rather than bound
+ * parameters so that SQLite matches the query to the partial indexes whose condition names them.
+ */
+export function statusIn(column: SQLWrapper, statuses: readonly string[]): SQL {
+  return sql`${column} IN (${sql.raw(statuses.map((status) => `'${status}'`).join(', '))})`;
+}

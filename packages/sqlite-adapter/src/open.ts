@@ -3,13 +3,13 @@ import { dirname } from 'node:path';
 import { ConfigurationError, type OpenStorageOptions, type Storage, sleep } from '@orreryjs/core';
 import Database from 'better-sqlite3';
 import { drizzle } from 'drizzle-orm/better-sqlite3';
-import { SqliteCronStore } from './cron-store.js';
-import { SqliteExecutionStore } from './execution-store.js';
+import { SqliteCronStore } from './cron-store/index.js';
+import { SqliteExecutionStore } from './execution-store/index.js';
 import { applyMigrations, assertSchemaCurrent } from './migrate.js';
-import { SqliteRunnerStore } from './runner-store.js';
+import { SqliteRunnerStore } from './runner-store/index.js';
 import * as schema from './schema.js';
 import { createHandle, toOrreryError } from './transaction.js';
-import { SqliteWorkflowStore } from './workflow-store.js';
+import { SqliteWorkflowStore } from './workflow-store/index.js';
 
 /** Options of {@link openSqliteStorage}. */
 export interface SqliteStorageOptions extends OpenStorageOptions {
@@ -99,12 +99,11 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
   try {
     if (migrate) applyMigrations(client);
     else assertSchemaCurrent(client, filename);
-    const handle = createHandle(client, drizzle({ client, schema }));
-    const executions = new SqliteExecutionStore(handle);
+    const handle = createHandle(client, drizzle({ client, schema }), schema.tables);
     return {
       dialect: 'sqlite',
-      executions,
-      cron: new SqliteCronStore(handle, executions),
+      executions: new SqliteExecutionStore(handle),
+      cron: new SqliteCronStore(handle),
       runners: new SqliteRunnerStore(handle),
       workflows: new SqliteWorkflowStore(handle),
       close: async () => {

@@ -162,3 +162,8 @@ export const workflows = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.name, t.version] })],
 );
+/** Every table of the SQLite dialect, as the stores receive them. */
+export const tables = { pipelineExecutions, taskExecutions, cronSchedules, cronExecutions, runners, workflows };
+
+/** {@link tables}, as the stores receive them. */
+export type SqliteTables = typeof tables;

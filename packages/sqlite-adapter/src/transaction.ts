@@ -2,6 +2,7 @@ import { DatabaseError, isOrreryError } from '@orreryjs/core';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import type * as schema from './schema.js';
+import type { SqliteTables } from './schema.js';
 
 /** The drizzle database every store of one open file shares. */
 export type SqliteDb = BetterSQLite3Database<typeof schema>;
@@ -10,13 +11,15 @@ export type SqliteDb = BetterSQLite3Database<typeof schema>;
 export interface SqliteHandle {
   readonly client: BetterSqlite3.Database;
   readonly db: SqliteDb;
+  /** Orrery's tables. */
+  readonly tables: SqliteTables;
   /** `client.transaction` over "run the given function", built once: building a wrapper per call costs more than a small unit of work. */
   readonly transaction: BetterSqlite3.Transaction<(work: () => unknown) => unknown>;
 }
 
 /** Wraps an open connection and its drizzle database as a handle. */
-export function createHandle(client: BetterSqlite3.Database, db: SqliteDb): SqliteHandle {
-  return { client, db, transaction: client.transaction((work: () => unknown) => work()) };
+export function createHandle(client: BetterSqlite3.Database, db: SqliteDb, tables: SqliteTables): SqliteHandle {
+  return { client, db, tables, transaction: client.transaction((work: () => unknown) => work()) };
 }
 
 /**

@@ -1,11 +1,11 @@
 import type { RunnerRow, RunnerStore } from '@orreryjs/core';
 import { asc, eq, inArray, lt, sql } from 'drizzle-orm';
-import { bind } from './codec.js';
-import { runners as r } from './schema.js';
-import { readTransaction, type SqliteHandle, writeTransaction } from './transaction.js';
+import { bind } from '../codec.js';
+import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
 
-function prepareStatements(handle: SqliteHandle) {
-  const { db } = handle;
+/** Prepares the runner statements once on the connection. */
+export function prepareRunnerStore({ db, tables }: SqliteHandle) {
+  const r = tables.runners;
   const row = {
     id: bind(r.id, 'id'),
     hostname: bind(r.hostname, 'hostname'),
@@ -35,7 +35,7 @@ function prepareStatements(handle: SqliteHandle) {
       .set({ stoppedAt: bind(r.stoppedAt, 'now') })
       .where(eq(r.id, bind(r.id, 'id')))
       .prepare(),
-    deleteSilent: db
+    deleteSilentRunners: db
       .delete(r)
       .where(
         inArray(
@@ -48,19 +48,19 @@ function prepareStatements(handle: SqliteHandle) {
         ),
       )
       .prepare(),
-    list: db.select().from(r).orderBy(asc(r.startedAt), asc(r.id)).prepare(),
+    selectRunners: db.select().from(r).orderBy(asc(r.startedAt), asc(r.id)).prepare(),
   };
 }
 
 /** {@link RunnerStore} on SQLite. */
 export class SqliteRunnerStore implements RunnerStore {
   readonly #handle: SqliteHandle;
-  readonly #q: ReturnType<typeof prepareStatements>;
+  readonly #q: ReturnType<typeof prepareRunnerStore>;
 
   /** Prepares every statement on `handle`; the schema must be migrated. */
   constructor(handle: SqliteHandle) {
     this.#handle = handle;
-    this.#q = prepareStatements(handle);
+    this.#q = prepareRunnerStore(handle);
   }
 
   heartbeat(runner: Omit<RunnerRow, 'stoppedAt'>): Promise<void> {
@@ -76,14 +76,14 @@ export class SqliteRunnerStore implements RunnerStore {
   }
 
   listRunners(): Promise<RunnerRow[]> {
-    return readTransaction(this.#handle, 'listRunners', () => this.#q.list.all());
+    return readTransaction(this.#handle, 'listRunners', () => this.#q.selectRunners.all());
   }
 
   deleteSilentRunners(before: Date, batchSize: number): Promise<number> {
     return writeTransaction(
       this.#handle,
       'deleteSilentRunners',
-      () => this.#q.deleteSilent.run({ before, batchSize }).changes,
+      () => this.#q.deleteSilentRunners.run({ before, batchSize }).changes,
     );
   }
 

@@ -1,11 +1,11 @@
 import type { WorkflowDefinitionRow, WorkflowInfo, WorkflowStore } from '@orreryjs/core';
 import { asc, desc, eq, sql } from 'drizzle-orm';
-import { bind } from './codec.js';
-import { workflows as w } from './schema.js';
-import { readTransaction, type SqliteHandle, writeTransaction } from './transaction.js';
+import { bind } from '../codec.js';
+import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
 
-function prepareStatements(handle: SqliteHandle) {
-  const { db } = handle;
+/** Builds the workflow statements once. */
+export function prepareWorkflowStore({ db, tables }: SqliteHandle) {
+  const w = tables.workflows;
   return {
     list: db.select().from(w).orderBy(asc(w.name), asc(w.registeredAt), asc(w.version)).prepare(),
     latest: db
@@ -19,8 +19,9 @@ function prepareStatements(handle: SqliteHandle) {
 }
 
 /** Inserts new (name, version) rows and refreshes known ones, in one statement. */
-function upsertWorkflowRows(handle: SqliteHandle, rows: readonly WorkflowDefinitionRow[], now: Date) {
-  return handle.db
+function upsertWorkflowRows({ db, tables }: SqliteHandle, rows: readonly WorkflowDefinitionRow[], now: Date) {
+  const w = tables.workflows;
+  return db
     .insert(w)
     .values(rows.map((row) => ({ ...row, registeredAt: now, lastSeenAt: now })))
     .onConflictDoUpdate({
@@ -37,12 +38,12 @@ function upsertWorkflowRows(handle: SqliteHandle, rows: readonly WorkflowDefinit
 /** {@link WorkflowStore} on SQLite. */
 export class SqliteWorkflowStore implements WorkflowStore {
   readonly #handle: SqliteHandle;
-  readonly #q: ReturnType<typeof prepareStatements>;
+  readonly #q: ReturnType<typeof prepareWorkflowStore>;
 
   /** Prepares every statement on `handle`; the schema must be migrated. */
   constructor(handle: SqliteHandle) {
     this.#handle = handle;
-    this.#q = prepareStatements(handle);
+    this.#q = prepareWorkflowStore(handle);
   }
 
   upsertWorkflows(rows: readonly WorkflowDefinitionRow[], now: Date): Promise<void> {

@@ -1,11 +1,11 @@
 import type { RunnerRow, RunnerStore } from '@orreryjs/core';
 import { asc, eq, inArray, lt, sql } from 'drizzle-orm';
-import { bind, parseTimestamptz } from './codec.js';
-import { runners as r } from './schema.js';
-import { type PostgresHandle, statement } from './transaction.js';
+import { bind, parseTimestamptz } from '../codec.js';
+import { type PostgresHandle, statement } from '../transaction.js';
 
-function prepareStatements(handle: PostgresHandle) {
-  const { db } = handle;
+/** Builds the runner statements once; each is named, so each connection parses it once. */
+export function prepareRunnerStore({ db, tables, named }: PostgresHandle) {
+  const r = tables.runners;
   const row = {
     id: bind(r.id, 'id'),
     hostname: bind(r.hostname, 'hostname'),
@@ -29,13 +29,13 @@ function prepareStatements(handle: PostgresHandle) {
           stoppedAt: null,
         },
       })
-      .prepare('orrery_heartbeat'),
+      .prepare(named('orrery_heartbeat')),
     markStopped: db
       .update(r)
       .set({ stoppedAt: bind(r.stoppedAt, 'now') })
       .where(eq(r.id, bind(r.id, 'id')))
-      .prepare('orrery_mark_stopped'),
-    deleteSilent: db
+      .prepare(named('orrery_mark_stopped')),
+    deleteSilentRunners: db
       .delete(r)
       .where(
         inArray(
@@ -49,20 +49,23 @@ function prepareStatements(handle: PostgresHandle) {
             .for('update', { skipLocked: true }),
         ),
       )
-      .prepare('orrery_delete_silent_runners'),
-    list: db.select().from(r).orderBy(asc(r.startedAt), asc(r.id)).prepare('orrery_list_runners'),
+      .prepare(named('orrery_delete_silent_runners')),
+    selectRunners: db.select().from(r).orderBy(asc(r.startedAt), asc(r.id)).prepare(named('orrery_list_runners')),
     // Text, decoded like every other instant: drizzle's driver hands timestamptz over as the server formats it.
-    now: db.select({ now: sql<string>`now()::text` }).from(sql`(SELECT 1) AS one`).prepare('orrery_database_now'),
+    selectDatabaseNow: db
+      .select({ now: sql<string>`to_json(now()) #>> '{}'` })
+      .from(sql`(SELECT 1) AS one`)
+      .prepare(named('orrery_database_now')),
   };
 }
 
 /** {@link RunnerStore} on Postgres: each method is one statement. */
 export class PostgresRunnerStore implements RunnerStore {
-  readonly #q: ReturnType<typeof prepareStatements>;
+  readonly #q: ReturnType<typeof prepareRunnerStore>;
 
   /** Builds every statement for `handle`; the schema must be migrated. */
   constructor(handle: PostgresHandle) {
-    this.#q = prepareStatements(handle);
+    this.#q = prepareRunnerStore(handle);
   }
 
   heartbeat(runner: Omit<RunnerRow, 'stoppedAt'>): Promise<void> {
@@ -78,20 +81,20 @@ export class PostgresRunnerStore implements RunnerStore {
   }
 
   listRunners(): Promise<RunnerRow[]> {
-    return statement('listRunners', () => this.#q.list.execute());
+    return statement('listRunners', () => this.#q.selectRunners.execute());
   }
 
   deleteSilentRunners(before: Date, batchSize: number): Promise<number> {
     return statement(
       'deleteSilentRunners',
-      async () => (await this.#q.deleteSilent.execute({ before, batchSize })).rowCount ?? 0,
+      async () => (await this.#q.deleteSilentRunners.execute({ before, batchSize })).rowCount ?? 0,
     );
   }
 
   /** The server's `now()`, to the millisecond: what runners measure their clock offset against. */
   databaseNow(): Promise<Date> {
     return statement('databaseNow', async () => {
-      const [row] = await this.#q.now.execute();
+      const [row] = await this.#q.selectDatabaseNow.execute();
       return parseTimestamptz(row!.now);
     });
   }

@@ -1,37 +1,39 @@
 import type { WorkflowDefinitionRow, WorkflowInfo, WorkflowStore } from '@orreryjs/core';
 import { asc, desc, eq, sql } from 'drizzle-orm';
-import { bind } from './codec.js';
-import { workflows as w } from './schema.js';
-import { type PostgresHandle, statement } from './transaction.js';
+import { bind } from '../codec.js';
+import { type PostgresHandle, statement } from '../transaction.js';
 
-function prepareStatements(handle: PostgresHandle) {
-  const { db } = handle;
+/** Builds the workflow statements once; each is named, so each connection parses it once. */
+export function prepareWorkflowStore({ db, tables, named }: PostgresHandle) {
+  const w = tables.workflows;
   return {
     list: db
       .select()
       .from(w)
       .orderBy(asc(w.name), asc(w.registeredAt), asc(w.version))
-      .prepare('orrery_list_workflows'),
+      .prepare(named('orrery_list_workflows')),
     latest: db
       .select()
       .from(w)
       .where(eq(w.name, bind(w.name, 'name')))
       .orderBy(desc(w.registeredAt), desc(w.version))
       .limit(1)
-      .prepare('orrery_latest_workflow'),
+      .prepare(named('orrery_latest_workflow')),
   };
 }
 
 /** Inserts new (name, version) rows and refreshes known ones, in one statement (so one transaction). */
-function upsertWorkflowRows(handle: PostgresHandle, rows: readonly WorkflowDefinitionRow[], now: Date) {
-  return handle.db
+function upsertWorkflowRows({ db, tables }: PostgresHandle, rows: readonly WorkflowDefinitionRow[], now: Date) {
+  const w = tables.workflows;
+  return db
     .insert(w)
     .values(rows.map((row) => ({ ...row, registeredAt: now, lastSeenAt: now })))
     .onConflictDoUpdate({
       target: [w.name, w.version],
       set: {
         description: sql`excluded.description`,
-        // Raw: drizzle cannot name the existing row's column beside `excluded` in a GREATEST.
+        // Raw: drizzle cannot name the existing row's column beside `excluded` in a GREATEST. The
+        // existing row goes by the bare table name even when the INSERT names its schema.
         lastSeenAt: sql`GREATEST(${sql.raw('workflows.last_seen_at')}, excluded.last_seen_at)`,
       },
     });
@@ -40,12 +42,12 @@ function upsertWorkflowRows(handle: PostgresHandle, rows: readonly WorkflowDefin
 /** {@link WorkflowStore} on Postgres: each method is one statement. */
 export class PostgresWorkflowStore implements WorkflowStore {
   readonly #handle: PostgresHandle;
-  readonly #q: ReturnType<typeof prepareStatements>;
+  readonly #q: ReturnType<typeof prepareWorkflowStore>;
 
   /** Builds every statement for `handle`; the schema must be migrated. */
   constructor(handle: PostgresHandle) {
     this.#handle = handle;
-    this.#q = prepareStatements(handle);
+    this.#q = prepareWorkflowStore(handle);
   }
 
   upsertWorkflows(rows: readonly WorkflowDefinitionRow[], now: Date): Promise<void> {

@@ -1,0 +1,98 @@
+import type { ContextDelta } from './context.js';
+import type { CronExecutionRow, NewCronExecution } from './cron-store.js';
+import type { RegisteredTasks, TaskOutcome } from './execution-store.js';
+import type { PipelineStatus, TaskStatus } from './executor.js';
+
+/*
+ * What every storage adapter decides the same way and that is not SQL: the status sets its
+ * filters name, the columns an outcome writes, the values a new row starts with. Adapters
+ * render these into their dialect; they never restate them.
+ */
+
+/** Pipelines whose tasks may be claimed. */
+export const ACTIVE_PIPELINE_STATUSES = ['pending', 'running'] as const satisfies readonly PipelineStatus[];
+/** Pipelines that have not ended: they can still be paused, cancelled or finished. */
+export const UNFINISHED_PIPELINE_STATUSES = [
+  'pending',
+  'running',
+  'paused',
+] as const satisfies readonly PipelineStatus[];
+/** Pipelines that have ended; retention deletes them. */
+export const TERMINAL_PIPELINE_STATUSES = [
+  'completed',
+  'failed',
+  'cancelled',
+] as const satisfies readonly PipelineStatus[];
+/** Tasks that have ended: their outcome is final. */
+export const TERMINAL_TASK_STATUSES = [
+  'completed',
+  'failed',
+  'skipped',
+  'cancelled',
+] as const satisfies readonly TaskStatus[];
+
+/** Column values an attempt's outcome writes to its task row; `failed` is 1 when it counts as a failed attempt. */
+export interface TaskOutcomeColumns {
+  status: TaskStatus;
+  output: ContextDelta | null;
+  error: string | null;
+  failed: 0 | 1;
+  availableAt: Date | null;
+  completedAt: Date | null;
+}
+
+/** The columns {@link TaskOutcome} writes to its task row at `now`. */
+export function taskOutcomeColumns(outcome: TaskOutcome, now: Date): TaskOutcomeColumns {
+  switch (outcome.status) {
+    case 'completed':
+      return {
+        status: 'completed',
+        output: outcome.output,
+        error: null,
+        failed: 0,
+        availableAt: null,
+        completedAt: now,
+      };
+    case 'failed':
+      return { status: 'failed', output: null, error: outcome.error, failed: 1, availableAt: null, completedAt: now };
+    case 'skipped':
+      return { status: 'skipped', output: null, error: outcome.reason, failed: 0, availableAt: null, completedAt: now };
+    case 'retry':
+      return {
+        status: 'ready',
+        output: null,
+        error: outcome.error,
+        failed: 1,
+        availableAt: outcome.availableAt,
+        completedAt: null,
+      };
+  }
+}
+
+/** The status a new task row starts in: ready when it depends on nothing. */
+export function newTaskStatus(pendingDeps: number): TaskStatus {
+  return pendingDeps === 0 ? 'ready' : 'not_started';
+}
+
+/** A new ledger row as stored: its recovery and handoff fields empty. */
+export function newCronExecutionRow(row: NewCronExecution): CronExecutionRow {
+  return {
+    ...row,
+    pipelineExecutionId: null,
+    handedOffAt: null,
+    recoveryAttempts: 0,
+    recovered: false,
+    nextRecoveryAt: null,
+    recoveryLeaseOwner: null,
+    recoveryLeaseExpiresAt: null,
+    abandonReason: null,
+  };
+}
+
+/** Separator of {@link registeredTaskKeys}: a control character no workflow or task id contains in practice. */
+export const TASK_KEY_SEPARATOR = '\u001f';
+
+/** `workflow<US>task` keys of every registered (workflow, task) pair: what a claim matches tasks against. */
+export function registeredTaskKeys(registered: readonly RegisteredTasks[]): string[] {
+  return registered.flatMap((r) => r.taskIds.map((id) => `${r.workflowName}${TASK_KEY_SEPARATOR}${id}`));
+}

@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ACTIVE_PIPELINE_STATUSES,
+  newCronExecutionRow,
+  newTaskStatus,
+  registeredTaskKeys,
+  TERMINAL_PIPELINE_STATUSES,
+  TERMINAL_TASK_STATUSES,
+  taskOutcomeColumns,
+  UNFINISHED_PIPELINE_STATUSES,
+} from '../src/index.js';
+
+const now = new Date('2026-01-02T03:04:05.678Z');
+
+describe('store rules', () => {
+  it('writes each outcome as its status, output, error, failed-attempt count and times', () => {
+    expect(taskOutcomeColumns({ status: 'completed', output: { set: { a: 1 }, deleted: [] } }, now)).toEqual({
+      status: 'completed',
+      output: { set: { a: 1 }, deleted: [] },
+      error: null,
+      failed: 0,
+      availableAt: null,
+      completedAt: now,
+    });
+    expect(taskOutcomeColumns({ status: 'failed', error: 'boom' }, now)).toMatchObject({
+      status: 'failed',
+      error: 'boom',
+      failed: 1,
+      completedAt: now,
+    });
+    expect(taskOutcomeColumns({ status: 'skipped', reason: 'upstream failed' }, now)).toMatchObject({
+      status: 'skipped',
+      error: 'upstream failed',
+      failed: 0,
+    });
+    const later = new Date(now.getTime() + 1000);
+    expect(taskOutcomeColumns({ status: 'retry', error: 'again', availableAt: later }, now)).toEqual({
+      status: 'ready',
+      output: null,
+      error: 'again',
+      failed: 1,
+      availableAt: later,
+      completedAt: null,
+    });
+  });
+
+  it('starts a task ready only when it depends on nothing, and a ledger row with empty recovery fields', () => {
+    expect([newTaskStatus(0), newTaskStatus(2)]).toEqual(['ready', 'not_started']);
+    const row = newCronExecutionRow({
+      id: 'x',
+      scheduleId: 's',
+      workflowName: 'w',
+      context: {},
+      scheduledTime: now,
+      fireAt: now,
+      claimedAt: now,
+      claimedBy: 'r',
+      status: 'claimed',
+      source: 'schedule',
+      missedCount: 0,
+    });
+    expect(row).toMatchObject({
+      pipelineExecutionId: null,
+      recoveryAttempts: 0,
+      recovered: false,
+      abandonReason: null,
+    });
+  });
+
+  it('keys registered tasks by workflow and task id, and keeps the status sets apart', () => {
+    expect(registeredTaskKeys([{ workflowName: 'w', taskIds: ['a', 'b'] }])).toEqual(['w\u001fa', 'w\u001fb']);
+    expect(UNFINISHED_PIPELINE_STATUSES).toEqual([...ACTIVE_PIPELINE_STATUSES, 'paused']);
+    expect(
+      TERMINAL_PIPELINE_STATUSES.filter((s) => (UNFINISHED_PIPELINE_STATUSES as readonly string[]).includes(s)),
+    ).toEqual([]);
+    expect(TERMINAL_TASK_STATUSES).toEqual(['completed', 'failed', 'skipped', 'cancelled']);
+  });
+});

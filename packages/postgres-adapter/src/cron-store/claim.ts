@@ -1,0 +1,168 @@
+import type { ClaimDueRequest, CronExecutionRow, ScheduleRow } from '@orreryjs/core';
+import { and, asc, gte, lt, lte, sql } from 'drizzle-orm';
+import { arrayParam, dateToIso, encodeUuidList, inTextList } from '../codec.js';
+import type { PostgresTables } from '../schema.js';
+import type { PostgresDb } from '../transaction.js';
+import { handOffInTransaction } from './handoff.js';
+import { insertOccurrenceRows } from './ledger.js';
+import { isEnabled } from './schedules.js';
+
+/*
+ * Claim + phase 1, one transaction: lock the due schedules (SKIP LOCKED, so tickers split
+ * them), plan each, advance `next_run_at` by compare-and-set on `version`, and write the
+ * occurrences' ledger rows. With an in-transaction handoff the pipelines and links commit too.
+ */
+
+/** A schedule's advance as its plan decided it. */
+interface Advance {
+  schedule: ScheduleRow;
+  nextRunAt: Date | null;
+  lastRunAt: Date | null;
+}
+
+/** Locks up to `limit` due enabled schedules of `workflowNames`, earliest first; SKIP LOCKED, so tickers split them. */
+export function selectDueSchedules(db: PostgresDb, tables: PostgresTables, request: ClaimDueRequest) {
+  const s = tables.cronSchedules;
+  return db
+    .select()
+    .from(s)
+    .where(
+      and(isEnabled(tables), lte(s.nextRunAt, request.now), inTextList(s.workflowName, [...request.workflowNames])),
+    )
+    .orderBy(asc(s.nextRunAt))
+    .limit(request.limit)
+    .for('no key update', { skipLocked: true });
+}
+
+/**
+ * The ids among `scheduleIds` with an active occurrence: a `claimed` ledger row, or a
+ * `handed_off` one whose pipeline is unfinished. Two probes that cost what is in flight, not
+ * the schedule's history: its claimed rows through the recovery index, and the unfinished cron
+ * pipelines, whose idempotency key is their occurrence's id (DESIGN: the handoff uses the row id
+ * as the key), each checked against its ledger row by primary key.
+ */
+export function selectActiveSchedules(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[]) {
+  const { cronExecutions: c, pipelineExecutions: p } = tables;
+  // Raw SQL: EXISTS probes over a parameter array, and a key cast guarded so that a key that is not a UUID cannot fail it.
+  return db.execute<{ id: string }>(sql`SELECT d.id::text AS id
+    FROM unnest(${arrayParam(encodeUuidList(scheduleIds))}::uuid[]) AS d(id)
+    WHERE EXISTS (SELECT 1 FROM ${c} ce WHERE ce.status = 'claimed' AND ce.schedule_id = d.id)
+      OR EXISTS (SELECT 1 FROM ${p} pe
+        JOIN ${c} ce ON ce.id = (CASE WHEN pe.idempotency_key
+          ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN pe.idempotency_key::uuid END)
+        WHERE pe.status IN ('pending', 'running', 'paused') AND pe.scheduled_time IS NOT NULL
+          AND ce.schedule_id = d.id AND ce.status = 'handed_off' AND ce.pipeline_execution_id = pe.id)`);
+}
+
+/**
+ * Non-manual ledger rows of `late` schedules scheduled in [from, missedBefore): one statement
+ * over the schedule-time index.
+ */
+export function selectTakenSlots(
+  db: PostgresDb,
+  tables: PostgresTables,
+  late: readonly ScheduleRow[],
+  from: Date,
+  missedBefore: Date,
+) {
+  const c = tables.cronExecutions;
+  return db
+    .select({ scheduleId: c.scheduleId, scheduledTime: c.scheduledTime })
+    .from(c)
+    .where(
+      and(
+        // Raw SQL: a uuid array parameter, which drizzle's inArray would expand into one parameter per id.
+        sql`${c.scheduleId} = ANY(${arrayParam(encodeUuidList(late.map((schedule) => schedule.id)))}::uuid[])`,
+        gte(c.scheduledTime, from),
+        lt(c.scheduledTime, missedBefore),
+        sql`${c.source} <> 'manual'`,
+      ),
+    )
+    .orderBy(asc(c.scheduledTime));
+}
+
+/**
+ * The slots in [nextRunAt, missedBefore) that already hold a non-manual ledger row, for each
+ * schedule that may have missed slots (nextRunAt before missedBefore): a `missed` summary must
+ * skip them. Nothing to read on a punctual tick.
+ */
+async function takenSlotsOf(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  due: readonly ScheduleRow[],
+  missedBefore: Date | undefined,
+): Promise<Map<string, Date[]>> {
+  const taken = new Map<string, Date[]>();
+  if (missedBefore === undefined) return taken;
+  const late = due.filter((schedule) => schedule.nextRunAt !== null && schedule.nextRunAt < missedBefore);
+  if (late.length === 0) return taken;
+  for (const schedule of late) taken.set(schedule.id, []);
+  const from = new Date(Math.min(...late.map((schedule) => schedule.nextRunAt!.getTime())));
+  const rows = await selectTakenSlots(tx, tables, late, from, missedBefore);
+  const nextRunAt = new Map(late.map((schedule) => [schedule.id, schedule.nextRunAt!.getTime()]));
+  for (const row of rows) {
+    if (row.scheduledTime.getTime() >= nextRunAt.get(row.scheduleId)!)
+      taken.get(row.scheduleId)!.push(row.scheduledTime);
+  }
+  return taken;
+}
+
+/**
+ * Advances planned schedules by compare-and-set on `version`, one statement for all of them;
+ * returns the ids it advanced.
+ */
+export function advanceNextRunAt(db: PostgresDb, tables: PostgresTables, advances: readonly Advance[], at: Date) {
+  const s = tables.cronSchedules;
+  const iso = (date: Date | null) => (date === null ? null : dateToIso(date));
+  // Raw SQL: rows from parallel arrays (unnest), which drizzle's builder cannot name as an UPDATE source.
+  const source = sql`unnest(${arrayParam(encodeUuidList(advances.map((a) => a.schedule.id)))}::uuid[],
+      ${arrayParam(advances.map((a) => a.schedule.version))}::int[], ${arrayParam(advances.map((a) => iso(a.nextRunAt)))}::timestamptz[],
+      ${arrayParam(advances.map((a) => iso(a.lastRunAt)))}::timestamptz[]) AS v(id, version, next_run_at, last_run_at)`;
+  return db
+    .update(s)
+    .set({
+      nextRunAt: sql`v.next_run_at`,
+      lastRunAt: sql`v.last_run_at`,
+      version: sql`${s.version} + 1`,
+      updatedAt: at,
+    })
+    .from(source)
+    .where(and(sql`${s.id} = v.id`, sql`${s.version} = v.version`))
+    .returning({ id: s.id });
+}
+
+/** Claim + phase 1 (and the in-transaction handoff when asked), inside the caller's transaction `tx`. */
+export async function claimDueSchedules(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  request: ClaimDueRequest,
+): Promise<CronExecutionRow[]> {
+  const due = await selectDueSchedules(tx, tables, request);
+  if (due.length === 0) return [];
+  // Read after the locks are held, on a snapshot that sees every claim committed before them.
+  const skipIfActive = due.filter((schedule) => schedule.overlapPolicy === 'skip').map((schedule) => schedule.id);
+  const active =
+    skipIfActive.length === 0
+      ? new Set<string>()
+      : new Set((await selectActiveSchedules(tx, tables, skipIfActive)).rows.map((row) => row.id));
+  const taken = await takenSlotsOf(tx, tables, due, request.missedBefore);
+  const plans = [];
+  for (const schedule of due) {
+    const takenSlots = taken.get(schedule.id);
+    const plan = request.plan(schedule, {
+      hasActiveOccurrence: active.has(schedule.id),
+      ...(takenSlots !== undefined && { takenSlots }),
+    });
+    if (plan !== null) plans.push({ schedule, ...plan });
+  }
+  const advanced =
+    plans.length === 0
+      ? new Set<string>()
+      : new Set((await advanceNextRunAt(tx, tables, plans, request.now)).map((row) => row.id));
+  // Cannot miss under the row locks; if it ever did, that schedule stays due and writes nothing.
+  const occurrences = plans.filter((plan) => advanced.has(plan.schedule.id)).flatMap((plan) => plan.occurrences);
+  const claimed = (await insertOccurrenceRows(tx, tables, occurrences)).filter((row) => row.status === 'claimed');
+  const { prepareHandoff } = request;
+  if (prepareHandoff === undefined) return claimed;
+  return handOffInTransaction(tx, tables, claimed, prepareHandoff, request.now);
+}

@@ -1,0 +1,145 @@
+import type {
+  ClaimDueRequest,
+  ClaimLostRequest,
+  CronExecutionRow,
+  CronStore,
+  LostOccurrence,
+  NewCronExecution,
+  OccurrenceStats,
+  RecoveryCounts,
+  RecoveryOutcome,
+  ScheduleFilter,
+  ScheduleRow,
+} from '@orreryjs/core';
+import { type PostgresHandle, statement, transaction } from '../transaction.js';
+import { insertOccurrences } from './backfill.js';
+import { claimDueSchedules } from './claim.js';
+import { prepareHandoff } from './handoff.js';
+import { occurrenceStats, prepareLedger } from './ledger.js';
+import { claimLostOccurrences, finishRecovery, prepareRecover } from './recover.js';
+import { insertSchedule, prepareSchedules, selectSchedules, updateSchedule } from './schedules.js';
+
+/** Every prepared statement of the cron store, by the file of the guarantee it serves. */
+export function prepareCronStore(handle: PostgresHandle) {
+  return {
+    schedules: prepareSchedules(handle),
+    handoff: prepareHandoff(handle),
+    recover: prepareRecover(handle),
+    ledger: prepareLedger(handle),
+  };
+}
+
+/** {@link CronStore} on Postgres: each method is one transaction, most of them one statement. */
+export class PostgresCronStore implements CronStore {
+  readonly #handle: PostgresHandle;
+  readonly #q: ReturnType<typeof prepareCronStore>;
+
+  /** Builds every statement for `handle`; the schema must be migrated. */
+  constructor(handle: PostgresHandle) {
+    this.#handle = handle;
+    this.#q = prepareCronStore(handle);
+  }
+
+  insertSchedule(schedule: ScheduleRow): Promise<{ schedule: ScheduleRow; created: boolean }> {
+    return statement('insertSchedule', () => insertSchedule(this.#q.schedules, schedule));
+  }
+
+  getSchedule(id: string): Promise<ScheduleRow | null> {
+    return statement('getSchedule', async () => (await this.#q.schedules.selectSchedule.execute({ id }))[0] ?? null);
+  }
+
+  getScheduleByName(name: string): Promise<ScheduleRow | null> {
+    return statement(
+      'getScheduleByName',
+      async () => (await this.#q.schedules.selectScheduleByName.execute({ name }))[0] ?? null,
+    );
+  }
+
+  listSchedules(filter: ScheduleFilter): Promise<ScheduleRow[]> {
+    return statement('listSchedules', () => selectSchedules(this.#handle.db, this.#handle.tables, filter));
+  }
+
+  updateSchedule(
+    id: string,
+    expectedVersion: number,
+    patch: Partial<Omit<ScheduleRow, 'id' | 'version' | 'createdAt'>>,
+  ): Promise<ScheduleRow | null> {
+    return statement('updateSchedule', () =>
+      updateSchedule(this.#handle.db, this.#handle.tables, id, expectedVersion, patch),
+    );
+  }
+
+  deleteSchedule(id: string): Promise<boolean> {
+    return statement(
+      'deleteSchedule',
+      async () => ((await this.#q.schedules.deleteSchedule.execute({ id })).rowCount ?? 0) > 0,
+    );
+  }
+
+  claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {
+    if (request.workflowNames.length === 0 || request.limit <= 0) return Promise.resolve([]);
+    return transaction(this.#handle, 'claimDueSchedules', (tx) => claimDueSchedules(tx, this.#handle.tables, request));
+  }
+
+  insertOccurrences(rows: readonly NewCronExecution[]): Promise<{ claimed: CronExecutionRow[]; existing: number }> {
+    if (rows.length === 0) return Promise.resolve({ claimed: [], existing: 0 });
+    return transaction(this.#handle, 'insertOccurrences', (tx) => insertOccurrences(tx, this.#handle.tables, rows));
+  }
+
+  linkOccurrence(id: string, pipelineExecutionId: string, now: Date): Promise<boolean> {
+    return statement(
+      'linkOccurrence',
+      async () =>
+        ((await this.#q.handoff.linkOccurrence.execute({ id, pipelineId: pipelineExecutionId, now })).rowCount ?? 0) >
+        0,
+    );
+  }
+
+  claimLostOccurrences(request: ClaimLostRequest): Promise<LostOccurrence[]> {
+    if (request.workflowNames.length === 0 || request.limit <= 0) return Promise.resolve([]);
+    return statement('claimLostOccurrences', () => claimLostOccurrences(this.#q.recover, request));
+  }
+
+  finishRecovery(id: string, runnerId: string, outcome: RecoveryOutcome, now: Date): Promise<boolean> {
+    return statement('finishRecovery', () => finishRecovery(this.#q.recover, id, runnerId, outcome, now));
+  }
+
+  getOccurrence(id: string): Promise<CronExecutionRow | null> {
+    return statement('getOccurrence', async () => (await this.#q.ledger.selectOccurrence.execute({ id }))[0] ?? null);
+  }
+
+  listOccurrences(scheduleId: string, limit: number, offset: number): Promise<CronExecutionRow[]> {
+    return statement('listOccurrences', () =>
+      this.#q.ledger.selectOccurrencesOfSchedule.execute({ scheduleId, limit, offset }),
+    );
+  }
+
+  occurrenceStats(since: Date, lostBefore: Date): Promise<OccurrenceStats> {
+    return statement('occurrenceStats', () => occurrenceStats(this.#q.ledger, since, lostBefore));
+  }
+
+  recoveryCounts(): Promise<RecoveryCounts> {
+    return statement('recoveryCounts', async () => (await this.#q.ledger.selectRecoveryCounts.execute())[0]!);
+  }
+
+  countLostOccurrences(lostBefore: Date): Promise<number> {
+    return statement(
+      'countLostOccurrences',
+      async () => (await this.#q.ledger.countLostOccurrences.execute({ lostBefore }))[0]?.count ?? 0,
+    );
+  }
+
+  findOccurrencePipeline(occurrenceId: string): Promise<string | null> {
+    return statement(
+      'findOccurrencePipeline',
+      async () => (await this.#q.recover.selectOccurrencePipeline.execute({ key: occurrenceId }))[0]?.id ?? null,
+    );
+  }
+
+  deleteTerminalOccurrences(before: Date, batchSize: number): Promise<number> {
+    return statement(
+      'deleteTerminalOccurrences',
+      async () => (await this.#q.ledger.deleteTerminalOccurrences.execute({ before, batchSize })).rowCount ?? 0,
+    );
+  }
+}

@@ -1,0 +1,121 @@
+import { DatabaseError, ScheduleConflictError, type ScheduleFilter, type ScheduleRow } from '@orreryjs/core';
+import { and, asc, eq, sql } from 'drizzle-orm';
+import { bind, bindAllColumns } from '../codec.js';
+import type { PostgresTables } from '../schema.js';
+import { type PostgresDb, type PostgresHandle, sqlState } from '../transaction.js';
+
+/*
+ * Schedules: insert (idempotent by name), read, list, compare-and-set update, delete.
+ */
+
+/** Enabled schedules: a literal, not a bound parameter, so that a generic plan can use the due index. */
+export function isEnabled({ cronSchedules: s }: PostgresTables) {
+  return sql`${s.enabled}`;
+}
+
+/** Builds the schedule statements once; each is named, so each connection parses it once. */
+export function prepareSchedules({ db, tables, named }: PostgresHandle) {
+  const s = tables.cronSchedules;
+  return {
+    insertSchedule: db
+      .insert(s)
+      .values(bindAllColumns(s))
+      .onConflictDoNothing()
+      .returning()
+      .prepare(named('orrery_insert_schedule')),
+    selectSchedule: db
+      .select()
+      .from(s)
+      .where(eq(s.id, bind(s.id, 'id')))
+      .prepare(named('orrery_select_schedule')),
+    selectScheduleByName: db
+      .select()
+      .from(s)
+      .where(eq(s.name, bind(s.name, 'name')))
+      .prepare(named('orrery_select_schedule_by_name')),
+    deleteSchedule: db
+      .delete(s)
+      .where(eq(s.id, bind(s.id, 'id')))
+      .prepare(named('orrery_delete_schedule')),
+  };
+}
+
+export type ScheduleStatements = ReturnType<typeof prepareSchedules>;
+
+/** Inserts `schedule`, or returns the schedule that already holds its name. */
+export async function insertSchedule(
+  q: ScheduleStatements,
+  schedule: ScheduleRow,
+): Promise<{ schedule: ScheduleRow; created: boolean }> {
+  const [inserted] = await q.insertSchedule.execute({ ...schedule });
+  if (inserted !== undefined) return { schedule: inserted, created: true };
+  const [existing] = schedule.name === null ? [] : await q.selectScheduleByName.execute({ name: schedule.name });
+  if (existing === undefined) throw new DatabaseError(`insertSchedule failed: schedule ${schedule.id} already exists`);
+  return { schedule: existing, created: false };
+}
+
+/** One page of schedules, oldest first. */
+export function selectSchedules(db: PostgresDb, tables: PostgresTables, filter: ScheduleFilter) {
+  const s = tables.cronSchedules;
+  return (
+    db
+      .select()
+      .from(s)
+      .where(
+        and(
+          filter.enabledOnly === true ? isEnabled(tables) : undefined,
+          filter.workflowName === undefined ? undefined : eq(s.workflowName, filter.workflowName),
+        ),
+      )
+      // Postgres has no insertion order to break ties between schedules created in the same millisecond: the id does.
+      .orderBy(asc(s.createdAt), asc(s.id))
+      .limit(filter.limit)
+      .offset(filter.offset)
+  );
+}
+
+/** Writes `patch` if the schedule still has `expectedVersion`, bumping the version. */
+export function updateScheduleVersion(
+  db: PostgresDb,
+  tables: PostgresTables,
+  id: string,
+  expectedVersion: number,
+  patch: Partial<Omit<ScheduleRow, 'id' | 'version' | 'createdAt'>>,
+) {
+  const s = tables.cronSchedules;
+  return db
+    .update(s)
+    .set({ ...patch, version: sql`${s.version} + 1` })
+    .where(and(eq(s.id, id), eq(s.version, expectedVersion)))
+    .returning();
+}
+
+/**
+ * {@link updateScheduleVersion}, run.
+ * @throws ScheduleConflictError when the new name is taken by another schedule.
+ */
+export async function updateSchedule(
+  db: PostgresDb,
+  tables: PostgresTables,
+  id: string,
+  expectedVersion: number,
+  patch: Partial<Omit<ScheduleRow, 'id' | 'version' | 'createdAt'>>,
+): Promise<ScheduleRow | null> {
+  try {
+    const [updated] = await updateScheduleVersion(db, tables, id, expectedVersion, patch);
+    return updated ?? null;
+  } catch (error) {
+    if (!isNameTaken(error)) throw error;
+    throw new ScheduleConflictError(
+      `Schedule name "${patch.name}" is already taken by another schedule; choose another name or update that schedule.`,
+      { cause: error },
+    );
+  }
+}
+
+/** True for Postgres's unique violation on `cron_schedules.name`. */
+function isNameTaken(error: unknown): boolean {
+  const cause = (error as { cause?: { constraint?: unknown } })?.cause;
+  const constraint = (error as { constraint?: unknown })?.constraint ?? cause?.constraint;
+  return sqlState(error) === '23505' && constraint === 'cron_schedules_name_key';
+}

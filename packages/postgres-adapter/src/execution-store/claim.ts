@@ -1,0 +1,161 @@
+import {
+  ACTIVE_PIPELINE_STATUSES,
+  type ClaimedTask,
+  type ClaimTasksRequest,
+  registeredTaskKeys,
+  type TaskRow,
+  TERMINAL_TASK_STATUSES,
+} from '@orreryjs/core';
+import { and, asc, eq, getTableColumns, lt, lte, type SQL, sql } from 'drizzle-orm';
+import {
+  aliasColumns,
+  bind,
+  carryAliased,
+  dateToIso,
+  decodeJsonRow,
+  fieldsOf,
+  inTextList,
+  lockOf,
+  pickAliased,
+  statusIn,
+} from '../codec.js';
+import type { PostgresTables } from '../schema.js';
+import type { PostgresDb, PostgresHandle } from '../transaction.js';
+import { isRunning, later } from './lease.js';
+import { taskRowColumns } from './pipelines.js';
+
+/*
+ * Claiming tasks: ready tasks and tasks whose lease expired, leased in one statement with
+ * SKIP LOCKED, so that claimers never wait on each other and never share a task.
+ */
+
+/** `ready` tasks: a literal, so that a generic plan can use the claim index. */
+function isReady({ taskExecutions: t }: PostgresTables) {
+  return sql`${t.status} = 'ready'`;
+}
+
+/**
+ * Claimable tasks matching `condition` in active pipelines of registered (workflow, task) pairs,
+ * oldest first, locked with their pipeline rows. Locking the pipeline too means a pause or a
+ * cancel (which lock it first) either waits for the claim, and then sees its running tasks, or
+ * makes the claim skip the pipeline's tasks. SKIP LOCKED on both: a claim never waits, so it
+ * can never be part of a deadlock; a skipped task is claimed by a later poll.
+ */
+function selectClaimable(db: PostgresDb, tables: PostgresTables, condition: SQL | undefined) {
+  const { pipelineExecutions: p, taskExecutions: t } = tables;
+  return db
+    .select({ id: t.id, status: t.status, availableAt: t.availableAt, ...aliasColumns(getTableColumns(p), 'p_') })
+    .from(t)
+    .innerJoin(p, eq(p.id, t.pipelineExecutionId))
+    .where(
+      and(
+        condition,
+        statusIn(p.status, ACTIVE_PIPELINE_STATUSES),
+        inTextList(sql`${t.workflowName} || chr(31) || ${t.taskId}`, sql.placeholder('registered')),
+      ),
+    )
+    .orderBy(asc(t.availableAt))
+    .limit(sql.placeholder('limit'))
+    .for('no key update', { of: lockOf(t, p), skipLocked: true });
+}
+
+/**
+ * claimTasks as one statement: lock up to `limit` ready and expired tasks (two ordered walks of
+ * their partial indexes), lease the oldest `limit` of them, start their pending pipelines, and
+ * return each leased task with its locked pipeline row and its pipeline's terminal tasks.
+ */
+export function prepareClaim({ db, tables, named }: PostgresHandle) {
+  const { pipelineExecutions: p, taskExecutions: t } = tables;
+  const pipelineRow = getTableColumns(p);
+  const taskRow = taskRowColumns(tables);
+  const now = bind(t.updatedAt, 'now');
+  const ready = db.$with('ready').as(selectClaimable(db, tables, and(isReady(tables), lte(t.availableAt, now))));
+  const expired = db
+    .$with('expired')
+    .as(selectClaimable(db, tables, and(isRunning(tables), lt(t.leaseExpiresAt, now))));
+  const candidates = db
+    .$with('candidates')
+    .as(
+      db
+        .select()
+        .from(ready)
+        .unionAll(db.select().from(expired))
+        .orderBy(sql`available_at`)
+        .limit(sql.placeholder('limit')),
+    );
+  const IS_RUNNING = isRunning(tables);
+  const leased = db.$with('leased').as(
+    db
+      .update(t)
+      .set({
+        status: 'running',
+        attempt: sql`${t.attempt} + 1`,
+        failedAttempts: sql`${t.failedAttempts} + (CASE WHEN ${IS_RUNNING} THEN 1 ELSE 0 END)`,
+        error: sql`CASE WHEN ${IS_RUNNING} THEN 'lease expired (held by ' || coalesce(${t.leaseOwner}, 'nobody') || ')' ELSE ${t.error} END`,
+        leaseOwner: bind(t.leaseOwner, 'runnerId'),
+        leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'),
+        startedAt: now,
+        updatedAt: now,
+      })
+      .from(candidates)
+      .where(eq(t.id, candidates.id))
+      .returning({
+        ...taskRow,
+        leaseExpired: sql<boolean>`${candidates.status} = 'running'`.as('lease_expired'),
+        ...carryAliased(candidates, pipelineRow, 'p_'),
+      }),
+  );
+  const started = db.$with('started').as(
+    db
+      .update(p)
+      .set({ status: 'running', startedAt: now, updatedAt: now })
+      .where(and(sql`${p.status} = 'pending'`, sql`${p.id} IN (SELECT ${leased.pipelineExecutionId} FROM ${leased})`))
+      // Only the id: the rest of the started row is the locked one with the three columns set here (see claimTasks).
+      .returning({ startedId: sql<string>`${p.id}`.as('started_id') }),
+  );
+  return {
+    claimTasks: db
+      .with(ready, expired, candidates, leased, started)
+      .select({
+        task: fieldsOf(leased, taskRow),
+        leaseExpired: leased.leaseExpired,
+        pipeline: pickAliased(leased, pipelineRow, 'p_'),
+        startedId: started.startedId,
+        // Raw SQL: a correlated json_agg of whole rows, which drizzle's builder cannot nest in a select list.
+        terminal: sql<Array<Record<string, unknown>>>`(SELECT coalesce(json_agg(tt ORDER BY tt.position), '[]'::json)
+        FROM ${t} tt WHERE tt.pipeline_execution_id = ${leased.pipelineExecutionId}
+        AND ${statusIn(sql`tt.status`, TERMINAL_TASK_STATUSES)})`,
+      })
+      .from(leased)
+      .leftJoin(started, eq(started.startedId, leased.pipelineExecutionId))
+      .orderBy(asc(leased.availableAt))
+      .prepare(named('orrery_claim_tasks')),
+  };
+}
+
+export type ClaimStatements = ReturnType<typeof prepareClaim>;
+
+/** Leases up to `limit` claimable tasks to the claimer, with their pipelines and terminal tasks. */
+export async function claimTasks(
+  q: ClaimStatements,
+  tables: PostgresTables,
+  request: ClaimTasksRequest,
+): Promise<ClaimedTask[]> {
+  const rows = await q.claimTasks.execute({
+    now: request.now,
+    registered: registeredTaskKeys(request.registered),
+    limit: request.limit,
+    runnerId: request.runnerId,
+    leaseExpiresAt: later(request.now, request.leaseMs),
+  });
+  // A pipeline this claim started reads as the statement wrote it: running, started and updated now.
+  const startedAt = new Date(dateToIso(request.now));
+  const taskRow = taskRowColumns(tables);
+  return rows.map((row) => ({
+    task: row.task,
+    pipeline:
+      row.startedId === null ? row.pipeline : { ...row.pipeline, status: 'running', startedAt, updatedAt: startedAt },
+    terminalTasks: row.terminal.map((task) => decodeJsonRow<TaskRow>(taskRow, task)),
+    leaseExpired: row.leaseExpired,
+  }));
+}

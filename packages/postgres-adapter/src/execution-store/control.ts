@@ -1,0 +1,110 @@
+import {
+  ACTIVE_PIPELINE_STATUSES,
+  type PipelineRow,
+  TERMINAL_TASK_STATUSES,
+  UNFINISHED_PIPELINE_STATUSES,
+} from '@orreryjs/core';
+import { and, eq, sql } from 'drizzle-orm';
+import { bind, statusIn } from '../codec.js';
+import type { PostgresTables } from '../schema.js';
+import type { PostgresDb, PostgresHandle } from '../transaction.js';
+import { isRunning } from './lease.js';
+
+/*
+ * Operator control of a pipeline: cancel, pause, resume. Cancel and pause lock the pipeline row
+ * first, so a concurrent claim either sees the new state or is seen by it.
+ */
+
+/** Builds the control statements once; each is named, so each connection parses it once. */
+export function prepareControl({ db, tables, named }: PostgresHandle) {
+  const p = tables.pipelineExecutions;
+  return {
+    resumePipeline: db
+      .update(p)
+      .set({
+        status: sql`CASE WHEN ${p.startedAt} IS NULL THEN 'pending' ELSE 'running' END`,
+        pauseReason: null,
+        updatedAt: bind(p.updatedAt, 'now'),
+      })
+      .where(and(eq(p.id, bind(p.id, 'id')), sql`${p.status} = 'paused'`))
+      .returning()
+      .prepare(named('orrery_resume_pipeline')),
+  };
+}
+
+export type ControlStatements = ReturnType<typeof prepareControl>;
+
+/** Marks an unfinished pipeline cancelled; returns it, or nothing when it had ended. */
+export function cancelPipelineRow(db: PostgresDb, tables: PostgresTables, id: string, now: Date) {
+  const p = tables.pipelineExecutions;
+  return db
+    .update(p)
+    .set({ status: 'cancelled', remainingTasks: 0, completedAt: now, updatedAt: now })
+    .where(and(eq(p.id, id), statusIn(p.status, UNFINISHED_PIPELINE_STATUSES)))
+    .returning();
+}
+
+/** Cancels the pipeline's tasks that have not ended, dropping their leases. */
+export function cancelTasks(db: PostgresDb, tables: PostgresTables, id: string, now: Date) {
+  const t = tables.taskExecutions;
+  return db
+    .update(t)
+    .set({ status: 'cancelled', leaseOwner: null, leaseExpiresAt: null, completedAt: now, updatedAt: now })
+    .where(and(eq(t.pipelineExecutionId, id), sql`NOT ${statusIn(t.status, TERMINAL_TASK_STATUSES)}`));
+}
+
+/** Marks an active pipeline paused; returns it, or nothing when it was not active. */
+export function pausePipelineRow(db: PostgresDb, tables: PostgresTables, id: string, reason: string | null, now: Date) {
+  const p = tables.pipelineExecutions;
+  return db
+    .update(p)
+    .set({ status: 'paused', pauseReason: reason, updatedAt: now })
+    .where(and(eq(p.id, id), statusIn(p.status, ACTIVE_PIPELINE_STATUSES)))
+    .returning();
+}
+
+/** Gives the running tasks of a pausing pipeline back: ready again, not a failure. */
+export function requeueRunningTasks(db: PostgresDb, tables: PostgresTables, id: string, now: Date) {
+  const t = tables.taskExecutions;
+  return db
+    .update(t)
+    .set({ status: 'ready', leaseOwner: null, leaseExpiresAt: null, availableAt: now, updatedAt: now })
+    .where(and(eq(t.pipelineExecutionId, id), isRunning(tables)));
+}
+
+async function selectPipelineIn(tx: PostgresDb, tables: PostgresTables, id: string): Promise<PipelineRow | null> {
+  const p = tables.pipelineExecutions;
+  const [row] = await tx.select().from(p).where(eq(p.id, id));
+  return row ?? null;
+}
+
+/**
+ * Cancels a pipeline and its unfinished tasks inside `tx`. Two statements: the task update must
+ * run after the pipeline lock is held, on a snapshot that sees every claim committed before it
+ * (a single statement's snapshot could predate them and leave a claimed task running).
+ */
+export async function cancelPipeline(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  id: string,
+  now: Date,
+): Promise<PipelineRow | null> {
+  const [cancelled] = await cancelPipelineRow(tx, tables, id, now);
+  if (cancelled === undefined) return selectPipelineIn(tx, tables, id);
+  await cancelTasks(tx, tables, id, now);
+  return cancelled;
+}
+
+/** Pauses a pipeline and requeues its running tasks inside `tx`; two statements, as {@link cancelPipeline}. */
+export async function pausePipeline(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  id: string,
+  reason: string | null,
+  now: Date,
+): Promise<PipelineRow | null> {
+  const [paused] = await pausePipelineRow(tx, tables, id, reason, now);
+  if (paused === undefined) return selectPipelineIn(tx, tables, id);
+  await requeueRunningTasks(tx, tables, id, now);
+  return paused;
+}

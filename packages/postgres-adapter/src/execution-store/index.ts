@@ -1,0 +1,123 @@
+import {
+  type ClaimedTask,
+  type ClaimTasksRequest,
+  type ExecutionStore,
+  type FinishTaskRequest,
+  type FinishTaskResult,
+  type LeaseRef,
+  type NewPipeline,
+  type PipelineFilter,
+  type PipelineRow,
+  registeredTaskKeys,
+  type TaskRow,
+} from '@orreryjs/core';
+import { type PostgresHandle, statement, transaction } from '../transaction.js';
+import { claimTasks, prepareClaim } from './claim.js';
+import { cancelPipeline, pausePipeline, prepareControl } from './control.js';
+import { finishTask, prepareFinish } from './finish.js';
+import { prepareLease, releaseLeases, renewLeases } from './lease.js';
+import { createPipelinesIn, preparePipelines, selectPipelines } from './pipelines.js';
+import { prepareRetention } from './retention.js';
+
+/** Every prepared statement of the execution store, by the file of the guarantee it serves. */
+export function prepareExecutionStore(handle: PostgresHandle) {
+  return {
+    pipelines: preparePipelines(handle),
+    claim: prepareClaim(handle),
+    lease: prepareLease(handle),
+    finish: prepareFinish(handle),
+    control: prepareControl(handle),
+    retention: prepareRetention(handle),
+  };
+}
+
+/** {@link ExecutionStore} on Postgres: each method is one transaction, most of them one statement. */
+export class PostgresExecutionStore implements ExecutionStore {
+  readonly #handle: PostgresHandle;
+  readonly #q: ReturnType<typeof prepareExecutionStore>;
+
+  /** Builds every statement for `handle`; the schema must be migrated. */
+  constructor(handle: PostgresHandle) {
+    this.#handle = handle;
+    this.#q = prepareExecutionStore(handle);
+  }
+
+  async createPipeline(pipeline: NewPipeline): Promise<{ pipeline: PipelineRow; created: boolean }> {
+    const [result] = await statement('createPipeline', () =>
+      createPipelinesIn(this.#handle.db, this.#handle.tables, [pipeline]),
+    );
+    return result!;
+  }
+
+  createPipelines(pipelines: readonly NewPipeline[]): Promise<Array<{ pipeline: PipelineRow; created: boolean }>> {
+    // One statement, so no BEGIN/COMMIT: Postgres runs it as its own transaction.
+    return statement('createPipelines', () => createPipelinesIn(this.#handle.db, this.#handle.tables, pipelines));
+  }
+
+  getPipeline(id: string): Promise<PipelineRow | null> {
+    return statement('getPipeline', async () => (await this.#q.pipelines.selectPipeline.execute({ id }))[0] ?? null);
+  }
+
+  getPipelineByIdempotencyKey(key: string): Promise<PipelineRow | null> {
+    return statement(
+      'getPipelineByIdempotencyKey',
+      async () => (await this.#q.pipelines.selectPipelineByKey.execute({ key }))[0] ?? null,
+    );
+  }
+
+  listPipelines(filter: PipelineFilter): Promise<PipelineRow[]> {
+    return statement('listPipelines', () => selectPipelines(this.#handle.db, this.#handle.tables, filter));
+  }
+
+  listTasks(pipelineExecutionId: string): Promise<TaskRow[]> {
+    return statement('listTasks', () => this.#q.pipelines.selectTasks.execute({ pipelineId: pipelineExecutionId }));
+  }
+
+  claimTasks(request: ClaimTasksRequest): Promise<ClaimedTask[]> {
+    if (registeredTaskKeys(request.registered).length === 0 || request.limit <= 0) return Promise.resolve([]);
+    return statement('claimTasks', () => claimTasks(this.#q.claim, this.#handle.tables, request));
+  }
+
+  renewLeases(runnerId: string, leases: readonly LeaseRef[], leaseMs: number, now: Date): Promise<string[]> {
+    if (leases.length === 0) return Promise.resolve([]);
+    return statement('renewLeases', () => renewLeases(this.#q.lease, runnerId, leases, leaseMs, now));
+  }
+
+  releaseLeases(runnerId: string, leases: readonly LeaseRef[], now: Date): Promise<number> {
+    if (leases.length === 0) return Promise.resolve(0);
+    return statement('releaseLeases', () => releaseLeases(this.#q.lease, runnerId, leases, now));
+  }
+
+  finishTask(request: FinishTaskRequest): Promise<FinishTaskResult> {
+    return statement('finishTask', () => finishTask(this.#q.finish, request));
+  }
+
+  cancelPipeline(id: string, now: Date): Promise<PipelineRow | null> {
+    return transaction(this.#handle, 'cancelPipeline', (tx) => cancelPipeline(tx, this.#handle.tables, id, now));
+  }
+
+  pausePipeline(id: string, reason: string | null, now: Date): Promise<PipelineRow | null> {
+    return transaction(this.#handle, 'pausePipeline', (tx) => pausePipeline(tx, this.#handle.tables, id, reason, now));
+  }
+
+  resumePipeline(id: string, now: Date): Promise<PipelineRow | null> {
+    return statement('resumePipeline', async () => {
+      const [resumed] = await this.#q.control.resumePipeline.execute({ id, now });
+      return resumed ?? (await this.#q.pipelines.selectPipeline.execute({ id }))[0] ?? null;
+    });
+  }
+
+  countStalledTasks(now: Date): Promise<number> {
+    return statement(
+      'countStalledTasks',
+      async () => (await this.#q.lease.countStalledTasks.execute({ now }))[0]?.count ?? 0,
+    );
+  }
+
+  deleteTerminalPipelines(before: Date, batchSize: number): Promise<number> {
+    return statement(
+      'deleteTerminalPipelines',
+      async () => (await this.#q.retention.deleteTerminalPipelines.execute({ before, batchSize })).rowCount ?? 0,
+    );
+  }
+}

@@ -1,0 +1,87 @@
+import type { LeaseRef } from '@orreryjs/core';
+import { and, eq, lt, sql } from 'drizzle-orm';
+import { bind, dateToIso, encodeUuidList, inUuidList } from '../codec.js';
+import type { PostgresTables } from '../schema.js';
+import type { PostgresHandle } from '../transaction.js';
+
+/*
+ * Leases: a running task is held by one runner until its lease expires; renewals and releases
+ * are fenced on (owner, attempt), so a runner that lost a lease cannot touch its successor's.
+ */
+
+/** `running` tasks: a literal, so that a generic plan can use the expired-lease index. */
+export function isRunning({ taskExecutions: t }: PostgresTables) {
+  return sql`${t.status} = 'running'`;
+}
+
+/** `now + ms` as a Date, from `now` truncated to the millisecond. */
+export function later(now: Date, ms: number): Date {
+  return new Date(Date.parse(dateToIso(now)) + ms);
+}
+
+/** Builds the lease statements once; each is named, so each connection parses it once. */
+export function prepareLease({ db, tables, named }: PostgresHandle) {
+  const t = tables.taskExecutions;
+  const now = bind(t.updatedAt, 'now');
+  // The id list lets Postgres reach rows through the primary key; the (id, attempt) pairs are the fence.
+  const leaseFence = and(
+    eq(t.leaseOwner, bind(t.leaseOwner, 'runnerId')),
+    isRunning(tables),
+    inUuidList(t.id, sql.placeholder('ids')),
+    sql`(${t.id}, ${t.attempt}) IN (SELECT * FROM unnest(${sql.placeholder('ids')}::uuid[], ${sql.placeholder('attempts')}::int[]))`,
+  );
+  return {
+    renewLeases: db
+      .update(t)
+      .set({ leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'), updatedAt: now })
+      .where(leaseFence)
+      .returning({ id: t.id })
+      .prepare(named('orrery_renew_leases')),
+    releaseLeases: db
+      .update(t)
+      .set({ status: 'ready', leaseOwner: null, leaseExpiresAt: null, availableAt: now, updatedAt: now })
+      .where(leaseFence)
+      .prepare(named('orrery_release_leases')),
+    countStalledTasks: db
+      .select({ count: sql<number>`count(*)::int` })
+      .from(t)
+      .where(and(isRunning(tables), lt(t.leaseExpiresAt, bind(t.leaseExpiresAt, 'now'))))
+      .prepare(named('orrery_count_stalled_tasks')),
+  };
+}
+
+export type LeaseStatements = ReturnType<typeof prepareLease>;
+
+/** Extends the leases `runnerId` still holds; returns their task ids. */
+export async function renewLeases(
+  q: LeaseStatements,
+  runnerId: string,
+  leases: readonly LeaseRef[],
+  leaseMs: number,
+  now: Date,
+): Promise<string[]> {
+  const rows = await q.renewLeases.execute({
+    runnerId,
+    ids: encodeUuidList(leases.map((l) => l.taskExecutionId)),
+    attempts: leases.map((l) => l.attempt),
+    leaseExpiresAt: later(now, leaseMs),
+    now,
+  });
+  return rows.map((row) => row.id);
+}
+
+/** Gives leases back: their tasks become ready again. Returns how many were still held. */
+export async function releaseLeases(
+  q: LeaseStatements,
+  runnerId: string,
+  leases: readonly LeaseRef[],
+  now: Date,
+): Promise<number> {
+  const result = await q.releaseLeases.execute({
+    runnerId,
+    ids: encodeUuidList(leases.map((l) => l.taskExecutionId)),
+    attempts: leases.map((l) => l.attempt),
+    now,
+  });
+  return result.rowCount ?? 0;
+}

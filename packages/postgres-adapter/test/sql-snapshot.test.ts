@@ -1,0 +1,113 @@
+import { type NewCronExecution, type NewPipeline, newId, type ScheduleRow } from '@orreryjs/core';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import { describe, expect, it } from 'vitest';
+import { flattenStatements, renderSqlSnapshot } from '../../../test/support/sql-snapshot.js';
+import { reclaimForBackfill } from '../src/cron-store/backfill.js';
+import {
+  advanceNextRunAt,
+  selectActiveSchedules,
+  selectDueSchedules,
+  selectTakenSlots,
+} from '../src/cron-store/claim.js';
+import { linkOccurrences } from '../src/cron-store/handoff.js';
+import { prepareCronStore } from '../src/cron-store/index.js';
+import { insertOccurrenceChunk } from '../src/cron-store/ledger.js';
+import { selectSchedules, updateScheduleVersion } from '../src/cron-store/schedules.js';
+import {
+  cancelPipelineRow,
+  cancelTasks,
+  pausePipelineRow,
+  requeueRunningTasks,
+} from '../src/execution-store/control.js';
+import { prepareExecutionStore } from '../src/execution-store/index.js';
+import { insertPipelines, selectPipelines } from '../src/execution-store/pipelines.js';
+import { prepareRunnerStore } from '../src/runner-store/index.js';
+import { tablesIn } from '../src/schema.js';
+import type { PostgresHandle } from '../src/transaction.js';
+import { prepareWorkflowStore } from '../src/workflow-store/index.js';
+
+// Statements are built, never run: drizzle's mock driver renders them without a server. The schema
+// name is a stand-in: every statement names the storage's schema.
+const db = drizzle.mock();
+const tables = tablesIn('tenant');
+const handle: PostgresHandle = { pool: undefined as never, db, tables, named: (name) => name };
+const now = new Date('2026-01-02T03:04:05.678Z');
+const id = newId();
+const schedule = { id, version: 1 } as ScheduleRow;
+const occurrence: NewCronExecution = {
+  id,
+  scheduleId: id,
+  workflowName: 'w',
+  context: {},
+  scheduledTime: now,
+  fireAt: now,
+  claimedAt: now,
+  claimedBy: 'r',
+  status: 'claimed',
+  source: 'backfill',
+  missedCount: 0,
+};
+const pipeline: NewPipeline = {
+  id,
+  workflowName: 'w',
+  workflowVersion: '1',
+  input: {},
+  idempotencyKey: null,
+  scheduledTime: null,
+  now,
+  tasks: [{ id, taskId: 't', position: 0, pendingDeps: 0 }],
+};
+const page = { limit: 10, offset: 0 };
+
+/** The statements each store sends: its prepared ones, then those built per call (one representative input each). */
+const stores = {
+  'cron-store': [
+    ...flattenStatements(prepareCronStore(handle)),
+    ...flattenStatements({
+      schedules: {
+        selectSchedules: selectSchedules(db, tables, { ...page, enabledOnly: true, workflowName: 'w' }),
+        updateScheduleVersion: updateScheduleVersion(db, tables, id, 1, { enabled: false, updatedAt: now }),
+      },
+      claim: {
+        selectDueSchedules: selectDueSchedules(db, tables, {
+          now,
+          workflowNames: ['w'],
+          limit: 10,
+          plan: () => null,
+        }),
+        selectActiveSchedules: selectActiveSchedules(db, tables, [id]),
+        selectTakenSlots: selectTakenSlots(db, tables, [schedule], now, now),
+        advanceNextRunAt: advanceNextRunAt(db, tables, [{ schedule, nextRunAt: now, lastRunAt: now }], now),
+      },
+      handoff: { linkOccurrences: linkOccurrences(db, tables, new Map([[id, id]]), now) },
+      backfill: { reclaimForBackfill: reclaimForBackfill(db, tables, [occurrence]) },
+      ledger: { insertOccurrenceChunk: insertOccurrenceChunk(db, tables, [occurrence]) },
+    }),
+  ],
+  'execution-store': [
+    ...flattenStatements(prepareExecutionStore(handle)),
+    ...flattenStatements({
+      pipelines: {
+        selectPipelines: selectPipelines(db, tables, { ...page, workflowName: 'w', status: 'running' }),
+        insertPipelines: insertPipelines(db, tables, [pipeline]),
+      },
+      control: {
+        cancelPipelineRow: cancelPipelineRow(db, tables, id, now),
+        cancelTasks: cancelTasks(db, tables, id, now),
+        pausePipelineRow: pausePipelineRow(db, tables, id, null, now),
+        requeueRunningTasks: requeueRunningTasks(db, tables, id, now),
+      },
+    }),
+  ],
+  'runner-store': flattenStatements(prepareRunnerStore(handle)),
+  'workflow-store': flattenStatements(prepareWorkflowStore(handle)),
+};
+
+describe('SQL snapshot (Postgres)', () => {
+  for (const [store, statements] of Object.entries(stores)) {
+    it(`sends the SQL committed in test/sql/${store}.sql`, async () => {
+      expect(statements.length).toBeGreaterThan(0);
+      await expect(renderSqlSnapshot(statements)).toMatchFileSnapshot(`./sql/${store}.sql`);
+    });
+  }
+});

@@ -1,0 +1,160 @@
+-- pipelines/selectPipeline
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+  from "tenant"."pipeline_executions"
+  where "tenant"."pipeline_executions"."id" = $1::uuid;
+
+-- pipelines/selectPipelineByKey
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+  from "tenant"."pipeline_executions"
+  where "tenant"."pipeline_executions"."idempotency_key" = $1::text;
+
+-- pipelines/selectTasks
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at"
+  from "tenant"."task_executions"
+  where "tenant"."task_executions"."pipeline_execution_id" = $1::uuid
+  order by "tenant"."task_executions"."position" asc;
+
+-- claim/claimTasks
+with "ready" as (select "tenant"."task_executions"."id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
+  from "tenant"."task_executions"
+  inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."task_executions"."pipeline_execution_id"
+  where (("tenant"."task_executions"."status" = 'ready' and "tenant"."task_executions"."available_at" <= $1::timestamp (3) with time zone) and "tenant"."pipeline_executions"."status" IN ('pending', 'running') and "tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($2::text[]))
+  order by "tenant"."task_executions"."available_at" asc
+  limit $3
+  for no key update of "task_executions", "pipeline_executions" skip locked), "expired" as (select "tenant"."task_executions"."id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
+  from "tenant"."task_executions"
+  inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."task_executions"."pipeline_execution_id"
+  where (("tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_expires_at" < $4::timestamp (3) with time zone) and "tenant"."pipeline_executions"."status" IN ('pending', 'running') and "tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($5::text[]))
+  order by "tenant"."task_executions"."available_at" asc
+  limit $6
+  for no key update of "task_executions", "pipeline_executions" skip locked), "candidates" as ((select "id", "status", "available_at", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"
+  from "ready")
+  union all (select "id", "status", "available_at", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"
+  from "expired")
+  order by available_at
+  limit $7), "leased" as (update "tenant"."task_executions"
+  set "status" = $8, "attempt" = "tenant"."task_executions"."attempt" + 1, "failed_attempts" = "tenant"."task_executions"."failed_attempts" + (CASE WHEN "tenant"."task_executions"."status" = 'running' THEN 1 ELSE 0 END), "lease_owner" = $9::text, "lease_expires_at" = $10::timestamp (3) with time zone, "error" = CASE WHEN "tenant"."task_executions"."status" = 'running' THEN 'lease expired (held by ' || coalesce("tenant"."task_executions"."lease_owner", 'nobody') || ')' ELSE "tenant"."task_executions"."error" END, "started_at" = $11::timestamp (3) with time zone, "updated_at" = $12::timestamp (3) with time zone
+  from "candidates"
+  where "tenant"."task_executions"."id" = "candidates"."id"
+  returning "tenant"."task_executions"."id", "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."workflow_name", "tenant"."task_executions"."task_id", "tenant"."task_executions"."position", "tenant"."task_executions"."status", "tenant"."task_executions"."attempt", "tenant"."task_executions"."failed_attempts", "tenant"."task_executions"."pending_deps", "tenant"."task_executions"."available_at", "tenant"."task_executions"."lease_owner", "tenant"."task_executions"."lease_expires_at", "tenant"."task_executions"."output", "tenant"."task_executions"."error", "tenant"."task_executions"."started_at", "tenant"."task_executions"."completed_at", "candidates"."status" = 'running' as "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"), "started" as (update "tenant"."pipeline_executions"
+  set "status" = $13, "started_at" = $14::timestamp (3) with time zone, "updated_at" = $15::timestamp (3) with time zone
+  where ("tenant"."pipeline_executions"."status" = 'pending' and "tenant"."pipeline_executions"."id" IN (SELECT "leased"."pipeline_execution_id" FROM "leased"))
+  returning "id" as "started_id")
+  select "leased"."id", "leased"."pipeline_execution_id", "leased"."workflow_name", "leased"."task_id", "leased"."position", "leased"."status", "leased"."attempt", "leased"."failed_attempts", "leased"."pending_deps", "leased"."available_at", "leased"."lease_owner", "leased"."lease_expires_at", "leased"."output", "leased"."error", "leased"."started_at", "leased"."completed_at", "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at", "started_id", (SELECT coalesce(json_agg(tt ORDER BY tt.position), '[]'::json)
+        FROM "tenant"."task_executions" tt WHERE tt.pipeline_execution_id = "leased"."pipeline_execution_id"
+        AND tt.status IN ('completed', 'failed', 'skipped', 'cancelled'))
+  from "leased"
+  left join "started" on "started_id" = "leased"."pipeline_execution_id"
+  order by "leased"."available_at" asc;
+
+-- lease/renewLeases
+update "tenant"."task_executions"
+  set "lease_expires_at" = $1::timestamp (3) with time zone, "updated_at" = $2::timestamp (3) with time zone
+  where ("tenant"."task_executions"."lease_owner" = $3::text and "tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."id" = ANY($4::uuid[]) and ("tenant"."task_executions"."id", "tenant"."task_executions"."attempt") IN (SELECT * FROM unnest($5::uuid[], $6::int[])))
+  returning "id";
+
+-- lease/releaseLeases
+update "tenant"."task_executions"
+  set "status" = $1, "available_at" = $2::timestamp (3) with time zone, "lease_owner" = $3, "lease_expires_at" = $4, "updated_at" = $5::timestamp (3) with time zone
+  where ("tenant"."task_executions"."lease_owner" = $6::text and "tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."id" = ANY($7::uuid[]) and ("tenant"."task_executions"."id", "tenant"."task_executions"."attempt") IN (SELECT * FROM unnest($8::uuid[], $9::int[])));
+
+-- lease/countStalledTasks
+select count(*)::int
+  from "tenant"."task_executions"
+  where ("tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_expires_at" < $1::timestamp (3) with time zone);
+
+-- finish/finishTask
+with "locked" as (select "id", "status" as "locked_status"
+  from "tenant"."pipeline_executions"
+  where "tenant"."pipeline_executions"."id" = $1::uuid for no key update), "fenced" as (update "tenant"."task_executions"
+  set "status" = $2::text, "failed_attempts" = "tenant"."task_executions"."failed_attempts" + $3::int, "available_at" = coalesce($4::timestamp (3) with time zone, "tenant"."task_executions"."available_at"), "lease_owner" = $5, "lease_expires_at" = $6, "output" = $7::jsonb, "error" = $8::text, "completed_at" = $9::timestamp (3) with time zone, "updated_at" = $10::timestamp (3) with time zone
+  where ("tenant"."task_executions"."id" = $11::uuid and "tenant"."task_executions"."lease_owner" = $12::text and "tenant"."task_executions"."attempt" = $13::int and "tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."pipeline_execution_id" IN (SELECT "locked"."id" FROM "locked"))
+  returning "task_id"), "released" as (update "tenant"."task_executions"
+  set "status" = CASE WHEN "tenant"."task_executions"."pending_deps" = 1 AND "tenant"."task_executions"."status" = 'not_started' THEN 'ready' ELSE "tenant"."task_executions"."status" END, "pending_deps" = "tenant"."task_executions"."pending_deps" - 1, "available_at" = CASE WHEN "tenant"."task_executions"."pending_deps" = 1 AND "tenant"."task_executions"."status" = 'not_started' THEN $14::timestamp (3) with time zone ELSE "tenant"."task_executions"."available_at" END, "updated_at" = $15::timestamp (3) with time zone
+  where ($16::boolean and EXISTS (SELECT 1 FROM "fenced") and "tenant"."task_executions"."pipeline_execution_id" = $17::uuid and "tenant"."task_executions"."pending_deps" > 0 and "tenant"."task_executions"."task_id" = ANY($18::text[]))
+  returning "status", "pending_deps"), "counted" as (update "tenant"."pipeline_executions"
+  set "status" = CASE WHEN "tenant"."pipeline_executions"."remaining_tasks" <= 1 AND "tenant"."pipeline_executions"."status" IN ('pending', 'running', 'paused') THEN (CASE WHEN "tenant"."pipeline_executions"."failed_tasks" + $19::int > 0 THEN 'failed' ELSE 'completed' END) ELSE "tenant"."pipeline_executions"."status" END, "remaining_tasks" = "tenant"."pipeline_executions"."remaining_tasks" - 1, "failed_tasks" = "tenant"."pipeline_executions"."failed_tasks" + $20::int, "error" = coalesce("tenant"."pipeline_executions"."error", 'task ' || (SELECT "fenced"."task_id" FROM "fenced") || ' failed: ' || $21::text), "completed_at" = CASE WHEN "tenant"."pipeline_executions"."remaining_tasks" <= 1 AND "tenant"."pipeline_executions"."status" IN ('pending', 'running', 'paused') THEN $22::timestamp (3) with time zone ELSE "tenant"."pipeline_executions"."completed_at" END, "updated_at" = $23::timestamp (3) with time zone
+  from "locked"
+  where ($24::boolean and "tenant"."pipeline_executions"."id" = "locked"."id" and EXISTS (SELECT 1 FROM "fenced"))
+  returning "tenant"."pipeline_executions"."id" as "c_id", "tenant"."pipeline_executions"."workflow_name" as "c_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "c_workflow_version", "tenant"."pipeline_executions"."status" as "c_status", "tenant"."pipeline_executions"."input" as "c_input", "tenant"."pipeline_executions"."idempotency_key" as "c_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "c_scheduled_time", "tenant"."pipeline_executions"."remaining_tasks" as "c_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "c_failed_tasks", "tenant"."pipeline_executions"."error" as "c_error", "tenant"."pipeline_executions"."pause_reason" as "c_pause_reason", "tenant"."pipeline_executions"."created_at" as "c_created_at", "tenant"."pipeline_executions"."started_at" as "c_started_at", "tenant"."pipeline_executions"."completed_at" as "c_completed_at", "tenant"."pipeline_executions"."updated_at" as "c_updated_at", "locked_status" IN ('pending', 'running', 'paused') AND "tenant"."pipeline_executions"."remaining_tasks" <= 0 as "ended")
+  select (SELECT count(*) FROM "fenced")::int, (SELECT count(*) FROM "released" WHERE status = 'ready' AND pending_deps = 0)::int, "ended", "c_id", "c_workflow_name", "c_workflow_version", "c_status", "c_input", "c_idempotency_key", "c_scheduled_time", "c_remaining_tasks", "c_failed_tasks", "c_error", "c_pause_reason", "c_created_at", "c_started_at", "c_completed_at", "c_updated_at"
+  from (SELECT 1) AS one
+  left join "counted" on true;
+
+-- control/resumePipeline
+update "tenant"."pipeline_executions"
+  set "status" = CASE WHEN "tenant"."pipeline_executions"."started_at" IS NULL THEN 'pending' ELSE 'running' END, "pause_reason" = $1, "updated_at" = $2::timestamp (3) with time zone
+  where ("tenant"."pipeline_executions"."id" = $3::uuid and "tenant"."pipeline_executions"."status" = 'paused')
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+
+-- retention/deleteTerminalPipelines
+delete
+  from "tenant"."pipeline_executions"
+  where "tenant"."pipeline_executions"."id" in (select "id"
+  from "tenant"."pipeline_executions"
+  where ("tenant"."pipeline_executions"."status" IN ('completed', 'failed', 'cancelled') and "tenant"."pipeline_executions"."completed_at" < $1::timestamp (3) with time zone and ("tenant"."pipeline_executions"."scheduled_time" IS NULL OR NOT EXISTS (SELECT 1 FROM "tenant"."cron_executions" ce
+  WHERE ce.status = 'claimed' AND ce.id = (CASE WHEN "tenant"."pipeline_executions"."idempotency_key"
+    ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN "tenant"."pipeline_executions"."idempotency_key"::uuid END))))
+  limit $2
+  for update skip locked);
+
+-- pipelines/selectPipelines
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+  from "tenant"."pipeline_executions"
+  where ("tenant"."pipeline_executions"."workflow_name" = $1 and "tenant"."pipeline_executions"."status" = $2)
+  order by "tenant"."pipeline_executions"."created_at" desc, "tenant"."pipeline_executions"."id" desc
+  limit $3;
+
+-- pipelines/insertPipelines
+WITH inserted AS (
+      INSERT INTO "tenant"."pipeline_executions" (id, workflow_name, workflow_version, status, input, idempotency_key, scheduled_time,
+        remaining_tasks, failed_tasks, created_at, updated_at)
+      SELECT u.id, u.workflow_name, u.workflow_version, 'pending', u.input::jsonb, u.idempotency_key,
+        u.scheduled_time, u.remaining_tasks, 0, u.now, u.now
+      FROM unnest($1::uuid[],
+        $2::text[],
+        $3::text[],
+        $4::text[],
+        $5::text[],
+        $6::timestamptz[],
+        $7::int[],
+        $8::timestamptz[])
+        AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, remaining_tasks, now)
+      ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+      RETURNING *
+    ), tasks AS (
+      INSERT INTO "tenant"."task_executions" (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt,
+        failed_attempts, pending_deps, available_at, updated_at)
+      SELECT v.id, i.id, i.workflow_name, v.task_id, v.position, v.status, 0, 0, v.pending_deps, i.created_at, i.created_at
+      FROM unnest($9::uuid[],
+        $10::uuid[],
+        $11::text[],
+        $12::int[],
+        $13::text[],
+        $14::int[])
+        AS v(id, pipeline_id, task_id, position, status, pending_deps)
+      JOIN inserted i ON i.id = v.pipeline_id
+    )
+    SELECT to_json(i) AS row FROM inserted i;
+
+-- control/cancelPipelineRow
+update "tenant"."pipeline_executions"
+  set "status" = $1, "remaining_tasks" = $2, "completed_at" = $3, "updated_at" = $4
+  where ("tenant"."pipeline_executions"."id" = $5 and "tenant"."pipeline_executions"."status" IN ('pending', 'running', 'paused'))
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+
+-- control/cancelTasks
+update "tenant"."task_executions"
+  set "status" = $1, "lease_owner" = $2, "lease_expires_at" = $3, "completed_at" = $4, "updated_at" = $5
+  where ("tenant"."task_executions"."pipeline_execution_id" = $6 and NOT "tenant"."task_executions"."status" IN ('completed', 'failed', 'skipped', 'cancelled'));
+
+-- control/pausePipelineRow
+update "tenant"."pipeline_executions"
+  set "status" = $1, "pause_reason" = $2, "updated_at" = $3
+  where ("tenant"."pipeline_executions"."id" = $4 and "tenant"."pipeline_executions"."status" IN ('pending', 'running'))
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+
+-- control/requeueRunningTasks
+update "tenant"."task_executions"
+  set "status" = $1, "available_at" = $2, "lease_owner" = $3, "lease_expires_at" = $4, "updated_at" = $5
+  where ("tenant"."task_executions"."pipeline_execution_id" = $6 and "tenant"."task_executions"."status" = 'running');

@@ -1,0 +1,133 @@
+import {
+  type ClaimDueRequest,
+  type CronExecutionRow,
+  type ScheduleRow,
+  UNFINISHED_PIPELINE_STATUSES,
+} from '@orreryjs/core';
+import { and, asc, eq, gte, lt, lte, sql } from 'drizzle-orm';
+import { bind, encodeTextList, statusIn, textListSql } from '../codec.js';
+import type { PipelineStatements } from '../execution-store/pipelines.js';
+import type { SqliteHandle } from '../transaction.js';
+import { type HandoffStatements, handOffInTransaction } from './handoff.js';
+import { insertOccurrenceRow, type LedgerStatements } from './ledger.js';
+import { isEnabled } from './schedules.js';
+
+/*
+ * Claim + phase 1, one transaction: take the due schedules (BEGIN IMMEDIATE holds the write
+ * lock, so tickers take turns), plan each, advance `next_run_at` by compare-and-set on
+ * `version`, and write the occurrences' ledger rows. With an in-transaction handoff the
+ * pipelines and links commit too.
+ */
+
+/** Prepares the claim statements once on the connection. */
+export function prepareClaim({ db, tables }: SqliteHandle) {
+  const { cronSchedules: s, cronExecutions: c, pipelineExecutions: p } = tables;
+  const placeholder = sql.placeholder;
+  return {
+    selectDueSchedules: db
+      .select()
+      .from(s)
+      .where(
+        and(
+          isEnabled(tables),
+          lte(s.nextRunAt, bind(s.nextRunAt, 'now')),
+          sql`${s.workflowName} IN ${textListSql(placeholder('workflows'))}`,
+        ),
+      )
+      .orderBy(asc(s.nextRunAt))
+      .limit(placeholder('limit'))
+      .prepare(),
+    // Two probes that cost what is in flight, not the schedule's history: its `claimed` rows through the
+    // recovery index, and the active cron pipelines (CROSS JOIN fixes them as the outer loop), whose
+    // idempotency key is their occurrence's id (DESIGN: the handoff uses the row id as the key), each
+    // checked against its ledger row by primary key. A unary `+` keeps SQLite off the history index.
+    selectActiveSchedule: db
+      .select({
+        // Raw SQL with aliases: drizzle leaves column names unqualified in a select list, which the subqueries' tables would capture.
+        active: sql<number>`EXISTS (SELECT 1 FROM ${c} ce
+            WHERE ce.status = 'claimed' AND +ce.schedule_id = ${bind(c.scheduleId, 'scheduleId')})
+          OR EXISTS (SELECT 1 FROM ${p} pe
+            CROSS JOIN ${c} ce ON ce.id = unhex(replace(pe.idempotency_key, '-', ''))
+            WHERE ${statusIn(sql`pe.status`, UNFINISHED_PIPELINE_STATUSES)} AND pe.scheduled_time IS NOT NULL
+              AND +ce.schedule_id = ${bind(c.scheduleId, 'scheduleId')} AND ce.status = 'handed_off'
+              AND ce.pipeline_execution_id = pe.id)`,
+      })
+      .from(s)
+      .where(eq(s.id, bind(s.id, 'scheduleId')))
+      .prepare(),
+    // Slots of a late schedule that already hold a row (a backfill during the outage): a `missed` summary skips them.
+    selectTakenSlots: db
+      .select({ scheduledTime: c.scheduledTime })
+      .from(c)
+      .where(
+        and(
+          eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')),
+          gte(c.scheduledTime, bind(c.scheduledTime, 'from')),
+          lt(c.scheduledTime, bind(c.scheduledTime, 'missedBefore')),
+          sql`${c.source} <> 'manual'`,
+        ),
+      )
+      .orderBy(asc(c.scheduledTime))
+      .prepare(),
+    advanceNextRunAt: db
+      .update(s)
+      .set({
+        nextRunAt: bind(s.nextRunAt, 'nextRunAt'),
+        lastRunAt: bind(s.lastRunAt, 'lastRunAt'),
+        version: sql`${s.version} + 1`,
+        updatedAt: bind(s.updatedAt, 'now'),
+      })
+      .where(and(eq(s.id, bind(s.id, 'id')), eq(s.version, placeholder('version'))))
+      .prepare(),
+  };
+}
+
+export type ClaimStatements = ReturnType<typeof prepareClaim>;
+
+/** The statements claim + phase 1 (and the in-transaction handoff) run. */
+export interface ClaimDueStatements {
+  claim: ClaimStatements;
+  ledger: LedgerStatements;
+  handoff: HandoffStatements;
+  pipelines: PipelineStatements;
+}
+
+/** The slots in [nextRunAt, missedBefore) that already hold a non-manual row; undefined when none can be missed. */
+function takenSlotsOf(q: ClaimStatements, schedule: ScheduleRow, missedBefore: Date | undefined): Date[] | undefined {
+  if (missedBefore === undefined || schedule.nextRunAt === null || schedule.nextRunAt >= missedBefore) return undefined;
+  const rows = q.selectTakenSlots.all({ scheduleId: schedule.id, from: schedule.nextRunAt, missedBefore });
+  return rows.map((row) => row.scheduledTime);
+}
+
+/** Claim + phase 1 (and the in-transaction handoff when asked), inside the caller's write transaction. */
+export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueRequest): CronExecutionRow[] {
+  const due = q.claim.selectDueSchedules.all({
+    now: request.now,
+    workflows: encodeTextList(request.workflowNames),
+    limit: request.limit,
+  });
+  const claimed: CronExecutionRow[] = [];
+  for (const schedule of due) {
+    const hasActiveOccurrence =
+      schedule.overlapPolicy === 'skip' && q.claim.selectActiveSchedule.get({ scheduleId: schedule.id })?.active === 1;
+    const takenSlots = takenSlotsOf(q.claim, schedule, request.missedBefore);
+    const plan = request.plan(schedule, { hasActiveOccurrence, ...(takenSlots !== undefined && { takenSlots }) });
+    if (plan === null) continue;
+    const advanced = q.claim.advanceNextRunAt.run({
+      id: schedule.id,
+      version: schedule.version,
+      nextRunAt: plan.nextRunAt,
+      lastRunAt: plan.lastRunAt,
+      now: request.now,
+    });
+    // Cannot miss under BEGIN IMMEDIATE; if it ever did, the schedule stays due and writes nothing.
+    if (advanced.changes === 0) continue;
+    for (const occurrence of plan.occurrences) {
+      const inserted = insertOccurrenceRow(q.ledger, occurrence);
+      if (inserted?.status === 'claimed') claimed.push(inserted);
+    }
+  }
+  const { prepareHandoff } = request;
+  if (prepareHandoff === undefined) return claimed;
+  return handOffInTransaction(q.handoff, q.pipelines, claimed, prepareHandoff, request.now);
+}

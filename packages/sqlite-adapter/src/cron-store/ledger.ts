@@ -1,0 +1,126 @@
+import {
+  type CronExecutionRow,
+  type NewCronExecution,
+  newCronExecutionRow,
+  type OccurrenceStats,
+  UNFINISHED_PIPELINE_STATUSES,
+} from '@orreryjs/core';
+import { and, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
+import { bind, bindAllColumns, statusIn } from '../codec.js';
+import type { SqliteTables } from '../schema.js';
+import type { SqliteHandle } from '../transaction.js';
+import { isLost } from './recover.js';
+
+/*
+ * The ledger: one row per occurrence, written once per slot (ON CONFLICT DO NOTHING on the
+ * occurrence key), read by id and by schedule, counted for stats, and swept by retention.
+ */
+
+/** `claimed` rows: a literal, so that SQLite matches it to the recovery index. */
+export function isClaimed({ cronExecutions: c }: SqliteTables) {
+  return sql`${c.status} = 'claimed'`;
+}
+
+/**
+ * Not a `handed_off` row whose pipeline is still pending, running or paused: the overlap check
+ * reads those rows, so retention keeps them however old their slot is (a fresh backfill of old
+ * slots). Raw SQL: a probe of the pipeline table, which the cron schema does not reference.
+ */
+function isNotOverlapping({ cronExecutions: c, pipelineExecutions: p }: SqliteTables) {
+  return sql`NOT EXISTS (SELECT 1 FROM ${p} pe
+  WHERE pe.id = ${c.pipelineExecutionId} AND ${statusIn(sql`pe.status`, UNFINISHED_PIPELINE_STATUSES)})`;
+}
+
+/** Prepares the ledger statements once on the connection. */
+export function prepareLedger({ db, tables }: SqliteHandle) {
+  const c = tables.cronExecutions;
+  const placeholder = sql.placeholder;
+  return {
+    insertOccurrence: db.insert(c).values(bindAllColumns(c)).onConflictDoNothing().returning().prepare(),
+    selectOccurrence: db
+      .select()
+      .from(c)
+      .where(eq(c.id, bind(c.id, 'id')))
+      .prepare(),
+    selectOccurrencesOfSchedule: db
+      .select()
+      .from(c)
+      .where(eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')))
+      .orderBy(desc(c.scheduledTime), desc(c.claimedAt))
+      .limit(placeholder('limit'))
+      .offset(placeholder('offset'))
+      .prepare(),
+    countLostOccurrences: db
+      .select({ count: sql<number>`count(*)` })
+      .from(c)
+      .where(and(isClaimed(tables), isLost(tables)))
+      .prepare(),
+    selectOccurrenceStats: db
+      .select({
+        total: sql<number>`count(*)`,
+        handedOff: sql<number>`coalesce(sum(${c.status} = 'handed_off'), 0)`,
+        lost: sql<number>`coalesce(sum(${isClaimed(tables)} AND ${isLost(tables)}), 0)`,
+        skipped: sql<number>`coalesce(sum(${c.status} = 'skipped'), 0)`,
+        missed: sql<number>`coalesce(sum(${c.status} = 'missed'), 0)`,
+        abandoned: sql<number>`coalesce(sum(${c.status} = 'abandoned'), 0)`,
+        meanDelayMs: sql<
+          number | null
+        >`avg(CASE WHEN ${c.status} = 'handed_off' THEN ${c.handedOffAt} - ${c.scheduledTime} END)`,
+      })
+      .from(c)
+      .where(gte(c.scheduledTime, bind(c.scheduledTime, 'since')))
+      .prepare(),
+    // Portable percentile: the delay at a given rank, by ORDER BY ... LIMIT 1 OFFSET rank.
+    selectDelayAtRank: db
+      .select({ delayMs: sql<number>`${c.handedOffAt} - ${c.scheduledTime}` })
+      .from(c)
+      .where(and(gte(c.scheduledTime, bind(c.scheduledTime, 'since')), sql`${c.status} = 'handed_off'`))
+      .orderBy(sql`${c.handedOffAt} - ${c.scheduledTime}`)
+      .limit(1)
+      .offset(placeholder('rank'))
+      .prepare(),
+    selectRecoveryCounts: db
+      .select({
+        totalRecoveryAttempts: sql<number>`coalesce(sum(${c.recoveryAttempts}), 0)`,
+        successfulRecoveries: sql<number>`coalesce(sum(${c.recovered}), 0)`,
+        abandonedRecoveries: sql<number>`coalesce(sum(${c.status} = 'abandoned' AND ${c.recoveryAttempts} > 0), 0)`,
+      })
+      .from(c)
+      .prepare(),
+    deleteTerminalOccurrences: db
+      .delete(c)
+      .where(
+        inArray(
+          c.id,
+          db
+            .select({ id: c.id })
+            .from(c)
+            .where(
+              and(
+                sql`${c.status} <> 'claimed'`,
+                lt(sql`coalesce(${c.handedOffAt}, ${c.claimedAt})`, bind(c.claimedAt, 'before')),
+                isNotOverlapping(tables),
+              ),
+            )
+            .limit(placeholder('batchSize')),
+        ),
+      )
+      .prepare(),
+  };
+}
+
+export type LedgerStatements = ReturnType<typeof prepareLedger>;
+
+/** Inserts one new ledger row ON CONFLICT DO NOTHING; undefined when its slot already had a row. */
+export function insertOccurrenceRow(q: LedgerStatements, row: NewCronExecution): CronExecutionRow | undefined {
+  return q.insertOccurrence.get({ ...newCronExecutionRow(row) });
+}
+
+/** Ledger counts for rows scheduled at or after `since`. */
+export function occurrenceStats(q: LedgerStatements, since: Date, lostBefore: Date): OccurrenceStats {
+  const counts = q.selectOccurrenceStats.get({ since, lostBefore })!;
+  // p99 = the delay at index ceil(0.99 n) - 1 of the delays sorted ascending.
+  const rank = Math.ceil(0.99 * counts.handedOff) - 1;
+  const p99 = rank < 0 ? undefined : q.selectDelayAtRank.get({ since, rank });
+  return { ...counts, p99DelayMs: p99?.delayMs ?? null };
+}

@@ -1,0 +1,114 @@
+import { DatabaseError, ScheduleConflictError, type ScheduleFilter, type ScheduleRow } from '@orreryjs/core';
+import { and, asc, eq, sql } from 'drizzle-orm';
+import { bind, bindAllColumns } from '../codec.js';
+import type { SqliteTables } from '../schema.js';
+import type { SqliteDb, SqliteHandle } from '../transaction.js';
+
+/*
+ * Schedules: insert (idempotent by name), read, list, compare-and-set update, delete.
+ */
+
+/** Enabled schedules: a literal, not a bound parameter, so that SQLite matches it to the due index. */
+export function isEnabled({ cronSchedules: s }: SqliteTables) {
+  return sql`${s.enabled} = 1`;
+}
+
+/** Prepares the schedule statements once on the connection. */
+export function prepareSchedules({ db, tables }: SqliteHandle) {
+  const s = tables.cronSchedules;
+  return {
+    insertSchedule: db.insert(s).values(bindAllColumns(s)).onConflictDoNothing().returning().prepare(),
+    selectSchedule: db
+      .select()
+      .from(s)
+      .where(eq(s.id, bind(s.id, 'id')))
+      .prepare(),
+    selectScheduleByName: db
+      .select()
+      .from(s)
+      .where(eq(s.name, bind(s.name, 'name')))
+      .prepare(),
+    deleteSchedule: db
+      .delete(s)
+      .where(eq(s.id, bind(s.id, 'id')))
+      .prepare(),
+  };
+}
+
+export type ScheduleStatements = ReturnType<typeof prepareSchedules>;
+
+/** Inserts `schedule`, or returns the schedule that already holds its name. */
+export function insertSchedule(
+  q: ScheduleStatements,
+  schedule: ScheduleRow,
+): { schedule: ScheduleRow; created: boolean } {
+  const [inserted] = q.insertSchedule.all({ ...schedule });
+  if (inserted !== undefined) return { schedule: inserted, created: true };
+  const existing = schedule.name === null ? undefined : q.selectScheduleByName.get({ name: schedule.name });
+  if (existing === undefined) throw new DatabaseError(`insertSchedule failed: schedule ${schedule.id} already exists`);
+  return { schedule: existing, created: false };
+}
+
+/** One page of schedules, oldest first. */
+export function selectSchedules(db: SqliteDb, tables: SqliteTables, filter: ScheduleFilter) {
+  const s = tables.cronSchedules;
+  return (
+    db
+      .select()
+      .from(s)
+      .where(
+        and(
+          filter.enabledOnly === true ? isEnabled(tables) : undefined,
+          filter.workflowName === undefined ? undefined : eq(s.workflowName, filter.workflowName),
+        ),
+      )
+      // rowid breaks ties between schedules created in the same millisecond: earlier insert first.
+      .orderBy(asc(s.createdAt), sql`${s}.rowid`)
+      .limit(filter.limit)
+      .offset(filter.offset)
+  );
+}
+
+/** Writes `patch` if the schedule still has `expectedVersion`, bumping the version. */
+export function updateScheduleVersion(
+  db: SqliteDb,
+  tables: SqliteTables,
+  id: string,
+  expectedVersion: number,
+  patch: Partial<Omit<ScheduleRow, 'id' | 'version' | 'createdAt'>>,
+) {
+  const s = tables.cronSchedules;
+  return db
+    .update(s)
+    .set({ ...patch, version: sql`${s.version} + 1` })
+    .where(and(eq(s.id, id), eq(s.version, expectedVersion)))
+    .returning();
+}
+
+/**
+ * {@link updateScheduleVersion}, run.
+ * @throws ScheduleConflictError when the new name is taken by another schedule.
+ */
+export function updateSchedule(
+  db: SqliteDb,
+  tables: SqliteTables,
+  id: string,
+  expectedVersion: number,
+  patch: Partial<Omit<ScheduleRow, 'id' | 'version' | 'createdAt'>>,
+): ScheduleRow | null {
+  try {
+    return updateScheduleVersion(db, tables, id, expectedVersion, patch).get() ?? null;
+  } catch (error) {
+    if (!isNameTaken(error)) throw error;
+    throw new ScheduleConflictError(
+      `Schedule name "${patch.name}" is already taken by another schedule; choose another name or update that schedule.`,
+      { cause: error },
+    );
+  }
+}
+
+/** True for SQLite's unique violation on `cron_schedules.name`. */
+function isNameTaken(error: unknown): boolean {
+  const candidate = error as { code?: unknown; message?: unknown };
+  return candidate?.code === 'SQLITE_CONSTRAINT_UNIQUE' && String(candidate.message).includes('cron_schedules.name');
+}

@@ -1,0 +1,123 @@
+import {
+  type ClaimedTask,
+  type ClaimTasksRequest,
+  registeredTaskKeys,
+  type TaskRow,
+  TERMINAL_TASK_STATUSES,
+} from '@orreryjs/core';
+import { and, asc, eq, lt, lte, type SQL, sql } from 'drizzle-orm';
+import { bind, encodeTextList, encodeUuidList, statusIn, textListSql, uuidListSql } from '../codec.js';
+import type { SqliteTables } from '../schema.js';
+import type { SqliteDb, SqliteHandle } from '../transaction.js';
+import { isRunning, later } from './lease.js';
+import { taskRowColumns } from './pipelines.js';
+
+/*
+ * Claiming tasks: ready tasks and tasks whose lease expired, leased inside one BEGIN IMMEDIATE
+ * transaction, so that claimers take turns and never share a task.
+ */
+
+/** `ready` tasks: a literal, so that SQLite matches it to the claim index. */
+function isReady({ taskExecutions: t }: SqliteTables) {
+  return sql`${t.status} = 'ready'`;
+}
+
+/** Claimable tasks matching `condition` in active pipelines of registered (workflow, task) pairs. */
+function selectClaimable(db: SqliteDb, tables: SqliteTables, condition: SQL | undefined) {
+  const { pipelineExecutions: p, taskExecutions: t } = tables;
+  return db
+    .select({ id: t.id, status: t.status, availableAt: t.availableAt })
+    .from(t)
+    .innerJoin(p, eq(p.id, t.pipelineExecutionId))
+    .where(
+      and(
+        condition,
+        // Unary + keeps SQLite from driving the query from the pipeline status index, which would visit every active pipeline.
+        sql`+${p.status} IN ('pending', 'running')`,
+        sql`${t.workflowName} || char(31) || ${t.taskId} IN ${textListSql(sql.placeholder('registered'))}`,
+      ),
+    )
+    .orderBy(asc(t.availableAt))
+    .limit(sql.placeholder('limit'))
+    .prepare();
+}
+
+/** Prepares the claim statements once on the connection. */
+export function prepareClaim({ db, tables }: SqliteHandle) {
+  const { pipelineExecutions: p, taskExecutions: t } = tables;
+  const now = bind(t.updatedAt, 'now');
+  const byIds = (column: unknown) => sql`${column} IN ${uuidListSql(sql.placeholder('ids'))}`;
+  const IS_RUNNING = isRunning(tables);
+  return {
+    // Two statements, each an ordered walk of its own partial index that stops at the limit, so a claim
+    // costs the same with a backlog of thousands of ready tasks as with none.
+    selectReady: selectClaimable(db, tables, and(isReady(tables), lte(t.availableAt, now))),
+    selectExpired: selectClaimable(db, tables, and(IS_RUNNING, lt(t.leaseExpiresAt, now))),
+    leaseTasks: db
+      .update(t)
+      .set({
+        status: 'running',
+        attempt: sql`${t.attempt} + 1`,
+        failedAttempts: sql`${t.failedAttempts} + (CASE WHEN ${IS_RUNNING} THEN 1 ELSE 0 END)`,
+        error: sql`CASE WHEN ${IS_RUNNING} THEN 'lease expired (held by ' || coalesce(${t.leaseOwner}, 'nobody') || ')' ELSE ${t.error} END`,
+        leaseOwner: bind(t.leaseOwner, 'runnerId'),
+        leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'),
+        startedAt: now,
+        updatedAt: now,
+      })
+      .where(byIds(t.id))
+      .returning(taskRowColumns(tables))
+      .prepare(),
+    startPipelines: db
+      .update(p)
+      .set({ status: 'running', startedAt: now, updatedAt: now })
+      .where(and(sql`${p.status} = 'pending'`, byIds(p.id)))
+      .prepare(),
+    selectPipelinesById: db.select().from(p).where(byIds(p.id)).prepare(),
+    selectTerminalTasks: db
+      .select(taskRowColumns(tables))
+      .from(t)
+      .where(and(byIds(t.pipelineExecutionId), statusIn(t.status, TERMINAL_TASK_STATUSES)))
+      .orderBy(asc(t.position))
+      .prepare(),
+  };
+}
+
+export type ClaimStatements = ReturnType<typeof prepareClaim>;
+
+/** Leases up to `limit` claimable tasks to the claimer, with their pipelines and terminal tasks. */
+export function claimTasks(q: ClaimStatements, request: ClaimTasksRequest): ClaimedTask[] {
+  const params = {
+    now: request.now,
+    registered: encodeTextList(registeredTaskKeys(request.registered)),
+    limit: request.limit,
+  };
+  const candidates = [...q.selectExpired.all(params), ...q.selectReady.all(params)]
+    .sort((a, b) => a.availableAt.getTime() - b.availableAt.getTime())
+    .slice(0, request.limit);
+  if (candidates.length === 0) return [];
+  const expired = new Set(candidates.filter((c) => c.status === 'running').map((c) => c.id));
+  const tasks = q.leaseTasks.all({
+    ids: encodeUuidList(candidates.map((c) => c.id)),
+    runnerId: request.runnerId,
+    leaseExpiresAt: later(request.now, request.leaseMs),
+    now: request.now,
+  });
+  const pipelineIds = encodeUuidList([...new Set(tasks.map((task) => task.pipelineExecutionId))]);
+  q.startPipelines.run({ ids: pipelineIds, now: request.now });
+  const pipelines = new Map(q.selectPipelinesById.all({ ids: pipelineIds }).map((row) => [row.id, row]));
+  const terminal = new Map<string, TaskRow[]>();
+  for (const row of q.selectTerminalTasks.all({ ids: pipelineIds })) {
+    const list = terminal.get(row.pipelineExecutionId);
+    if (list === undefined) terminal.set(row.pipelineExecutionId, [row]);
+    else list.push(row);
+  }
+  return tasks
+    .sort((a, b) => a.availableAt.getTime() - b.availableAt.getTime())
+    .map((task) => ({
+      task,
+      pipeline: pipelines.get(task.pipelineExecutionId)!,
+      terminalTasks: terminal.get(task.pipelineExecutionId) ?? [],
+      leaseExpired: expired.has(task.id),
+    }));
+}

@@ -1,0 +1,88 @@
+import {
+  ACTIVE_PIPELINE_STATUSES,
+  type PipelineRow,
+  TERMINAL_TASK_STATUSES,
+  UNFINISHED_PIPELINE_STATUSES,
+} from '@orreryjs/core';
+import { and, eq, sql } from 'drizzle-orm';
+import { bind, statusIn } from '../codec.js';
+import type { SqliteHandle } from '../transaction.js';
+import { isRunning } from './lease.js';
+import type { PipelineStatements } from './pipelines.js';
+
+/*
+ * Operator control of a pipeline: cancel, pause, resume, each inside one BEGIN IMMEDIATE
+ * transaction, so a claim sees either the old state or the new one.
+ */
+
+/** Prepares the control statements once on the connection. */
+export function prepareControl({ db, tables }: SqliteHandle) {
+  const { pipelineExecutions: p, taskExecutions: t } = tables;
+  const now = bind(t.updatedAt, 'now');
+  return {
+    cancelPipelineRow: db
+      .update(p)
+      .set({ status: 'cancelled', remainingTasks: 0, completedAt: now, updatedAt: now })
+      .where(and(eq(p.id, bind(p.id, 'id')), statusIn(p.status, UNFINISHED_PIPELINE_STATUSES)))
+      .returning()
+      .prepare(),
+    cancelTasks: db
+      .update(t)
+      .set({ status: 'cancelled', leaseOwner: null, leaseExpiresAt: null, completedAt: now, updatedAt: now })
+      .where(
+        and(
+          eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'id')),
+          sql`NOT ${statusIn(t.status, TERMINAL_TASK_STATUSES)}`,
+        ),
+      )
+      .prepare(),
+    pausePipelineRow: db
+      .update(p)
+      .set({ status: 'paused', pauseReason: bind(p.pauseReason, 'reason'), updatedAt: now })
+      .where(and(eq(p.id, bind(p.id, 'id')), statusIn(p.status, ACTIVE_PIPELINE_STATUSES)))
+      .returning()
+      .prepare(),
+    requeueRunningTasks: db
+      .update(t)
+      .set({ status: 'ready', leaseOwner: null, leaseExpiresAt: null, availableAt: now, updatedAt: now })
+      .where(and(eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'id')), isRunning(tables)))
+      .prepare(),
+    resumePipeline: db
+      .update(p)
+      .set({
+        status: sql`CASE WHEN ${p.startedAt} IS NULL THEN 'pending' ELSE 'running' END`,
+        pauseReason: null,
+        updatedAt: now,
+      })
+      .where(and(eq(p.id, bind(p.id, 'id')), sql`${p.status} = 'paused'`))
+      .returning()
+      .prepare(),
+  };
+}
+
+export type ControlStatements = ReturnType<typeof prepareControl>;
+
+/** Cancels a pipeline and its unfinished tasks inside the caller's write transaction. */
+export function cancelPipeline(
+  q: { control: ControlStatements; pipelines: PipelineStatements },
+  id: string,
+  now: Date,
+): PipelineRow | null {
+  const cancelled = q.control.cancelPipelineRow.get({ id, now });
+  if (cancelled === undefined) return q.pipelines.selectPipeline.get({ id }) ?? null;
+  q.control.cancelTasks.run({ id, now });
+  return cancelled;
+}
+
+/** Pauses a pipeline and requeues its running tasks inside the caller's write transaction. */
+export function pausePipeline(
+  q: { control: ControlStatements; pipelines: PipelineStatements },
+  id: string,
+  reason: string | null,
+  now: Date,
+): PipelineRow | null {
+  const paused = q.control.pausePipelineRow.get({ id, reason, now });
+  if (paused === undefined) return q.pipelines.selectPipeline.get({ id }) ?? null;
+  q.control.requeueRunningTasks.run({ id, now });
+  return paused;
+}

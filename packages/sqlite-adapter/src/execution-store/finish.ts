@@ -1,0 +1,126 @@
+import {
+  type FinishTaskRequest,
+  type FinishTaskResult,
+  taskOutcomeColumns,
+  UNFINISHED_PIPELINE_STATUSES,
+} from '@orreryjs/core';
+import { and, eq, sql } from 'drizzle-orm';
+import { bind, encodeTextList, statusIn, textListSql } from '../codec.js';
+import type { SqliteHandle } from '../transaction.js';
+import { isRunning } from './lease.js';
+
+/*
+ * Finishing a task: the outcome commits fenced on (lease owner, attempt), and a terminal one
+ * readies the dependents and counts down the pipeline in the same BEGIN IMMEDIATE transaction,
+ * so parents finishing together cannot strand a child.
+ */
+
+/** Prepares the finish statements once on the connection. */
+export function prepareFinish({ db, tables }: SqliteHandle) {
+  const { pipelineExecutions: p, taskExecutions: t } = tables;
+  const placeholder = sql.placeholder;
+  const now = bind(t.updatedAt, 'now');
+  return {
+    finishTask: db
+      .update(t)
+      .set({
+        status: bind(t.status, 'status'),
+        output: bind(t.output, 'output'),
+        error: bind(t.error, 'error'),
+        failedAttempts: sql`${t.failedAttempts} + ${placeholder('failed')}`,
+        availableAt: sql`coalesce(${bind(t.availableAt, 'availableAt')}, ${t.availableAt})`,
+        completedAt: bind(t.completedAt, 'completedAt'),
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        updatedAt: now,
+      })
+      .where(
+        and(
+          eq(t.id, bind(t.id, 'id')),
+          eq(t.leaseOwner, bind(t.leaseOwner, 'runnerId')),
+          eq(t.attempt, placeholder('attempt')),
+          isRunning(tables),
+        ),
+      )
+      .returning({ taskId: t.taskId })
+      .prepare(),
+    releaseDependents: db
+      .update(t)
+      .set({
+        pendingDeps: sql`${t.pendingDeps} - 1`,
+        status: sql`CASE WHEN ${t.pendingDeps} = 1 AND ${t.status} = 'not_started' THEN 'ready' ELSE ${t.status} END`,
+        availableAt: sql`CASE WHEN ${t.pendingDeps} = 1 AND ${t.status} = 'not_started' THEN ${now} ELSE ${t.availableAt} END`,
+        updatedAt: now,
+      })
+      .where(
+        and(
+          eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'pipelineId')),
+          sql`${t.pendingDeps} > 0`,
+          sql`${t.taskId} IN ${textListSql(placeholder('dependents'))}`,
+        ),
+      )
+      .returning({ status: t.status, pendingDeps: t.pendingDeps })
+      .prepare(),
+    countDownPipeline: db
+      .update(p)
+      .set({
+        remainingTasks: sql`${p.remainingTasks} - 1`,
+        failedTasks: sql`${p.failedTasks} + ${placeholder('failed')}`,
+        error: sql`coalesce(${p.error}, ${placeholder('error')})`,
+        updatedAt: now,
+      })
+      .where(eq(p.id, bind(p.id, 'id')))
+      .returning({ remainingTasks: p.remainingTasks })
+      .prepare(),
+    endPipeline: db
+      .update(p)
+      .set({
+        status: sql`CASE WHEN ${p.failedTasks} > 0 THEN 'failed' ELSE 'completed' END`,
+        completedAt: now,
+        updatedAt: now,
+      })
+      .where(
+        and(
+          eq(p.id, bind(p.id, 'id')),
+          sql`${p.remainingTasks} <= 0`,
+          statusIn(p.status, UNFINISHED_PIPELINE_STATUSES),
+        ),
+      )
+      .returning()
+      .prepare(),
+  };
+}
+
+export type FinishStatements = ReturnType<typeof prepareFinish>;
+
+/** Commits an attempt's outcome, fenced; a terminal one readies dependents and may end the pipeline. */
+export function finishTask(q: FinishStatements, request: FinishTaskRequest): FinishTaskResult {
+  const { outcome, now } = request;
+  const columns = taskOutcomeColumns(outcome, now);
+  const fenced = q.finishTask.get({
+    ...columns,
+    id: request.taskExecutionId,
+    runnerId: request.runnerId,
+    attempt: request.attempt,
+    now,
+  });
+  if (fenced === undefined) return { accepted: false, readied: 0, finishedPipeline: null };
+  if (outcome.status === 'retry') return { accepted: true, readied: 0, finishedPipeline: null };
+  const readied =
+    request.dependents.length === 0
+      ? 0
+      : q.releaseDependents
+          .all({ pipelineId: request.pipelineExecutionId, dependents: encodeTextList(request.dependents), now })
+          .filter((row) => row.status === 'ready' && row.pendingDeps === 0).length;
+  const counted = q.countDownPipeline.get({
+    id: request.pipelineExecutionId,
+    failed: columns.failed,
+    error: outcome.status === 'failed' ? `task ${fenced.taskId} failed: ${outcome.error}` : null,
+    now,
+  });
+  const finished =
+    counted !== undefined && counted.remainingTasks <= 0
+      ? q.endPipeline.get({ id: request.pipelineExecutionId, now })
+      : undefined;
+  return { accepted: true, readied, finishedPipeline: finished ?? null };
+}

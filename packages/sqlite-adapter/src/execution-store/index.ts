@@ -1,0 +1,131 @@
+import {
+  type ClaimedTask,
+  type ClaimTasksRequest,
+  type ExecutionStore,
+  type FinishTaskRequest,
+  type FinishTaskResult,
+  type LeaseRef,
+  type NewPipeline,
+  type PipelineFilter,
+  type PipelineRow,
+  registeredTaskKeys,
+  type TaskRow,
+} from '@orreryjs/core';
+import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
+import { claimTasks, prepareClaim } from './claim.js';
+import { cancelPipeline, pausePipeline, prepareControl } from './control.js';
+import { finishTask, prepareFinish } from './finish.js';
+import { prepareLease, releaseLeases, renewLeases } from './lease.js';
+import { createPipelineIn, preparePipelines, selectPipelines } from './pipelines.js';
+import { prepareRetention } from './retention.js';
+
+/** Every prepared statement of the execution store, by the file of the guarantee it serves. */
+export function prepareExecutionStore(handle: SqliteHandle) {
+  return {
+    pipelines: preparePipelines(handle),
+    claim: prepareClaim(handle),
+    lease: prepareLease(handle),
+    finish: prepareFinish(handle),
+    control: prepareControl(handle),
+    retention: prepareRetention(handle),
+  };
+}
+
+/** {@link ExecutionStore} on SQLite: each method is one synchronous `BEGIN IMMEDIATE` transaction. */
+export class SqliteExecutionStore implements ExecutionStore {
+  readonly #handle: SqliteHandle;
+  readonly #q: ReturnType<typeof prepareExecutionStore>;
+
+  /** Prepares every statement on `handle`; the schema must be migrated. */
+  constructor(handle: SqliteHandle) {
+    this.#handle = handle;
+    this.#q = prepareExecutionStore(handle);
+  }
+
+  createPipeline(pipeline: NewPipeline): Promise<{ pipeline: PipelineRow; created: boolean }> {
+    return writeTransaction(this.#handle, 'createPipeline', () => createPipelineIn(this.#q.pipelines, pipeline));
+  }
+
+  createPipelines(pipelines: readonly NewPipeline[]): Promise<Array<{ pipeline: PipelineRow; created: boolean }>> {
+    return writeTransaction(this.#handle, 'createPipelines', () =>
+      pipelines.map((pipeline) => createPipelineIn(this.#q.pipelines, pipeline)),
+    );
+  }
+
+  getPipeline(id: string): Promise<PipelineRow | null> {
+    return readTransaction(this.#handle, 'getPipeline', () => this.#q.pipelines.selectPipeline.get({ id }) ?? null);
+  }
+
+  getPipelineByIdempotencyKey(key: string): Promise<PipelineRow | null> {
+    return readTransaction(
+      this.#handle,
+      'getPipelineByIdempotencyKey',
+      () => this.#q.pipelines.selectPipelineByKey.get({ key }) ?? null,
+    );
+  }
+
+  listPipelines(filter: PipelineFilter): Promise<PipelineRow[]> {
+    return readTransaction(this.#handle, 'listPipelines', () =>
+      selectPipelines(this.#handle.db, this.#handle.tables, filter).all(),
+    );
+  }
+
+  listTasks(pipelineExecutionId: string): Promise<TaskRow[]> {
+    return readTransaction(this.#handle, 'listTasks', () =>
+      this.#q.pipelines.selectTasks.all({ pipelineId: pipelineExecutionId }),
+    );
+  }
+
+  claimTasks(request: ClaimTasksRequest): Promise<ClaimedTask[]> {
+    if (registeredTaskKeys(request.registered).length === 0 || request.limit <= 0) return Promise.resolve([]);
+    return writeTransaction(this.#handle, 'claimTasks', () => claimTasks(this.#q.claim, request));
+  }
+
+  renewLeases(runnerId: string, leases: readonly LeaseRef[], leaseMs: number, now: Date): Promise<string[]> {
+    if (leases.length === 0) return Promise.resolve([]);
+    return writeTransaction(this.#handle, 'renewLeases', () =>
+      renewLeases(this.#q.lease, runnerId, leases, leaseMs, now),
+    );
+  }
+
+  releaseLeases(runnerId: string, leases: readonly LeaseRef[], now: Date): Promise<number> {
+    if (leases.length === 0) return Promise.resolve(0);
+    return writeTransaction(this.#handle, 'releaseLeases', () => releaseLeases(this.#q.lease, runnerId, leases, now));
+  }
+
+  finishTask(request: FinishTaskRequest): Promise<FinishTaskResult> {
+    return writeTransaction(this.#handle, 'finishTask', () => finishTask(this.#q.finish, request));
+  }
+
+  cancelPipeline(id: string, now: Date): Promise<PipelineRow | null> {
+    return writeTransaction(this.#handle, 'cancelPipeline', () => cancelPipeline(this.#q, id, now));
+  }
+
+  pausePipeline(id: string, reason: string | null, now: Date): Promise<PipelineRow | null> {
+    return writeTransaction(this.#handle, 'pausePipeline', () => pausePipeline(this.#q, id, reason, now));
+  }
+
+  resumePipeline(id: string, now: Date): Promise<PipelineRow | null> {
+    return writeTransaction(
+      this.#handle,
+      'resumePipeline',
+      () => this.#q.control.resumePipeline.get({ id, now }) ?? this.#q.pipelines.selectPipeline.get({ id }) ?? null,
+    );
+  }
+
+  countStalledTasks(now: Date): Promise<number> {
+    return readTransaction(
+      this.#handle,
+      'countStalledTasks',
+      () => this.#q.lease.countStalledTasks.get({ now })?.count ?? 0,
+    );
+  }
+
+  deleteTerminalPipelines(before: Date, batchSize: number): Promise<number> {
+    return writeTransaction(
+      this.#handle,
+      'deleteTerminalPipelines',
+      () => this.#q.retention.deleteTerminalPipelines.run({ before, batchSize }).changes,
+    );
+  }
+}

@@ -1,0 +1,87 @@
+import type { LeaseRef } from '@orreryjs/core';
+import { and, eq, lt, sql } from 'drizzle-orm';
+import { bind, dateToMillis, encodeTextList, encodeUuidList, textListSql, uuidListSql, uuidToBytes } from '../codec.js';
+import type { SqliteTables } from '../schema.js';
+import type { SqliteHandle } from '../transaction.js';
+
+/*
+ * Leases: a running task is held by one runner until its lease expires; renewals and releases
+ * are fenced on (owner, attempt), so a runner that lost a lease cannot touch its successor's.
+ */
+
+/** `running` tasks: a literal, so that SQLite matches it to the expired-lease index. */
+export function isRunning({ taskExecutions: t }: SqliteTables) {
+  return sql`${t.status} = 'running'`;
+}
+
+/** `now + ms` as a Date, from `now` truncated to the millisecond. */
+export function later(now: Date, ms: number): Date {
+  return new Date(dateToMillis(now) + ms);
+}
+
+/** `(id, attempt)` fences of a lease list as one JSON parameter matched by the lease fence. */
+function encodeLeases(leases: readonly LeaseRef[]): string {
+  return encodeTextList(leases.map((l) => `${uuidToBytes(l.taskExecutionId).toString('hex')}:${l.attempt}`));
+}
+
+/** Prepares the lease statements once on the connection. */
+export function prepareLease({ db, tables }: SqliteHandle) {
+  const t = tables.taskExecutions;
+  const now = bind(t.updatedAt, 'now');
+  // The id list lets SQLite reach rows through the primary key; the (id, attempt) list is the fence.
+  const leaseFence = and(
+    eq(t.leaseOwner, bind(t.leaseOwner, 'runnerId')),
+    isRunning(tables),
+    sql`${t.id} IN ${uuidListSql(sql.placeholder('ids'))}`,
+    sql`lower(hex(${t.id})) || ':' || ${t.attempt} IN ${textListSql(sql.placeholder('leases'))}`,
+  );
+  return {
+    renewLeases: db
+      .update(t)
+      .set({ leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'), updatedAt: now })
+      .where(leaseFence)
+      .returning({ id: t.id })
+      .prepare(),
+    releaseLeases: db
+      .update(t)
+      .set({ status: 'ready', leaseOwner: null, leaseExpiresAt: null, availableAt: now, updatedAt: now })
+      .where(leaseFence)
+      .prepare(),
+    countStalledTasks: db
+      .select({ count: sql<number>`count(*)` })
+      .from(t)
+      .where(and(isRunning(tables), lt(t.leaseExpiresAt, bind(t.leaseExpiresAt, 'now'))))
+      .prepare(),
+  };
+}
+
+export type LeaseStatements = ReturnType<typeof prepareLease>;
+
+/** Extends the leases `runnerId` still holds; returns their task ids. */
+export function renewLeases(
+  q: LeaseStatements,
+  runnerId: string,
+  leases: readonly LeaseRef[],
+  leaseMs: number,
+  now: Date,
+): string[] {
+  return q.renewLeases
+    .all({
+      runnerId,
+      ids: encodeUuidList(leases.map((l) => l.taskExecutionId)),
+      leases: encodeLeases(leases),
+      leaseExpiresAt: later(now, leaseMs),
+      now,
+    })
+    .map((row) => row.id);
+}
+
+/** Gives leases back: their tasks become ready again. Returns how many were still held. */
+export function releaseLeases(q: LeaseStatements, runnerId: string, leases: readonly LeaseRef[], now: Date): number {
+  return q.releaseLeases.run({
+    runnerId,
+    ids: encodeUuidList(leases.map((l) => l.taskExecutionId)),
+    leases: encodeLeases(leases),
+    now,
+  }).changes;
+}

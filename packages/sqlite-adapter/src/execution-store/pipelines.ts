@@ -1,0 +1,137 @@
+import { DatabaseError, type NewPipeline, newTaskStatus, type PipelineFilter, type PipelineRow } from '@orreryjs/core';
+import { and, asc, desc, eq, getTableColumns, sql } from 'drizzle-orm';
+import { bind } from '../codec.js';
+import type { SqliteTables } from '../schema.js';
+import type { SqliteDb, SqliteHandle } from '../transaction.js';
+
+/*
+ * Pipelines and their tasks: created together (idempotent by key), read by id, by key, by page.
+ */
+
+/** The columns of a task row as the port returns it (without the bookkeeping `updated_at`). */
+export function taskRowColumns({ taskExecutions: t }: SqliteTables) {
+  const { updatedAt: _updatedAt, ...columns } = getTableColumns(t);
+  return columns;
+}
+
+/** Prepares the pipeline statements once on the connection. */
+export function preparePipelines({ db, tables }: SqliteHandle) {
+  const { pipelineExecutions: p, taskExecutions: t } = tables;
+  const now = bind(t.updatedAt, 'now');
+  return {
+    insertPipeline: db
+      .insert(p)
+      .values({
+        id: bind(p.id, 'id'),
+        workflowName: bind(p.workflowName, 'workflowName'),
+        workflowVersion: bind(p.workflowVersion, 'workflowVersion'),
+        status: 'pending',
+        input: bind(p.input, 'input'),
+        idempotencyKey: bind(p.idempotencyKey, 'idempotencyKey'),
+        scheduledTime: bind(p.scheduledTime, 'scheduledTime'),
+        remainingTasks: bind(p.remainingTasks, 'remainingTasks'),
+        failedTasks: 0,
+        createdAt: bind(p.createdAt, 'now'),
+        updatedAt: bind(p.updatedAt, 'now'),
+      })
+      .onConflictDoNothing()
+      .returning()
+      .prepare(),
+    insertTask: db
+      .insert(t)
+      .values({
+        id: bind(t.id, 'id'),
+        pipelineExecutionId: bind(t.pipelineExecutionId, 'pipelineId'),
+        workflowName: bind(t.workflowName, 'workflowName'),
+        taskId: bind(t.taskId, 'taskId'),
+        position: bind(t.position, 'position'),
+        status: bind(t.status, 'status'),
+        attempt: 0,
+        failedAttempts: 0,
+        pendingDeps: bind(t.pendingDeps, 'pendingDeps'),
+        availableAt: now,
+        updatedAt: now,
+      })
+      .prepare(),
+    selectPipeline: db
+      .select()
+      .from(p)
+      .where(eq(p.id, bind(p.id, 'id')))
+      .prepare(),
+    selectPipelineByKey: db
+      .select()
+      .from(p)
+      .where(eq(p.idempotencyKey, bind(p.idempotencyKey, 'key')))
+      .prepare(),
+    selectTasks: db
+      .select(taskRowColumns(tables))
+      .from(t)
+      .where(eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'pipelineId')))
+      .orderBy(asc(t.position))
+      .prepare(),
+  };
+}
+
+export type PipelineStatements = ReturnType<typeof preparePipelines>;
+
+/** One page of pipelines, newest first. */
+export function selectPipelines(db: SqliteDb, tables: SqliteTables, filter: PipelineFilter) {
+  const p = tables.pipelineExecutions;
+  return (
+    db
+      .select()
+      .from(p)
+      .where(
+        and(
+          filter.workflowName === undefined ? undefined : eq(p.workflowName, filter.workflowName),
+          filter.status === undefined ? undefined : eq(p.status, filter.status),
+        ),
+      )
+      // rowid breaks ties between executions created in the same millisecond: later insert, newer.
+      .orderBy(desc(p.createdAt), sql`${p}.rowid DESC`)
+      .limit(filter.limit)
+      .offset(filter.offset)
+  );
+}
+
+/**
+ * Creates a pipeline with its tasks inside the caller's write transaction, or, when its
+ * idempotency key is taken, returns the pipeline holding it. `createPipeline(s)` and the cron
+ * store's in-transaction handoff use it.
+ */
+export function createPipelineIn(
+  q: PipelineStatements,
+  pipeline: NewPipeline,
+): { pipeline: PipelineRow; created: boolean } {
+  const [row] = q.insertPipeline.all({
+    id: pipeline.id,
+    workflowName: pipeline.workflowName,
+    workflowVersion: pipeline.workflowVersion,
+    input: pipeline.input,
+    idempotencyKey: pipeline.idempotencyKey,
+    scheduledTime: pipeline.scheduledTime,
+    remainingTasks: pipeline.tasks.length,
+    now: pipeline.now,
+  });
+  if (row === undefined) {
+    // Only the idempotency key can collide (ids are fresh UUIDs): return the execution that holds it.
+    const existing =
+      pipeline.idempotencyKey === null ? undefined : q.selectPipelineByKey.get({ key: pipeline.idempotencyKey });
+    if (existing === undefined)
+      throw new DatabaseError(`createPipeline failed: pipeline ${pipeline.id} already exists`);
+    return { pipeline: existing, created: false };
+  }
+  for (const task of pipeline.tasks) {
+    q.insertTask.run({
+      id: task.id,
+      pipelineId: pipeline.id,
+      workflowName: pipeline.workflowName,
+      taskId: task.taskId,
+      position: task.position,
+      status: newTaskStatus(task.pendingDeps),
+      pendingDeps: task.pendingDeps,
+      now: pipeline.now,
+    });
+  }
+  return { pipeline: row, created: true };
+}

@@ -1,0 +1,48 @@
+import { TERMINAL_PIPELINE_STATUSES } from '@orreryjs/core';
+import { and, inArray, lt, sql } from 'drizzle-orm';
+import { bind, statusIn } from '../codec.js';
+import type { SqliteTables } from '../schema.js';
+import type { SqliteHandle } from '../transaction.js';
+
+/*
+ * Retention: terminal pipelines (and, by cascade, their tasks) older than the configured age are
+ * deleted in batches.
+ */
+
+/**
+ * A pipeline no `claimed` ledger row waits for: a cron pipeline's idempotency key is its
+ * occurrence's id, and recovery of a claimed row looks its pipeline up by that key, so deleting
+ * it would start the occurrence a second time. Raw SQL: the key read as the row's BLOB id.
+ */
+function isNotAwaitedByRecovery({ pipelineExecutions: p, cronExecutions: c }: SqliteTables) {
+  return sql`(${p.scheduledTime} IS NULL OR NOT EXISTS (SELECT 1 FROM ${c} ce
+  WHERE ce.id = unhex(replace(${p.idempotencyKey}, '-', '')) AND ce.status = 'claimed'))`;
+}
+
+/** Prepares the retention statements once on the connection. */
+export function prepareRetention({ db, tables }: SqliteHandle) {
+  const p = tables.pipelineExecutions;
+  return {
+    deleteTerminalPipelines: db
+      .delete(p)
+      .where(
+        inArray(
+          p.id,
+          db
+            .select({ id: p.id })
+            .from(p)
+            .where(
+              and(
+                statusIn(p.status, TERMINAL_PIPELINE_STATUSES),
+                lt(p.completedAt, bind(p.completedAt, 'before')),
+                isNotAwaitedByRecovery(tables),
+              ),
+            )
+            .limit(sql.placeholder('batchSize')),
+        ),
+      )
+      .prepare(),
+  };
+}
+
+export type RetentionStatements = ReturnType<typeof prepareRetention>;

@@ -1,0 +1,56 @@
+import { newId, type ScheduleRow } from '@orreryjs/core';
+import Database from 'better-sqlite3';
+import { drizzle } from 'drizzle-orm/better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { flattenStatements, renderSqlSnapshot } from '../../../test/support/sql-snapshot.js';
+import { prepareCronStore } from '../src/cron-store/index.js';
+import { selectSchedules, updateScheduleVersion } from '../src/cron-store/schedules.js';
+import { prepareExecutionStore } from '../src/execution-store/index.js';
+import { selectPipelines } from '../src/execution-store/pipelines.js';
+import { applyMigrations } from '../src/migrate.js';
+import { prepareRunnerStore } from '../src/runner-store/index.js';
+import * as schema from '../src/schema.js';
+import { createHandle } from '../src/transaction.js';
+import { prepareWorkflowStore } from '../src/workflow-store/index.js';
+
+// SQLite prepares a statement against the tables it names, so the statements are prepared on a migrated in-memory database.
+const client = new Database(':memory:');
+applyMigrations(client);
+const handle = createHandle(client, drizzle({ client, schema }), schema.tables);
+const { db, tables } = handle;
+const now = new Date('2026-01-02T03:04:05.678Z');
+const id = newId();
+const page = { limit: 10, offset: 0 };
+const patch: Partial<ScheduleRow> = { enabled: false, updatedAt: now };
+
+/** The statements each store sends: its prepared ones, then those built per call (one representative input each). */
+const stores = {
+  'cron-store': [
+    ...flattenStatements(prepareCronStore(handle)),
+    ...flattenStatements({
+      schedules: {
+        selectSchedules: selectSchedules(db, tables, { ...page, enabledOnly: true, workflowName: 'w' }),
+        updateScheduleVersion: updateScheduleVersion(db, tables, id, 1, patch),
+      },
+    }),
+  ],
+  'execution-store': [
+    ...flattenStatements(prepareExecutionStore(handle)),
+    ...flattenStatements({
+      pipelines: { selectPipelines: selectPipelines(db, tables, { ...page, workflowName: 'w', status: 'running' }) },
+    }),
+  ],
+  'runner-store': flattenStatements(prepareRunnerStore(handle)),
+  'workflow-store': flattenStatements(prepareWorkflowStore(handle)),
+};
+
+afterAll(() => client.close());
+
+describe('SQL snapshot (SQLite)', () => {
+  for (const [store, statements] of Object.entries(stores)) {
+    it(`sends the SQL committed in test/sql/${store}.sql`, async () => {
+      expect(statements.length).toBeGreaterThan(0);
+      await expect(renderSqlSnapshot(statements)).toMatchFileSnapshot(`./sql/${store}.sql`);
+    });
+  }
+});

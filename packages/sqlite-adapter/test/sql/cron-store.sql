@@ -1,0 +1,184 @@
+-- schedules/insertSchedule
+insert into "cron_schedules" ("id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  on conflict do nothing
+  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
+
+-- schedules/selectSchedule
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+  from "cron_schedules"
+  where "cron_schedules"."id" = ?;
+
+-- schedules/selectScheduleByName
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+  from "cron_schedules"
+  where "cron_schedules"."name" = ?;
+
+-- schedules/deleteSchedule
+delete
+  from "cron_schedules"
+  where "cron_schedules"."id" = ?;
+
+-- claim/selectDueSchedules
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+  from "cron_schedules"
+  where ("cron_schedules"."enabled" = 1 and "cron_schedules"."next_run_at" <= ? and "cron_schedules"."workflow_name" IN (SELECT value FROM json_each(?)))
+  order by "cron_schedules"."next_run_at" asc
+  limit ?;
+
+-- claim/selectActiveSchedule
+select EXISTS (SELECT 1 FROM "cron_executions" ce
+            WHERE ce.status = 'claimed' AND +ce.schedule_id = ?)
+          OR EXISTS (SELECT 1 FROM "pipeline_executions" pe
+            CROSS JOIN "cron_executions" ce ON ce.id = unhex(replace(pe.idempotency_key, '-', ''))
+            WHERE pe.status IN ('pending', 'running', 'paused') AND pe.scheduled_time IS NOT NULL
+              AND +ce.schedule_id = ? AND ce.status = 'handed_off'
+              AND ce.pipeline_execution_id = pe.id)
+  from "cron_schedules"
+  where "cron_schedules"."id" = ?;
+
+-- claim/selectTakenSlots
+select "scheduled_time"
+  from "cron_executions"
+  where ("cron_executions"."schedule_id" = ? and "cron_executions"."scheduled_time" >= ? and "cron_executions"."scheduled_time" < ? and "cron_executions"."source" <> 'manual')
+  order by "cron_executions"."scheduled_time" asc;
+
+-- claim/advanceNextRunAt
+update "cron_schedules"
+  set "next_run_at" = ?, "last_run_at" = ?, "version" = "cron_schedules"."version" + 1, "updated_at" = ?
+  where ("cron_schedules"."id" = ? and "cron_schedules"."version" = ?);
+
+-- handoff/linkOccurrence
+update "cron_executions"
+  set "status" = ?, "pipeline_execution_id" = ?, "handed_off_at" = ?, "recovery_lease_owner" = ?, "recovery_lease_expires_at" = ?
+  where ("cron_executions"."id" = ? and "cron_executions"."status" = 'claimed');
+
+-- backfill/reclaimForBackfill
+update "cron_executions"
+  set "workflow_name" = ?, "context" = ?, "fire_at" = ?, "claimed_at" = ?, "claimed_by" = ?, "status" = ?, "source" = ?, "missed_count" = ?, "recovery_attempts" = ?, "next_recovery_at" = ?, "recovery_lease_owner" = ?, "recovery_lease_expires_at" = ?, "abandon_reason" = ?
+  where ("cron_executions"."schedule_id" = ? and "cron_executions"."scheduled_time" = ? and "cron_executions"."status" IN ('missed', 'abandoned') and "cron_executions"."pipeline_execution_id" is null and "cron_executions"."source" <> 'manual')
+  returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
+
+-- recover/selectOccurrencePipeline
+select "id"
+  from "pipeline_executions"
+  where "pipeline_executions"."idempotency_key" = ?;
+
+-- recover/claimLostOccurrences
+update "cron_executions"
+  set "recovery_attempts" = "cron_executions"."recovery_attempts" + 1, "recovery_lease_owner" = ?, "recovery_lease_expires_at" = ?
+  where "cron_executions"."id" in (select "id"
+  from "cron_executions"
+  where ("cron_executions"."status" = 'claimed' and ("cron_executions"."fire_at" < ? and "cron_executions"."claimed_at" < ?) and ("cron_executions"."next_recovery_at" is null or "cron_executions"."next_recovery_at" <= ?) and ("cron_executions"."recovery_lease_expires_at" is null or "cron_executions"."recovery_lease_expires_at" < ?) and "cron_executions"."workflow_name" IN (SELECT value FROM json_each(?)))
+  order by "cron_executions"."fire_at" asc
+  limit ?)
+  returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
+
+-- recover/selectSchedulesById
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+  from "cron_schedules"
+  where "cron_schedules"."id" IN (SELECT unhex(value) FROM json_each(?));
+
+-- recover/linkRecovered
+update "cron_executions"
+  set "status" = ?, "pipeline_execution_id" = ?, "handed_off_at" = ?, "recovered" = ?, "recovery_lease_owner" = ?, "recovery_lease_expires_at" = ?
+  where ("cron_executions"."id" = ? and "cron_executions"."recovery_lease_owner" = ? and "cron_executions"."status" = 'claimed');
+
+-- recover/abandonOccurrence
+update "cron_executions"
+  set "status" = ?, "recovery_lease_owner" = ?, "recovery_lease_expires_at" = ?, "abandon_reason" = ?
+  where ("cron_executions"."id" = ? and "cron_executions"."recovery_lease_owner" = ? and "cron_executions"."status" = 'claimed');
+
+-- recover/scheduleRecoveryRetry
+update "cron_executions"
+  set "recovery_attempts" = "cron_executions"."recovery_attempts" - ?, "next_recovery_at" = ?, "recovery_lease_owner" = ?, "recovery_lease_expires_at" = ?
+  where ("cron_executions"."id" = ? and "cron_executions"."recovery_lease_owner" = ? and "cron_executions"."status" = 'claimed');
+
+-- ledger/insertOccurrence
+insert into "cron_executions" ("id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  on conflict do nothing
+  returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
+
+-- ledger/selectOccurrence
+select "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason"
+  from "cron_executions"
+  where "cron_executions"."id" = ?;
+
+-- ledger/selectOccurrencesOfSchedule
+select "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason"
+  from "cron_executions"
+  where "cron_executions"."schedule_id" = ?
+  order by "cron_executions"."scheduled_time" desc, "cron_executions"."claimed_at" desc
+  limit ?
+  offset ?;
+
+-- ledger/countLostOccurrences
+select count(*)
+  from "cron_executions"
+  where ("cron_executions"."status" = 'claimed' and ("cron_executions"."fire_at" < ? and "cron_executions"."claimed_at" < ?));
+
+-- ledger/selectOccurrenceStats
+select count(*), coalesce(sum("status" = 'handed_off'), 0), coalesce(sum("cron_executions"."status" = 'claimed' AND ("cron_executions"."fire_at" < ? and "cron_executions"."claimed_at" < ?)), 0), coalesce(sum("status" = 'skipped'), 0), coalesce(sum("status" = 'missed'), 0), coalesce(sum("status" = 'abandoned'), 0), avg(CASE WHEN "status" = 'handed_off' THEN "handed_off_at" - "scheduled_time" END)
+  from "cron_executions"
+  where "cron_executions"."scheduled_time" >= ?;
+
+-- ledger/selectDelayAtRank
+select "handed_off_at" - "scheduled_time"
+  from "cron_executions"
+  where ("cron_executions"."scheduled_time" >= ? and "cron_executions"."status" = 'handed_off')
+  order by "cron_executions"."handed_off_at" - "cron_executions"."scheduled_time"
+  limit ?
+  offset ?;
+
+-- ledger/selectRecoveryCounts
+select coalesce(sum("recovery_attempts"), 0), coalesce(sum("recovered"), 0), coalesce(sum("status" = 'abandoned' AND "recovery_attempts" > 0), 0)
+  from "cron_executions";
+
+-- ledger/deleteTerminalOccurrences
+delete
+  from "cron_executions"
+  where "cron_executions"."id" in (select "id"
+  from "cron_executions"
+  where ("cron_executions"."status" <> 'claimed' and coalesce("cron_executions"."handed_off_at", "cron_executions"."claimed_at") < ? and NOT EXISTS (SELECT 1 FROM "pipeline_executions" pe
+  WHERE pe.id = "cron_executions"."pipeline_execution_id" AND pe.status IN ('pending', 'running', 'paused')))
+  limit ?);
+
+-- pipelines/insertPipeline
+insert into "pipeline_executions" ("id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, ?, null, null, ?)
+  on conflict do nothing
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+
+-- pipelines/insertTask
+insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, null, null, ?);
+
+-- pipelines/selectPipeline
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+  from "pipeline_executions"
+  where "pipeline_executions"."id" = ?;
+
+-- pipelines/selectPipelineByKey
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+  from "pipeline_executions"
+  where "pipeline_executions"."idempotency_key" = ?;
+
+-- pipelines/selectTasks
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at"
+  from "task_executions"
+  where "task_executions"."pipeline_execution_id" = ?
+  order by "task_executions"."position" asc;
+
+-- schedules/selectSchedules
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+  from "cron_schedules"
+  where ("cron_schedules"."enabled" = 1 and "cron_schedules"."workflow_name" = ?)
+  order by "cron_schedules"."created_at" asc, "cron_schedules".rowid
+  limit ?;
+
+-- schedules/updateScheduleVersion
+update "cron_schedules"
+  set "enabled" = ?, "version" = "cron_schedules"."version" + 1, "updated_at" = ?
+  where ("cron_schedules"."id" = ? and "cron_schedules"."version" = ?)
+  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";

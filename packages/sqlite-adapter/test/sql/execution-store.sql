@@ -1,0 +1,147 @@
+-- pipelines/insertPipeline
+insert into "pipeline_executions" ("id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, ?, null, null, ?)
+  on conflict do nothing
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+
+-- pipelines/insertTask
+insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, null, null, ?);
+
+-- pipelines/selectPipeline
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+  from "pipeline_executions"
+  where "pipeline_executions"."id" = ?;
+
+-- pipelines/selectPipelineByKey
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+  from "pipeline_executions"
+  where "pipeline_executions"."idempotency_key" = ?;
+
+-- pipelines/selectTasks
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at"
+  from "task_executions"
+  where "task_executions"."pipeline_execution_id" = ?
+  order by "task_executions"."position" asc;
+
+-- claim/selectReady
+select "task_executions"."id", "task_executions"."status", "task_executions"."available_at"
+  from "task_executions"
+  inner join "pipeline_executions" on "pipeline_executions"."id" = "task_executions"."pipeline_execution_id"
+  where (("task_executions"."status" = 'ready' and "task_executions"."available_at" <= ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
+  order by "task_executions"."available_at" asc
+  limit ?;
+
+-- claim/selectExpired
+select "task_executions"."id", "task_executions"."status", "task_executions"."available_at"
+  from "task_executions"
+  inner join "pipeline_executions" on "pipeline_executions"."id" = "task_executions"."pipeline_execution_id"
+  where (("task_executions"."status" = 'running' and "task_executions"."lease_expires_at" < ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
+  order by "task_executions"."available_at" asc
+  limit ?;
+
+-- claim/leaseTasks
+update "task_executions"
+  set "status" = ?, "attempt" = "task_executions"."attempt" + 1, "failed_attempts" = "task_executions"."failed_attempts" + (CASE WHEN "task_executions"."status" = 'running' THEN 1 ELSE 0 END), "lease_owner" = ?, "lease_expires_at" = ?, "error" = CASE WHEN "task_executions"."status" = 'running' THEN 'lease expired (held by ' || coalesce("task_executions"."lease_owner", 'nobody') || ')' ELSE "task_executions"."error" END, "started_at" = ?, "updated_at" = ?
+  where "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?))
+  returning "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at";
+
+-- claim/startPipelines
+update "pipeline_executions"
+  set "status" = ?, "started_at" = ?, "updated_at" = ?
+  where ("pipeline_executions"."status" = 'pending' and "pipeline_executions"."id" IN (SELECT unhex(value) FROM json_each(?)));
+
+-- claim/selectPipelinesById
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+  from "pipeline_executions"
+  where "pipeline_executions"."id" IN (SELECT unhex(value) FROM json_each(?));
+
+-- claim/selectTerminalTasks
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at"
+  from "task_executions"
+  where ("task_executions"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?)) and "task_executions"."status" IN ('completed', 'failed', 'skipped', 'cancelled'))
+  order by "task_executions"."position" asc;
+
+-- lease/renewLeases
+update "task_executions"
+  set "lease_expires_at" = ?, "updated_at" = ?
+  where ("task_executions"."lease_owner" = ? and "task_executions"."status" = 'running' and "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?)) and lower(hex("task_executions"."id")) || ':' || "task_executions"."attempt" IN (SELECT value FROM json_each(?)))
+  returning "id";
+
+-- lease/releaseLeases
+update "task_executions"
+  set "status" = ?, "available_at" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "updated_at" = ?
+  where ("task_executions"."lease_owner" = ? and "task_executions"."status" = 'running' and "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?)) and lower(hex("task_executions"."id")) || ':' || "task_executions"."attempt" IN (SELECT value FROM json_each(?)));
+
+-- lease/countStalledTasks
+select count(*)
+  from "task_executions"
+  where ("task_executions"."status" = 'running' and "task_executions"."lease_expires_at" < ?);
+
+-- finish/finishTask
+update "task_executions"
+  set "status" = ?, "failed_attempts" = "task_executions"."failed_attempts" + ?, "available_at" = coalesce(?, "task_executions"."available_at"), "lease_owner" = ?, "lease_expires_at" = ?, "output" = ?, "error" = ?, "completed_at" = ?, "updated_at" = ?
+  where ("task_executions"."id" = ? and "task_executions"."lease_owner" = ? and "task_executions"."attempt" = ? and "task_executions"."status" = 'running')
+  returning "task_id";
+
+-- finish/releaseDependents
+update "task_executions"
+  set "status" = CASE WHEN "task_executions"."pending_deps" = 1 AND "task_executions"."status" = 'not_started' THEN 'ready' ELSE "task_executions"."status" END, "pending_deps" = "task_executions"."pending_deps" - 1, "available_at" = CASE WHEN "task_executions"."pending_deps" = 1 AND "task_executions"."status" = 'not_started' THEN ? ELSE "task_executions"."available_at" END, "updated_at" = ?
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."pending_deps" > 0 and "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
+  returning "status", "pending_deps";
+
+-- finish/countDownPipeline
+update "pipeline_executions"
+  set "remaining_tasks" = "pipeline_executions"."remaining_tasks" - 1, "failed_tasks" = "pipeline_executions"."failed_tasks" + ?, "error" = coalesce("pipeline_executions"."error", ?), "updated_at" = ?
+  where "pipeline_executions"."id" = ?
+  returning "remaining_tasks";
+
+-- finish/endPipeline
+update "pipeline_executions"
+  set "status" = CASE WHEN "pipeline_executions"."failed_tasks" > 0 THEN 'failed' ELSE 'completed' END, "completed_at" = ?, "updated_at" = ?
+  where ("pipeline_executions"."id" = ? and "pipeline_executions"."remaining_tasks" <= 0 and "pipeline_executions"."status" IN ('pending', 'running', 'paused'))
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+
+-- control/cancelPipelineRow
+update "pipeline_executions"
+  set "status" = ?, "remaining_tasks" = ?, "completed_at" = ?, "updated_at" = ?
+  where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" IN ('pending', 'running', 'paused'))
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+
+-- control/cancelTasks
+update "task_executions"
+  set "status" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "completed_at" = ?, "updated_at" = ?
+  where ("task_executions"."pipeline_execution_id" = ? and NOT "task_executions"."status" IN ('completed', 'failed', 'skipped', 'cancelled'));
+
+-- control/pausePipelineRow
+update "pipeline_executions"
+  set "status" = ?, "pause_reason" = ?, "updated_at" = ?
+  where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" IN ('pending', 'running'))
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+
+-- control/requeueRunningTasks
+update "task_executions"
+  set "status" = ?, "available_at" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "updated_at" = ?
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."status" = 'running');
+
+-- control/resumePipeline
+update "pipeline_executions"
+  set "status" = CASE WHEN "pipeline_executions"."started_at" IS NULL THEN 'pending' ELSE 'running' END, "pause_reason" = ?, "updated_at" = ?
+  where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" = 'paused')
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+
+-- retention/deleteTerminalPipelines
+delete
+  from "pipeline_executions"
+  where "pipeline_executions"."id" in (select "id"
+  from "pipeline_executions"
+  where ("pipeline_executions"."status" IN ('completed', 'failed', 'cancelled') and "pipeline_executions"."completed_at" < ? and ("pipeline_executions"."scheduled_time" IS NULL OR NOT EXISTS (SELECT 1 FROM "cron_executions" ce
+  WHERE ce.id = unhex(replace("pipeline_executions"."idempotency_key", '-', '')) AND ce.status = 'claimed')))
+  limit ?);
+
+-- pipelines/selectPipelines
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+  from "pipeline_executions"
+  where ("pipeline_executions"."workflow_name" = ? and "pipeline_executions"."status" = ?)
+  order by "pipeline_executions"."created_at" desc, "pipeline_executions".rowid DESC
+  limit ?;
