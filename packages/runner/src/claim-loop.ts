@@ -1,5 +1,6 @@
 import { BackgroundLoop, type Clock, type ExecutionStore, type Logger } from '@orreryjs/core';
 import type { ActiveTasks } from './active-tasks.js';
+import { FinishWriter } from './finish-writer.js';
 import type { WorkflowRegistry } from './registry.js';
 import { type AttemptEnvironment, startAttempt } from './task-attempt.js';
 
@@ -25,6 +26,8 @@ export interface ClaimLoopOptions {
  */
 export class ClaimLoop extends BackgroundLoop {
   readonly #options: ClaimLoopOptions;
+  /** The attempts' environment, committing their outcomes through one group-commit writer. */
+  readonly #environment: AttemptEnvironment;
   #nudgeQueued = false;
   /** The last claim filled every free slot, so more work may be waiting for the next free one. */
   #saturated = false;
@@ -32,6 +35,8 @@ export class ClaimLoop extends BackgroundLoop {
   constructor(options: ClaimLoopOptions) {
     super({ name: 'task-claim', intervalMs: options.pollIntervalMs, logger: options.logger });
     this.#options = options;
+    const writer = new FinishWriter(options.store);
+    this.#environment = { ...options.environment, finish: (request) => writer.finish(request) };
   }
 
   /**
@@ -82,6 +87,6 @@ export class ClaimLoop extends BackgroundLoop {
     });
     this.#saturated = claimed.length === free;
     // Claimed even if the loop is stopping: shutdown drains or releases them like any other running task.
-    for (const task of claimed) startAttempt(task, this.#options.environment);
+    for (const task of claimed) startAttempt(task, this.#environment);
   }
 }

@@ -3,6 +3,7 @@ import {
   type Clock,
   Context,
   type ExecutionStore,
+  type FinishTaskRequest,
   type FinishTaskResult,
   type Logger,
   type PipelineRow,
@@ -15,6 +16,7 @@ import {
 } from '@orreryjs/core';
 import type { ActiveTask, ActiveTasks } from './active-tasks.js';
 import type { RunnerEvents } from './events.js';
+import type { FinishWriter } from './finish-writer.js';
 import type { WorkflowRegistry } from './registry.js';
 import { finishedTaskRows } from './result.js';
 import { taskInput, unmetTrigger } from './task-input.js';
@@ -40,6 +42,11 @@ export interface AttemptEnvironment {
   wake(atMs?: number): void;
   /** An attempt ended, so a slot of `maxConcurrentTasks` is free again. */
   slotFreed(): void;
+  /**
+   * Commits an outcome: the claim loop passes a {@link FinishWriter}, so that outcomes ending
+   * together commit together. Without it, `store.finishTask` commits each alone.
+   */
+  finish?: (request: FinishTaskRequest) => Promise<FinishTaskResult>;
 }
 
 /** Pauses between tries of a commit the database refused; past them the lease expires and the task runs again. */
@@ -196,11 +203,11 @@ async function commit(
 
 async function finishWithRetries(
   env: AttemptEnvironment,
-  request: Parameters<ExecutionStore['finishTask']>[0],
+  request: FinishTaskRequest,
 ): Promise<FinishTaskResult | null> {
   for (let tries = 0; ; tries += 1) {
     try {
-      return await env.store.finishTask(request);
+      return await (env.finish === undefined ? env.store.finishTask(request) : env.finish(request));
     } catch (error) {
       const delayMs = COMMIT_RETRY_DELAYS_MS[tries];
       if (delayMs === undefined) {

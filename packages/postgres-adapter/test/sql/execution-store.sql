@@ -63,6 +63,56 @@ select count(*)::int
   from "tenant"."task_executions"
   where ("tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_expires_at" < $1::timestamp (3) with time zone);
 
+-- finish/finishTasks
+WITH req AS (
+  SELECT * FROM unnest($2::int[], $3::uuid[], $4::uuid[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[],
+    $10::int[], $11::timestamptz[], $12::timestamptz[], $13::boolean[], $14::text[])
+    AS r(ord, id, pipeline_id, runner_id, attempt, status, output, error, failed, available_at, completed_at, terminal, failure)
+), locked AS (
+  SELECT p.id, p.status AS locked_status FROM "tenant"."pipeline_executions" p
+  WHERE p.id IN (SELECT pipeline_id FROM req) ORDER BY p.id FOR NO KEY UPDATE
+), fenced AS (
+  UPDATE "tenant"."task_executions" t SET status = r.status, output = r.output::jsonb, error = r.error,
+    failed_attempts = t.failed_attempts + r.failed, available_at = coalesce(r.available_at, t.available_at),
+    completed_at = r.completed_at, lease_owner = NULL, lease_expires_at = NULL, updated_at = $1
+  FROM req r
+  WHERE t.id = r.id AND t.lease_owner = r.runner_id AND t.attempt = r.attempt AND t.status = 'running'
+    AND t.pipeline_execution_id = r.pipeline_id
+    AND (SELECT count(*) FROM locked) >= 0
+  RETURNING r.ord, t.pipeline_execution_id, t.task_id, r.failed, r.terminal, r.failure
+), deps AS (
+  SELECT f.pipeline_execution_id AS pipeline_id, d.task_id, count(*)::int AS n, min(f.ord) AS ord
+  FROM fenced f JOIN unnest($15::int[], $16::text[]) AS d(ord, task_id) ON d.ord = f.ord
+  WHERE f.terminal GROUP BY 1, 2
+), released AS (
+  UPDATE "tenant"."task_executions" t SET pending_deps = t.pending_deps - d.n,
+    status = CASE WHEN t.pending_deps = d.n AND t.status = 'not_started' THEN 'ready' ELSE t.status END,
+    available_at = CASE WHEN t.pending_deps = d.n AND t.status = 'not_started' THEN $1 ELSE t.available_at END,
+    updated_at = $1
+  FROM deps d WHERE t.pipeline_execution_id = d.pipeline_id AND t.task_id = d.task_id AND t.pending_deps > 0
+  RETURNING d.ord, t.status, t.pending_deps
+), counts AS (
+  SELECT f.pipeline_execution_id AS pipeline_id, count(*)::int AS n, sum(f.failed)::int AS failed,
+    (array_agg('task ' || f.task_id || ' failed: ' || f.failure ORDER BY f.ord) FILTER (WHERE f.failure IS NOT NULL))[1] AS failure,
+    max(f.ord) AS last_ord
+  FROM fenced f WHERE f.terminal GROUP BY 1
+), counted AS (
+  UPDATE "tenant"."pipeline_executions" p SET remaining_tasks = p.remaining_tasks - c.n, failed_tasks = p.failed_tasks + c.failed,
+    error = coalesce(p.error, c.failure),
+    status = CASE WHEN p.remaining_tasks <= c.n AND p.status IN ('pending', 'running', 'paused')
+      THEN (CASE WHEN p.failed_tasks + c.failed > 0 THEN 'failed' ELSE 'completed' END) ELSE p.status END,
+    completed_at = CASE WHEN p.remaining_tasks <= c.n AND p.status IN ('pending', 'running', 'paused') THEN $1 ELSE p.completed_at END,
+    updated_at = $1
+  FROM counts c JOIN locked l ON l.id = c.pipeline_id
+  WHERE p.id = c.pipeline_id
+  RETURNING c.last_ord, l.locked_status IN ('pending', 'running', 'paused') AND p.remaining_tasks <= 0 AS ended,
+    to_json(p) AS row
+)
+SELECT r.ord, f.ord IS NOT NULL AS accepted,
+  (SELECT count(*) FROM released x WHERE x.ord = r.ord AND x.status = 'ready' AND x.pending_deps = 0)::int AS readied,
+  coalesce(c.ended, false) AS ended, c.row
+FROM req r LEFT JOIN fenced f ON f.ord = r.ord LEFT JOIN counted c ON c.last_ord = r.ord ORDER BY r.ord;
+
 -- finish/finishTask
 with "locked" as (select "id", "status" as "locked_status"
   from "tenant"."pipeline_executions"
