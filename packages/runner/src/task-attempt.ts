@@ -40,8 +40,13 @@ export interface AttemptEnvironment {
   pipelineFinished(row: PipelineRow, tasks: readonly TaskRow[] | null): void;
   /** Work is claimable now (dependents were readied), or at `atMs` (a retry's backoff ends). */
   wake(atMs?: number): void;
-  /** An attempt ended, so a slot of `maxConcurrentTasks` is free again. */
-  slotFreed(): void;
+  /** An attempt ended (its outcome committed or given up), so a slot of `maxConcurrentTasks` is free again. */
+  slotFreed(entry?: ActiveTask): void;
+  /**
+   * The attempt's task code is over and only its outcome's commit is pending: the claim loop
+   * may count its slot as free already, so that claiming the next tasks overlaps that commit.
+   */
+  outcomeReady?: (entry: ActiveTask) => void;
   /**
    * Commits an outcome: the claim loop passes a {@link FinishWriter}, so that outcomes ending
    * together commit together. Without it, `store.finishTask` commits each alone.
@@ -83,7 +88,7 @@ export function startAttempt(claimed: ClaimedTask, env: AttemptEnvironment): Act
     })
     .finally(() => {
       env.active.remove(entry);
-      env.slotFreed();
+      env.slotFreed(entry);
     });
   return entry;
 }
@@ -179,6 +184,7 @@ async function commit(
 ): Promise<void> {
   const workflow = env.registry.get(ref.workflowName);
   const now = env.clock.now();
+  env.outcomeReady?.(entry);
   const result = await finishWithRetries(env, {
     runnerId: env.runnerId,
     taskExecutionId: entry.taskExecutionId,
