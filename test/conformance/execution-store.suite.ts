@@ -1,15 +1,17 @@
-import { newId } from '@orreryjs/core';
+import { type ClaimedTask, newId, type TaskOutcome } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import {
   at,
   CHAIN,
   completed,
   DIAMOND,
+  dependentsOf,
   newPipeline,
   type OpenStorage,
   SINGLE,
   uniqueName,
   useStorage,
+  type WorkflowFixture,
   workflowFixture,
 } from './fixtures.js';
 
@@ -139,6 +141,28 @@ export function describeExecutionStore(open: OpenStorage): void {
             expect(await store().listTasks(skipped.id)).toEqual([]);
           }
           expect(await store().listPipelines({ workflowName: wf.name, limit: 10, offset: 0 })).toHaveLength(3);
+        });
+
+        it('writes nothing of the batch when one of its pipelines cannot be written', async () => {
+          const wf = fixture(CHAIN);
+          const existing = await store().createPipeline(newPipeline(wf.name, CHAIN));
+          const existingTasks = await store().listTasks(existing.pipeline.id);
+          const before = newPipeline(wf.name, CHAIN, { idempotencyKey: newId() });
+          // Same id as a stored pipeline, no idempotency key: the database refuses it.
+          const clash = { ...newPipeline(wf.name, CHAIN), id: existing.pipeline.id };
+          const after = newPipeline(wf.name, CHAIN);
+          await expect(store().createPipelines([before, clash, after])).rejects.toThrow();
+          for (const request of [before, after]) {
+            expect(await store().getPipeline(request.id)).toBeNull();
+            expect(await store().listTasks(request.id)).toEqual([]);
+          }
+          expect(await store().getPipelineByIdempotencyKey(before.idempotencyKey!)).toBeNull();
+          expect(await store().listPipelines({ workflowName: wf.name, limit: 10, offset: 0 })).toEqual([
+            existing.pipeline,
+          ]);
+          expect((await store().listTasks(existing.pipeline.id)).map((t) => t.id)).toEqual(
+            existingTasks.map((t) => t.id),
+          );
         });
       });
 
@@ -504,6 +528,94 @@ export function describeExecutionStore(open: OpenStorage): void {
           expect(await store().getPipeline(pipeline.id)).toEqual(pipelineBefore);
           expect((await wf.finish(a!, completed(), at(11))).accepted).toBe(true);
           expect(await wf.finish(a!, completed(), at(12))).toEqual(refused);
+        });
+      });
+
+      describe('finishTasks', () => {
+        const request = (
+          wf: WorkflowFixture,
+          claimed: ClaimedTask,
+          outcome: TaskOutcome,
+          now: Date,
+          fence: { runnerId?: string; attempt?: number } = {},
+        ) => ({
+          runnerId: fence.runnerId ?? claimed.task.leaseOwner!,
+          taskExecutionId: claimed.task.id,
+          pipelineExecutionId: claimed.task.pipelineExecutionId,
+          attempt: fence.attempt ?? claimed.task.attempt,
+          outcome,
+          dependents: dependentsOf(wf.dag, claimed.task.taskId),
+          now,
+        });
+
+        it('commits outcomes of several pipelines together, results in input order, and refuses a stale owner inside the batch alone', async () => {
+          const wf = fixture(CHAIN);
+          const [one, two] = [await wf.create(), await wf.create()];
+          const claimed = await wf.claim('r1', at(1));
+          const [a1, a2] = [one, two].map((p) => claimed.find((c) => c.task.pipelineExecutionId === p.id)!);
+          const twoBefore = await store().listTasks(two.id);
+          const results = await store().finishTasks([
+            request(wf, a1!, completed({ n: 1 }), at(2)),
+            request(wf, a2!, completed({ stale: true }), at(2), { runnerId: 'r2' }),
+            request(wf, a2!, completed({ stale: true }), at(2), { attempt: a2!.task.attempt + 1 }),
+          ]);
+          expect(results).toEqual([
+            { accepted: true, readied: 1, finishedPipeline: null },
+            { accepted: false, readied: 0, finishedPipeline: null },
+            { accepted: false, readied: 0, finishedPipeline: null },
+          ]);
+          expect((await store().listTasks(one.id)).map((t) => [t.status, t.output])).toEqual([
+            ['completed', { set: { n: 1 }, deleted: [] }],
+            ['ready', null],
+          ]);
+          expect(await store().listTasks(two.id)).toEqual(twoBefore);
+          expect(await store().getPipeline(two.id)).toMatchObject({ status: 'running', remainingTasks: 2 });
+          expect(await store().finishTasks([])).toEqual([]);
+        });
+
+        it('readies a fan-in child exactly once when both of its parents finish in one batch', async () => {
+          const wf = fixture(DIAMOND);
+          const pipeline = await wf.create();
+          const claimed = await wf.claim('r1', at(1));
+          const [a, b] = ['a', 'b'].map((id) => claimed.find((c) => c.task.taskId === id)!);
+          const results = await store().finishTasks([
+            request(wf, a!, completed({ a: 1 }), at(2)),
+            request(wf, b!, completed({ b: 1 }), at(2)),
+          ]);
+          expect(results.map((r) => r.accepted)).toEqual([true, true]);
+          expect(results.reduce((sum, r) => sum + r.readied, 0)).toBe(1);
+          expect((await store().listTasks(pipeline.id))[2]).toMatchObject({ status: 'ready', pendingDeps: 0 });
+          expect(await store().getPipeline(pipeline.id)).toMatchObject({ status: 'running', remainingTasks: 1 });
+          const [c] = await wf.claim('r1', at(3));
+          expect(c!.task.taskId).toBe('c');
+          expect(await wf.claim('r1', at(3))).toEqual([]);
+          const [last] = await store().finishTasks([request(wf, c!, completed(), at(4))]);
+          expect(last!.finishedPipeline).toMatchObject({ id: pipeline.id, status: 'completed', remainingTasks: 0 });
+        });
+
+        it('ends a pipeline once when its last tasks finish in one batch, failed when one of them failed', async () => {
+          const wf = fixture(DIAMOND);
+          const pipeline = await wf.create();
+          const claimed = await wf.claim('r1', at(1));
+          const [a, b] = ['a', 'b'].map((id) => claimed.find((c) => c.task.taskId === id)!);
+          await store().finishTasks([request(wf, a!, completed(), at(2)), request(wf, b!, completed(), at(2))]);
+          const [c] = await wf.claim('r1', at(3));
+          const other = await wf.create();
+          const [otherA, otherB] = await wf.claim('r1', at(3));
+          const results = await store().finishTasks([
+            request(wf, c!, { status: 'failed', error: 'boom' }, at(4)),
+            request(wf, otherA!, { status: 'failed', error: 'first' }, at(4)),
+            request(wf, otherB!, { status: 'failed', error: 'second' }, at(4)),
+          ]);
+          expect(results[0]!.finishedPipeline).toMatchObject({ id: pipeline.id, status: 'failed', failedTasks: 1 });
+          expect(results[0]!.finishedPipeline!.error).toMatch(/^task c failed: boom/);
+          expect(results.slice(1).map((r) => r.finishedPipeline)).toEqual([null, null]);
+          expect(await store().getPipeline(other.id)).toMatchObject({
+            status: 'running',
+            remainingTasks: 1,
+            failedTasks: 2,
+            error: expect.stringMatching(/^task (a|b) failed: first/),
+          });
         });
       });
 

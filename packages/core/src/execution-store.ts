@@ -187,6 +187,16 @@ export interface ExecutionStore {
    * locks the pipeline row, so concurrent parents cannot strand a child.
    */
   finishTask(request: FinishTaskRequest): Promise<FinishTaskResult>;
+  /**
+   * {@link finishTask} for many attempts in one transaction (group commit), results in input
+   * order. Each outcome is fenced on its own (lease owner, attempt): a stale one is refused
+   * (`accepted: false`, nothing written for it) while the others commit. Dependents and
+   * pipelines count every accepted terminal outcome of the batch, so two parents finishing in
+   * one batch ready their child exactly once, and a pipeline ends once (its row is returned
+   * with the last of its outcomes in the batch). Pipeline rows are locked in id order, so
+   * concurrent batches cannot deadlock on them.
+   */
+  finishTasks(requests: readonly FinishTaskRequest[]): Promise<FinishTaskResult[]>;
   /** Cancels a non-terminal pipeline and its non-terminal tasks; null when unknown. */
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null>;
   /** Pauses a pending or running pipeline; running tasks go back to ready (not a failure). */

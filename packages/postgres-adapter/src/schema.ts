@@ -55,8 +55,9 @@ function defineTables(table: TableFn) {
       uniqueIndex('pipeline_executions_idempotency_key_key')
         .on(t.idempotencyKey)
         .where(sql`idempotency_key IS NOT NULL`),
+      // No index names `status`: the claim (pending → running) and the finish (→ completed) change only
+      // unindexed columns, so both are HOT updates (fillfactor 70 leaves them room; see drizzle/0003).
       index('pipeline_executions_created_at_idx').on(t.createdAt),
-      index('pipeline_executions_status_created_at_idx').on(t.status, t.createdAt),
       index('pipeline_executions_workflow_name_created_at_idx').on(t.workflowName, t.createdAt),
       index('pipeline_executions_schedule_id_created_at_idx')
         .on(t.scheduleId, t.createdAt)
@@ -90,7 +91,8 @@ function defineTables(table: TableFn) {
     },
     (t) => [
       uniqueIndex('task_executions_pipeline_task_key').on(t.pipelineExecutionId, t.taskId),
-      index('task_executions_claim_idx').on(t.availableAt).where(sql`status = 'ready'`),
+      // coalesce(): the claim's condition, estimated without statistics (see likely() in execution-store/claim.ts).
+      index('task_executions_claim_idx').on(t.availableAt).where(sql`coalesce(status = 'ready', false)`),
       index('task_executions_expired_lease_idx').on(t.leaseExpiresAt).where(sql`status = 'running'`),
     ],
   );

@@ -96,7 +96,7 @@ describe('Postgres storage format', () => {
 
   it('gives the claim and due queries their partial indexes, as generic plans', async () => {
     const claim = await genericPlan(
-      `SELECT t.id FROM task_executions t WHERE t.status = 'ready' AND t.available_at <= $1
+      `SELECT t.id FROM task_executions t WHERE coalesce(t.status = 'ready', false) AND t.available_at <= $1
        ORDER BY t.available_at LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED`,
       ['timestamptz', 'int'],
     );

@@ -1,5 +1,6 @@
 import { BackgroundLoop, type Clock, type ExecutionStore, type Logger } from '@orreryjs/core';
-import type { ActiveTasks } from './active-tasks.js';
+import type { ActiveTask, ActiveTasks } from './active-tasks.js';
+import { FinishWriter } from './finish-writer.js';
 import type { WorkflowRegistry } from './registry.js';
 import { type AttemptEnvironment, startAttempt } from './task-attempt.js';
 
@@ -25,6 +26,14 @@ export interface ClaimLoopOptions {
  */
 export class ClaimLoop extends BackgroundLoop {
   readonly #options: ClaimLoopOptions;
+  /** The attempts' environment, committing their outcomes through one group-commit writer. */
+  readonly #environment: AttemptEnvironment;
+  /**
+   * Attempts whose task code is over and whose outcome is being committed: they stay in
+   * `active` (leases renewed, shutdown waits for them) but no longer take a slot, so the next
+   * claim does not wait for the previous outcomes' commit.
+   */
+  readonly #committing = new Set<ActiveTask>();
   #nudgeQueued = false;
   /** The last claim filled every free slot, so more work may be waiting for the next free one. */
   #saturated = false;
@@ -32,6 +41,21 @@ export class ClaimLoop extends BackgroundLoop {
   constructor(options: ClaimLoopOptions) {
     super({ name: 'task-claim', intervalMs: options.pollIntervalMs, logger: options.logger });
     this.#options = options;
+    const writer = new FinishWriter(options.store);
+    const committing = this.#committing;
+    this.#environment = {
+      ...options.environment,
+      finish: (request) => writer.finish(request),
+      outcomeReady: (entry) => {
+        committing.add(entry);
+        this.slotFreed();
+      },
+      slotFreed: (entry) => {
+        // An attempt whose slot was already counted free while it committed frees nothing more.
+        if (entry !== undefined && committing.delete(entry)) return;
+        options.environment.slotFreed(entry);
+      },
+    };
   }
 
   /**
@@ -66,7 +90,7 @@ export class ClaimLoop extends BackgroundLoop {
 
   protected async tick(signal: AbortSignal): Promise<void> {
     const { active, registry, store, maxConcurrentTasks } = this.#options;
-    const free = maxConcurrentTasks - active.size;
+    const free = maxConcurrentTasks - (active.size - this.#committing.size);
     if (free <= 0 || signal.aborted) {
       this.#saturated = free <= 0;
       return;
@@ -82,6 +106,6 @@ export class ClaimLoop extends BackgroundLoop {
     });
     this.#saturated = claimed.length === free;
     // Claimed even if the loop is stopping: shutdown drains or releases them like any other running task.
-    for (const task of claimed) startAttempt(task, this.#options.environment);
+    for (const task of claimed) startAttempt(task, this.#environment);
   }
 }

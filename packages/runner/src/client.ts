@@ -4,6 +4,7 @@ import {
   type Context,
   type ExecuteOptions,
   emitSafely,
+  IdempotencyConflictError,
   type Json,
   type ListExecutionsFilter,
   type PipelineExecution,
@@ -17,6 +18,7 @@ import {
   systemClock,
   ValidationError,
   type WakeUp,
+  type Workflow,
   type WorkflowInfo,
   WorkflowNotFoundError,
 } from '@orreryjs/core';
@@ -35,7 +37,13 @@ import { WorkflowRegistry } from './registry.js';
 import { toPipelineResult, toPipelineSummary } from './result.js';
 import { assertRetryable, planRetry } from './retry-execution.js';
 import { type ListRunnersOptions, type RunnerInfo, toRunnerInfos } from './runner-info.js';
-import { checkPipelineRequest, startPipeline } from './start-pipeline.js';
+import {
+  checkPipelineRequest,
+  idempotencyConflict,
+  newPipelineRows,
+  type PipelineRequest,
+  startPipeline,
+} from './start-pipeline.js';
 import { checkExecutionId, checkListFilter, checkTimeoutMs, executionNotFound } from './validate.js';
 
 /** What a client is built from; a DefaultRunner passes its own registry and clock. @internal */
@@ -44,6 +52,20 @@ export interface ClientParts {
   storage: Storage;
   registry: WorkflowRegistry;
   clock: OffsetClock;
+}
+
+/** One pipeline to start with {@link OrreryClient.executeAsyncMany}: the arguments of executeAsync. */
+export interface ExecuteRequest {
+  workflowName: string;
+  context?: Context | Record<string, Json>;
+  options?: ExecuteOptions;
+}
+
+/** A value as named in an error message. */
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
 }
 
 /** Why a running task is aborted by a call on this process. */
@@ -151,6 +173,74 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
     const { pipeline, created } = await startPipeline({ writer: this.#writer, now: () => this.clock.now() }, request);
     if (created) this.pipelineCreated(pipeline);
     return this.#handle(pipeline, defaultTimeoutMs);
+  }
+
+  /**
+   * Starts many pipelines in one transaction, all or nothing, and returns their handles in
+   * request order without waiting. Every request is checked before anything is written, so
+   * bad input anywhere (an unknown workflow, a bad context or option, one idempotency key
+   * given for two different workflows) refuses the whole batch. Idempotency keys work as in
+   * {@link executeAsync}: a key already used, or used by an earlier request of the same
+   * batch, returns that execution and writes nothing for it.
+   * @throws ValidationError when `requests` is not an array of `{ workflowName, context?, options? }`.
+   * @throws WorkflowNotFoundError, ContextError, IdempotencyConflictError as executeAsync (nothing is written).
+   * @throws DatabaseError when the write fails (nothing is written).
+   */
+  async executeAsyncMany(requests: readonly ExecuteRequest[]): Promise<PipelineExecution[]> {
+    this.assertOpen();
+    if (!Array.isArray(requests)) {
+      throw new ValidationError(
+        `executeAsyncMany takes an array of { workflowName, context?, options? }, got ${describeValue(requests)}.`,
+      );
+    }
+    const workflows = new Map<string, Promise<Workflow>>();
+    const checked: Array<{ request: PipelineRequest; timeoutMs: number }> = [];
+    const keyOwners = new Map<string, string>();
+    for (const [index, entry] of requests.entries()) {
+      if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
+        throw new ValidationError(
+          `executeAsyncMany: request ${index} must be an object { workflowName, context?, options? }, got ${describeValue(entry)}.`,
+        );
+      }
+      const { workflowName, context, options = {} } = entry;
+      const name = String(workflowName);
+      let workflow = workflows.get(name);
+      if (workflow === undefined || typeof workflowName !== 'string') {
+        workflow = this.known.resolve(workflowName);
+        workflows.set(name, workflow);
+      }
+      const request = checkPipelineRequest(await workflow, context, options, this.config.maxContextBytes);
+      const timeoutMs = checkTimeoutMs(options.timeoutMs, this.config.pipelineTimeoutMs, 'timeoutMs');
+      if (request.idempotencyKey !== null) {
+        const owner = keyOwners.get(request.idempotencyKey);
+        if (owner !== undefined && owner !== request.workflow.name) {
+          throw new IdempotencyConflictError(
+            `executeAsyncMany: idempotency key "${request.idempotencyKey}" is given for workflow "${owner}" and, in request ${index}, for "${request.workflow.name}"; use a key unique to each request.`,
+          );
+        }
+        keyOwners.set(request.idempotencyKey, request.workflow.name);
+      }
+      checked.push({ request, timeoutMs });
+    }
+    if (checked.length === 0) return [];
+    // Keys already taken by another workflow are refused before the write, so that the batch stays all or nothing.
+    for (const [key, workflowName] of keyOwners) {
+      const holder = await this.storage.executions.getPipelineByIdempotencyKey(key);
+      if (holder !== null && holder.workflowName !== workflowName) throw idempotencyConflict(key, holder, workflowName);
+    }
+    const now = this.clock.now();
+    const results = await this.storage.executions.createPipelines(
+      checked.map(({ request }) => newPipelineRows(request, now)),
+    );
+    for (const { pipeline, created } of results) if (created) this.pipelineCreated(pipeline);
+    return results.map(({ pipeline, created }, index) => {
+      const { request, timeoutMs } = checked[index]!;
+      // Only when another workflow's execution took the key between the check above and the write.
+      if (!created && pipeline.workflowName !== request.workflow.name) {
+        throw idempotencyConflict(request.idempotencyKey, pipeline, request.workflow.name);
+      }
+      return this.#handle(pipeline, timeoutMs);
+    });
   }
 
   /**

@@ -66,7 +66,7 @@ export type {
   ListSchedulesFilter,
   RecoveryStats,
 } from '@orreryjs/cron';
-export { OrreryClient } from './client.js';
+export { type ExecuteRequest, OrreryClient } from './client.js';
 export type { OrreryClientConfig } from './client-config.js';
 export { type DefaultRunnerConfig, type RetentionConfig, RUNNER_DEFAULTS } from './config.js';
 export type {

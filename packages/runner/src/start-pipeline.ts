@@ -120,9 +120,18 @@ export async function startPipeline(
   const { workflow } = request;
   const result = await deps.writer.create(newPipelineRows(request, deps.now()));
   if (!result.created && result.pipeline.workflowName !== workflow.name) {
-    throw new IdempotencyConflictError(
-      `Idempotency key "${request.idempotencyKey}" already belongs to execution ${result.pipeline.id} of workflow "${result.pipeline.workflowName}", not "${workflow.name}"; use a key unique to this request.`,
-    );
+    throw idempotencyConflict(request.idempotencyKey, result.pipeline, workflow.name);
   }
   return result;
+}
+
+/** The error for a key that belongs to an execution of another workflow. */
+export function idempotencyConflict(
+  key: string | null,
+  holder: Pick<PipelineRow, 'id' | 'workflowName'>,
+  workflowName: string,
+): IdempotencyConflictError {
+  return new IdempotencyConflictError(
+    `Idempotency key "${key}" already belongs to execution ${holder.id} of workflow "${holder.workflowName}", not "${workflowName}"; use a key unique to this request.`,
+  );
 }

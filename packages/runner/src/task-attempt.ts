@@ -3,6 +3,7 @@ import {
   type Clock,
   Context,
   type ExecutionStore,
+  type FinishTaskRequest,
   type FinishTaskResult,
   type Logger,
   type PipelineRow,
@@ -15,6 +16,7 @@ import {
 } from '@orreryjs/core';
 import type { ActiveTask, ActiveTasks } from './active-tasks.js';
 import type { RunnerEvents } from './events.js';
+import type { FinishWriter } from './finish-writer.js';
 import type { WorkflowRegistry } from './registry.js';
 import { finishedTaskRows } from './result.js';
 import { taskInput, unmetTrigger } from './task-input.js';
@@ -38,8 +40,18 @@ export interface AttemptEnvironment {
   pipelineFinished(row: PipelineRow, tasks: readonly TaskRow[] | null): void;
   /** Work is claimable now (dependents were readied), or at `atMs` (a retry's backoff ends). */
   wake(atMs?: number): void;
-  /** An attempt ended, so a slot of `maxConcurrentTasks` is free again. */
-  slotFreed(): void;
+  /** An attempt ended (its outcome committed or given up), so a slot of `maxConcurrentTasks` is free again. */
+  slotFreed(entry?: ActiveTask): void;
+  /**
+   * The attempt's task code is over and only its outcome's commit is pending: the claim loop
+   * may count its slot as free already, so that claiming the next tasks overlaps that commit.
+   */
+  outcomeReady?: (entry: ActiveTask) => void;
+  /**
+   * Commits an outcome: the claim loop passes a {@link FinishWriter}, so that outcomes ending
+   * together commit together. Without it, `store.finishTask` commits each alone.
+   */
+  finish?: (request: FinishTaskRequest) => Promise<FinishTaskResult>;
 }
 
 /** Pauses between tries of a commit the database refused; past them the lease expires and the task runs again. */
@@ -76,7 +88,7 @@ export function startAttempt(claimed: ClaimedTask, env: AttemptEnvironment): Act
     })
     .finally(() => {
       env.active.remove(entry);
-      env.slotFreed();
+      env.slotFreed(entry);
     });
   return entry;
 }
@@ -175,6 +187,7 @@ async function commit(
 ): Promise<void> {
   const workflow = env.registry.get(ref.workflowName);
   const now = env.clock.now();
+  env.outcomeReady?.(entry);
   const result = await finishWithRetries(env, {
     runnerId: env.runnerId,
     taskExecutionId: entry.taskExecutionId,
@@ -199,11 +212,11 @@ async function commit(
 
 async function finishWithRetries(
   env: AttemptEnvironment,
-  request: Parameters<ExecutionStore['finishTask']>[0],
+  request: FinishTaskRequest,
 ): Promise<FinishTaskResult | null> {
   for (let tries = 0; ; tries += 1) {
     try {
-      return await env.store.finishTask(request);
+      return await (env.finish === undefined ? env.store.finishTask(request) : env.finish(request));
     } catch (error) {
       const delayMs = COMMIT_RETRY_DELAYS_MS[tries];
       if (delayMs === undefined) {

@@ -176,6 +176,55 @@ describe.each(ADAPTERS)('OrreryClient on $name', (adapter) => {
     expect(await c.listCronSchedules()).toEqual([]);
   });
 
+  it('starts many pipelines in request order with executeAsyncMany, keys working as in executeAsync', async () => {
+    await runner({ workflows: [reportV2, audit] });
+    const c = await client();
+    const earlier = await c.executeAsync('audit', { n: -1 }, { idempotencyKey: 'taken' });
+    const executions = await c.executeAsyncMany([
+      { workflowName: 'report', context: { n: 0 } },
+      { workflowName: 'audit', context: { n: 1 }, options: { idempotencyKey: 'taken' } },
+      { workflowName: 'report', context: { n: 2 }, options: { idempotencyKey: 'batch' } },
+      { workflowName: 'report', context: { n: 3 }, options: { idempotencyKey: 'batch' } },
+      { workflowName: 'audit' },
+    ]);
+    expect(executions.map((e) => e.workflowName)).toEqual(['report', 'audit', 'report', 'report', 'audit']);
+    expect(executions[1]!.id).toBe(earlier.id);
+    expect(executions[3]!.id).toBe(executions[2]!.id);
+    const results = await Promise.all(executions.map((e) => c.getExecutionResult(e.id)));
+    expect(results.map((r) => r.finalContext)).toEqual([{ n: 0 }, { n: -1 }, { n: 2 }, { n: 2 }, {}]);
+    expect(results[0]!.tasks.map((t) => [t.taskId, t.status])).toEqual([
+      ['extract', 'ready'],
+      ['publish', 'not_started'],
+    ]);
+    expect(await c.listExecutions()).toHaveLength(4);
+    expect(await c.executeAsyncMany([])).toEqual([]);
+  });
+
+  it('refuses a whole executeAsyncMany batch with bad input anywhere, writing nothing', async () => {
+    await runner({ workflows: [reportV1, audit] });
+    const c = await client();
+    await c.executeAsync('audit', {}, { idempotencyKey: 'audit-key' });
+    const good = { workflowName: 'report', context: { ok: true } };
+    const refusals: Array<[unknown, RegExp]> = [
+      [{ workflowName: 'reprot' }, /"reprot" .*known: audit, report/],
+      [{ workflowName: 'report', context: [1] }, /plain object/],
+      [{ workflowName: 'report', options: { idempotencyKey: '' } }, /idempotencyKey must be a non-empty string/],
+      [{ workflowName: 'report', options: { idempotencyKey: 'audit-key' } }, /already belongs to execution/],
+      [null, /request 1 must be an object/],
+    ];
+    for (const [bad, message] of refusals) {
+      await expect(c.executeAsyncMany([good, bad as never, good])).rejects.toThrow(message);
+    }
+    await expect(
+      c.executeAsyncMany([
+        { workflowName: 'report', options: { idempotencyKey: 'both' } },
+        { workflowName: 'audit', options: { idempotencyKey: 'both' } },
+      ]),
+    ).rejects.toThrow(/"both" is given for workflow "report" and, in request 1, for "audit"/);
+    await expect(c.executeAsyncMany('report' as never)).rejects.toBeInstanceOf(ValidationError);
+    expect((await c.listExecutions()).map((e) => e.workflowName)).toEqual(['audit']);
+  });
+
   it('manages, triggers and backfills schedules of any workflow in the table', async () => {
     await runner({ workflows: [reportV1] });
     const c = await client();

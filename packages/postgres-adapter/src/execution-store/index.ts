@@ -15,7 +15,7 @@ import {
 import { type PostgresHandle, statement, transaction } from '../transaction.js';
 import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
-import { finishTask, prepareFinish } from './finish.js';
+import { finishTask, finishTasks, prepareFinish } from './finish.js';
 import { prepareLease, releaseLeases, renewLeases } from './lease.js';
 import { countWork, createPipelinesIn, preparePipelines, selectPipelines } from './pipelines.js';
 import { prepareRetention } from './retention.js';
@@ -87,6 +87,11 @@ export class PostgresExecutionStore implements ExecutionStore {
   releaseLeases(runnerId: string, leases: readonly LeaseRef[], now: Date): Promise<number> {
     if (leases.length === 0) return Promise.resolve(0);
     return statement('releaseLeases', () => releaseLeases(this.#q.lease, runnerId, leases, now));
+  }
+
+  finishTasks(requests: readonly FinishTaskRequest[]): Promise<FinishTaskResult[]> {
+    if (requests.length === 0) return Promise.resolve([]);
+    return statement('finishTasks', () => finishTasks(this.#q.finish, this.#handle.tables, requests));
   }
 
   finishTask(request: FinishTaskRequest): Promise<FinishTaskResult> {

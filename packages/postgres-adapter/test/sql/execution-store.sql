@@ -18,13 +18,13 @@ select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "s
 with "ready" as (select "tenant"."task_executions"."id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "p_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
   from "tenant"."task_executions"
   inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."task_executions"."pipeline_execution_id"
-  where (("tenant"."task_executions"."status" = 'ready' and "tenant"."task_executions"."available_at" <= $1::timestamp (3) with time zone) and "tenant"."pipeline_executions"."status" IN ('pending', 'running') and "tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($2::text[]))
+  where ((coalesce("tenant"."task_executions"."status" = 'ready', false) and "tenant"."task_executions"."available_at" <= $1::timestamp (3) with time zone) and coalesce("tenant"."pipeline_executions"."status" IN ('pending', 'running'), false) and coalesce("tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($2::text[]), false))
   order by "tenant"."task_executions"."available_at" asc
   limit $3
   for no key update of "task_executions", "pipeline_executions" skip locked), "expired" as (select "tenant"."task_executions"."id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "p_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
   from "tenant"."task_executions"
   inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."task_executions"."pipeline_execution_id"
-  where (("tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_expires_at" < $4::timestamp (3) with time zone) and "tenant"."pipeline_executions"."status" IN ('pending', 'running') and "tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($5::text[]))
+  where (("tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_expires_at" < $4::timestamp (3) with time zone) and coalesce("tenant"."pipeline_executions"."status" IN ('pending', 'running'), false) and coalesce("tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($5::text[]), false))
   order by "tenant"."task_executions"."available_at" asc
   limit $6
   for no key update of "task_executions", "pipeline_executions" skip locked), "candidates" as ((select "id", "status", "available_at", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"
@@ -39,12 +39,14 @@ with "ready" as (select "tenant"."task_executions"."id", "tenant"."task_executio
   returning "tenant"."task_executions"."id", "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."workflow_name", "tenant"."task_executions"."task_id", "tenant"."task_executions"."position", "tenant"."task_executions"."status", "tenant"."task_executions"."attempt", "tenant"."task_executions"."failed_attempts", "tenant"."task_executions"."pending_deps", "tenant"."task_executions"."available_at", "tenant"."task_executions"."lease_owner", "tenant"."task_executions"."lease_expires_at", "tenant"."task_executions"."output", "tenant"."task_executions"."error", "tenant"."task_executions"."started_at", "tenant"."task_executions"."completed_at", "candidates"."status" = 'running' as "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"), "started" as (update "tenant"."pipeline_executions"
   set "status" = $13, "started_at" = $14::timestamp (3) with time zone, "updated_at" = $15::timestamp (3) with time zone
   where ("tenant"."pipeline_executions"."status" = 'pending' and "tenant"."pipeline_executions"."id" IN (SELECT "leased"."pipeline_execution_id" FROM "leased"))
-  returning "id" as "started_id")
-  select "leased"."id", "leased"."pipeline_execution_id", "leased"."workflow_name", "leased"."task_id", "leased"."position", "leased"."status", "leased"."attempt", "leased"."failed_attempts", "leased"."pending_deps", "leased"."available_at", "leased"."lease_owner", "leased"."lease_expires_at", "leased"."output", "leased"."error", "leased"."started_at", "leased"."completed_at", "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at", "started_id", (SELECT coalesce(json_agg(tt ORDER BY tt.position), '[]'::json)
-        FROM "tenant"."task_executions" tt WHERE tt.pipeline_execution_id = "leased"."pipeline_execution_id"
-        AND tt.status IN ('completed', 'failed', 'skipped', 'cancelled'))
+  returning "id" as "started_id"), "terminal" as (select "pipeline_execution_id" as "terminal_pipeline_id", json_agg(tt ORDER BY "position") as "terminal_tasks"
+  from "tenant"."task_executions" "tt"
+  where ("tt"."pipeline_execution_id" IN (SELECT "leased"."pipeline_execution_id" FROM "leased") and "tt"."status" IN ('completed', 'failed', 'skipped', 'cancelled'))
+  group by "tt"."pipeline_execution_id")
+  select "leased"."id", "leased"."pipeline_execution_id", "leased"."workflow_name", "leased"."task_id", "leased"."position", "leased"."status", "leased"."attempt", "leased"."failed_attempts", "leased"."pending_deps", "leased"."available_at", "leased"."lease_owner", "leased"."lease_expires_at", "leased"."output", "leased"."error", "leased"."started_at", "leased"."completed_at", "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at", "started_id", "terminal_tasks"
   from "leased"
   left join "started" on "started_id" = "leased"."pipeline_execution_id"
+  left join "terminal" on "terminal_pipeline_id" = "leased"."pipeline_execution_id"
   order by "leased"."available_at" asc;
 
 -- lease/renewLeases
@@ -62,6 +64,56 @@ update "tenant"."task_executions"
 select count(*)::int
   from "tenant"."task_executions"
   where ("tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_expires_at" < $1::timestamp (3) with time zone);
+
+-- finish/finishTasks
+WITH req AS (
+  SELECT * FROM unnest($2::int[], $3::uuid[], $4::uuid[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[],
+    $10::int[], $11::timestamptz[], $12::timestamptz[], $13::boolean[], $14::text[])
+    AS r(ord, id, pipeline_id, runner_id, attempt, status, output, error, failed, available_at, completed_at, terminal, failure)
+), locked AS (
+  SELECT p.id, p.status AS locked_status FROM "tenant"."pipeline_executions" p
+  WHERE p.id IN (SELECT pipeline_id FROM req) ORDER BY p.id FOR NO KEY UPDATE
+), fenced AS (
+  UPDATE "tenant"."task_executions" t SET status = r.status, output = r.output::jsonb, error = r.error,
+    failed_attempts = t.failed_attempts + r.failed, available_at = coalesce(r.available_at, t.available_at),
+    completed_at = r.completed_at, lease_owner = NULL, lease_expires_at = NULL, updated_at = $1
+  FROM req r
+  WHERE t.id = r.id AND t.lease_owner = r.runner_id AND t.attempt = r.attempt AND t.status = 'running'
+    AND t.pipeline_execution_id = r.pipeline_id
+    AND (SELECT count(*) FROM locked) >= 0
+  RETURNING r.ord, t.pipeline_execution_id, t.task_id, r.failed, r.terminal, r.failure
+), deps AS (
+  SELECT f.pipeline_execution_id AS pipeline_id, d.task_id, count(*)::int AS n, min(f.ord) AS ord
+  FROM fenced f JOIN unnest($15::int[], $16::text[]) AS d(ord, task_id) ON d.ord = f.ord
+  WHERE f.terminal GROUP BY 1, 2
+), released AS (
+  UPDATE "tenant"."task_executions" t SET pending_deps = t.pending_deps - d.n,
+    status = CASE WHEN t.pending_deps = d.n AND t.status = 'not_started' THEN 'ready' ELSE t.status END,
+    available_at = CASE WHEN t.pending_deps = d.n AND t.status = 'not_started' THEN $1 ELSE t.available_at END,
+    updated_at = $1
+  FROM deps d WHERE t.pipeline_execution_id = d.pipeline_id AND t.task_id = d.task_id AND t.pending_deps > 0
+  RETURNING d.ord, t.status, t.pending_deps
+), counts AS (
+  SELECT f.pipeline_execution_id AS pipeline_id, count(*)::int AS n, sum(f.failed)::int AS failed,
+    (array_agg('task ' || f.task_id || ' failed: ' || f.failure ORDER BY f.ord) FILTER (WHERE f.failure IS NOT NULL))[1] AS failure,
+    max(f.ord) AS last_ord
+  FROM fenced f WHERE f.terminal GROUP BY 1
+), counted AS (
+  UPDATE "tenant"."pipeline_executions" p SET remaining_tasks = p.remaining_tasks - c.n, failed_tasks = p.failed_tasks + c.failed,
+    error = coalesce(p.error, c.failure),
+    status = CASE WHEN p.remaining_tasks <= c.n AND p.status IN ('pending', 'running', 'paused')
+      THEN (CASE WHEN p.failed_tasks + c.failed > 0 THEN 'failed' ELSE 'completed' END) ELSE p.status END,
+    completed_at = CASE WHEN p.remaining_tasks <= c.n AND p.status IN ('pending', 'running', 'paused') THEN $1 ELSE p.completed_at END,
+    updated_at = $1
+  FROM counts c JOIN locked l ON l.id = c.pipeline_id
+  WHERE p.id = c.pipeline_id
+  RETURNING c.last_ord, l.locked_status IN ('pending', 'running', 'paused') AND p.remaining_tasks <= 0 AS ended,
+    to_json(p) AS row
+)
+SELECT r.ord, f.ord IS NOT NULL AS accepted,
+  (SELECT count(*) FROM released x WHERE x.ord = r.ord AND x.status = 'ready' AND x.pending_deps = 0)::int AS readied,
+  coalesce(c.ended, false) AS ended, c.row
+FROM req r LEFT JOIN fenced f ON f.ord = r.ord LEFT JOIN counted c ON c.last_ord = r.ord ORDER BY r.ord;
 
 -- finish/finishTask
 with "locked" as (select "id", "status" as "locked_status"

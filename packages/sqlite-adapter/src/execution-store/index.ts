@@ -94,6 +94,14 @@ export class SqliteExecutionStore implements ExecutionStore {
     return writeTransaction(this.#handle, 'releaseLeases', () => releaseLeases(this.#q.lease, runnerId, leases, now));
   }
 
+  finishTasks(requests: readonly FinishTaskRequest[]): Promise<FinishTaskResult[]> {
+    if (requests.length === 0) return Promise.resolve([]);
+    // One BEGIN IMMEDIATE for the batch; outcomes applied in order, so parents finishing together count down their child once each.
+    return writeTransaction(this.#handle, 'finishTasks', () =>
+      requests.map((request) => finishTask(this.#q.finish, request)),
+    );
+  }
+
   finishTask(request: FinishTaskRequest): Promise<FinishTaskResult> {
     return writeTransaction(this.#handle, 'finishTask', () => finishTask(this.#q.finish, request));
   }
