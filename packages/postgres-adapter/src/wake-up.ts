@@ -92,7 +92,10 @@ export class PostgresWakeUps implements WakeUps {
     this.#listeners.clear();
     const client = this.#client;
     this.#client = undefined;
-    await client?.end().catch(() => undefined);
+    if (client === undefined) return;
+    // Held again while it closes: an unref'd socket would let the process exit with the close pending.
+    socketOf(client)?.ref?.();
+    await client.end().catch(() => undefined);
   }
 
   /** A connected client that LISTENs on the channel; its failures after this are reported to #lost. */
@@ -185,7 +188,11 @@ export class PostgresWakeUps implements WakeUps {
 }
 
 /** pg keeps the client's socket as `connection.stream`, untyped in @types/pg. */
+function socketOf(client: pg.Client): { ref?: () => void; unref?: () => void } | undefined {
+  return (client as unknown as { connection?: { stream?: { ref?: () => void; unref?: () => void } } }).connection
+    ?.stream;
+}
+
 function unrefSocket(client: pg.Client): void {
-  const { connection } = client as unknown as { connection?: { stream?: { unref?: () => void } } };
-  connection?.stream?.unref?.();
+  socketOf(client)?.unref?.();
 }
