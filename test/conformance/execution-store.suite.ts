@@ -1,4 +1,4 @@
-import { type ClaimedTask, newId, type TaskOutcome } from '@orreryjs/core';
+import { type ClaimedTask, IdempotencyConflictError, newId, type TaskOutcome } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import {
   at,
@@ -163,6 +163,38 @@ export function describeExecutionStore(open: OpenStorage): void {
           expect((await store().listTasks(existing.pipeline.id)).map((t) => t.id)).toEqual(
             existingTasks.map((t) => t.id),
           );
+        });
+      });
+
+      describe('createPipelines with allOrNothing', () => {
+        it('refuses the whole batch, writing nothing, when a key belongs to another workflow', async () => {
+          const wf = fixture(CHAIN);
+          const other = fixture(CHAIN);
+          const key = uniqueName('key');
+          const holder = await store().createPipeline(newPipeline(other.name, CHAIN, { idempotencyKey: key }));
+          const before = newPipeline(wf.name, CHAIN);
+          const clash = newPipeline(wf.name, CHAIN, { idempotencyKey: key });
+          const failure = await store()
+            .createPipelines([before, clash], { allOrNothing: true })
+            .catch((error: unknown) => error);
+          expect(failure).toBeInstanceOf(IdempotencyConflictError);
+          expect((failure as Error).message).toContain(holder.pipeline.id);
+          expect(await store().getPipeline(before.id)).toBeNull();
+          expect(await store().listTasks(before.id)).toEqual([]);
+        });
+
+        it('returns the holder of a key the same workflow already used, as without the option', async () => {
+          const wf = fixture(CHAIN);
+          const key = uniqueName('key');
+          const holder = await store().createPipeline(newPipeline(wf.name, CHAIN, { idempotencyKey: key }));
+          const fresh = newPipeline(wf.name, CHAIN);
+          const results = await store().createPipelines([fresh, newPipeline(wf.name, CHAIN, { idempotencyKey: key })], {
+            allOrNothing: true,
+          });
+          expect(results.map((r) => [r.pipeline.id, r.created])).toEqual([
+            [fresh.id, true],
+            [holder.pipeline.id, false],
+          ]);
         });
       });
 

@@ -74,6 +74,12 @@ export interface NewPipeline {
   tasks: ReadonlyArray<{ id: string; taskId: string; position: number; pendingDeps: number }>;
 }
 
+/** Options of {@link ExecutionStore.createPipelines}. */
+export interface CreatePipelinesOptions {
+  /** Refuse the whole batch when a key belongs to an execution of another workflow (`executeAsyncMany`). */
+  allOrNothing?: boolean;
+}
+
 /** The (workflow, task ids) pairs a runner can execute: it claims nothing else. */
 export interface RegisteredTasks {
   workflowName: string;
@@ -161,9 +167,14 @@ export interface ExecutionStore {
   /**
    * {@link createPipeline} for many pipelines in one transaction, results in input order: a
    * pipeline whose idempotency key is taken (by an earlier execution, or by an earlier
-   * pipeline of the same batch) is not created and the key's holder is returned.
+   * pipeline of the same batch) is not created and the key's holder is returned. With
+   * `allOrNothing`, a key held by an execution of another workflow rolls the whole call back.
+   * @throws IdempotencyConflictError (with `allOrNothing`) naming the key and its holder; nothing is written.
    */
-  createPipelines(pipelines: readonly NewPipeline[]): Promise<Array<{ pipeline: PipelineRow; created: boolean }>>;
+  createPipelines(
+    pipelines: readonly NewPipeline[],
+    options?: CreatePipelinesOptions,
+  ): Promise<Array<{ pipeline: PipelineRow; created: boolean }>>;
   getPipeline(id: string): Promise<PipelineRow | null>;
   getPipelineByIdempotencyKey(key: string): Promise<PipelineRow | null>;
   listPipelines(filter: PipelineFilter): Promise<PipelineRow[]>;

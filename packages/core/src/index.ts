@@ -60,6 +60,7 @@ export {
 export type {
   ClaimedTask,
   ClaimTasksRequest,
+  CreatePipelinesOptions,
   ExecutionStore,
   FinishTaskRequest,
   FinishTaskResult,
@@ -101,6 +102,8 @@ export {
 } from './storage.js';
 export {
   ACTIVE_PIPELINE_STATUSES,
+  assertKeysHeldBySameWorkflow,
+  idempotencyConflictError,
   newCronExecutionRow,
   newTaskStatus,
   registeredTaskKeys,

@@ -1,6 +1,7 @@
 import type { ContextDelta } from './context.js';
 import type { CronExecutionRow, NewCronExecution } from './cron-store.js';
-import type { RegisteredTasks, TaskOutcome } from './execution-store.js';
+import { IdempotencyConflictError } from './errors.js';
+import type { NewPipeline, PipelineRow, RegisteredTasks, TaskOutcome } from './execution-store.js';
 import type { PipelineStatus, TaskStatus } from './executor.js';
 
 /*
@@ -95,4 +96,32 @@ export const TASK_KEY_SEPARATOR = '\u001f';
 /** `workflow<US>task` keys of every registered (workflow, task) pair: what a claim matches tasks against. */
 export function registeredTaskKeys(registered: readonly RegisteredTasks[]): string[] {
   return registered.flatMap((r) => r.taskIds.map((id) => `${r.workflowName}${TASK_KEY_SEPARATOR}${id}`));
+}
+
+/** The error for an idempotency key that belongs to an execution of another workflow. */
+export function idempotencyConflictError(
+  key: string | null,
+  holder: Pick<PipelineRow, 'id' | 'workflowName'>,
+  workflowName: string,
+): IdempotencyConflictError {
+  return new IdempotencyConflictError(
+    `Idempotency key "${key}" already belongs to execution ${holder.id} of workflow "${holder.workflowName}", not "${workflowName}"; use a key unique to this request.`,
+  );
+}
+
+/**
+ * Throws when a pipeline of the batch was not created because its key belongs to an execution
+ * of another workflow: called inside the write's transaction, so the batch rolls back whole.
+ * @throws IdempotencyConflictError naming the first such key.
+ */
+export function assertKeysHeldBySameWorkflow(
+  pipelines: readonly NewPipeline[],
+  results: ReadonlyArray<{ pipeline: PipelineRow; created: boolean }>,
+): void {
+  for (const [index, { pipeline, created }] of results.entries()) {
+    const asked = pipelines[index]!;
+    if (!created && pipeline.workflowName !== asked.workflowName) {
+      throw idempotencyConflictError(asked.idempotencyKey, pipeline, asked.workflowName);
+    }
+  }
 }

@@ -37,13 +37,7 @@ import { WorkflowRegistry } from './registry.js';
 import { toPipelineResult, toPipelineSummary } from './result.js';
 import { assertRetryable, planRetry } from './retry-execution.js';
 import { type ListRunnersOptions, type RunnerInfo, toRunnerInfos } from './runner-info.js';
-import {
-  checkPipelineRequest,
-  idempotencyConflict,
-  newPipelineRows,
-  type PipelineRequest,
-  startPipeline,
-} from './start-pipeline.js';
+import { checkPipelineRequest, newPipelineRows, type PipelineRequest, startPipeline } from './start-pipeline.js';
 import { checkExecutionId, checkListFilter, checkTimeoutMs, executionNotFound } from './validate.js';
 
 /** What a client is built from; a DefaultRunner passes its own registry and clock. @internal */
@@ -223,22 +217,15 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
       checked.push({ request, timeoutMs });
     }
     if (checked.length === 0) return [];
-    // Keys already taken by another workflow are refused before the write, so that the batch stays all or nothing.
-    for (const [key, workflowName] of keyOwners) {
-      const holder = await this.storage.executions.getPipelineByIdempotencyKey(key);
-      if (holder !== null && holder.workflowName !== workflowName) throw idempotencyConflict(key, holder, workflowName);
-    }
     const now = this.clock.now();
+    // All or nothing: a key another workflow's execution holds rolls the whole batch back.
     const results = await this.storage.executions.createPipelines(
       checked.map(({ request }) => newPipelineRows(request, now)),
+      { allOrNothing: true },
     );
     for (const { pipeline, created } of results) if (created) this.pipelineCreated(pipeline);
-    return results.map(({ pipeline, created }, index) => {
-      const { request, timeoutMs } = checked[index]!;
-      // Only when another workflow's execution took the key between the check above and the write.
-      if (!created && pipeline.workflowName !== request.workflow.name) {
-        throw idempotencyConflict(request.idempotencyKey, pipeline, request.workflow.name);
-      }
+    return results.map(({ pipeline }, index) => {
+      const { timeoutMs } = checked[index]!;
       return this.#handle(pipeline, timeoutMs);
     });
   }

@@ -5,7 +5,7 @@ import {
   ContextError,
   checkIdempotencyKey,
   type ExecuteOptions,
-  IdempotencyConflictError,
+  idempotencyConflictError,
   type JsonObject,
   type NewPipeline,
   newId,
@@ -120,18 +120,7 @@ export async function startPipeline(
   const { workflow } = request;
   const result = await deps.writer.create(newPipelineRows(request, deps.now()));
   if (!result.created && result.pipeline.workflowName !== workflow.name) {
-    throw idempotencyConflict(request.idempotencyKey, result.pipeline, workflow.name);
+    throw idempotencyConflictError(request.idempotencyKey, result.pipeline, workflow.name);
   }
   return result;
-}
-
-/** The error for a key that belongs to an execution of another workflow. */
-export function idempotencyConflict(
-  key: string | null,
-  holder: Pick<PipelineRow, 'id' | 'workflowName'>,
-  workflowName: string,
-): IdempotencyConflictError {
-  return new IdempotencyConflictError(
-    `Idempotency key "${key}" already belongs to execution ${holder.id} of workflow "${holder.workflowName}", not "${workflowName}"; use a key unique to this request.`,
-  );
 }

@@ -1,6 +1,8 @@
 import {
+  assertKeysHeldBySameWorkflow,
   type ClaimedTask,
   type ClaimTasksRequest,
+  type CreatePipelinesOptions,
   type ExecutionStore,
   type FinishTaskRequest,
   type FinishTaskResult,
@@ -50,9 +52,21 @@ export class PostgresExecutionStore implements ExecutionStore {
     return result!;
   }
 
-  createPipelines(pipelines: readonly NewPipeline[]): Promise<Array<{ pipeline: PipelineRow; created: boolean }>> {
-    // One statement, so no BEGIN/COMMIT: Postgres runs it as its own transaction.
-    return statement('createPipelines', () => createPipelinesIn(this.#handle.db, this.#handle.tables, pipelines));
+  createPipelines(
+    pipelines: readonly NewPipeline[],
+    options: CreatePipelinesOptions = {},
+  ): Promise<Array<{ pipeline: PipelineRow; created: boolean }>> {
+    if (pipelines.length === 0) return Promise.resolve([]);
+    const { tables } = this.#handle;
+    if (!options.allOrNothing) {
+      return statement('createPipelines', () => createPipelinesIn(this.#handle.db, tables, pipelines));
+    }
+    // The insert and the read of the keys' holders in one transaction, so that a conflict rolls it back.
+    return transaction(this.#handle, 'createPipelines', async (tx) => {
+      const results = await createPipelinesIn(tx, tables, pipelines);
+      assertKeysHeldBySameWorkflow(pipelines, results);
+      return results;
+    });
   }
 
   getPipeline(id: string): Promise<PipelineRow | null> {

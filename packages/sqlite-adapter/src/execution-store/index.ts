@@ -1,6 +1,8 @@
 import {
+  assertKeysHeldBySameWorkflow,
   type ClaimedTask,
   type ClaimTasksRequest,
+  type CreatePipelinesOptions,
   type ExecutionStore,
   type FinishTaskRequest,
   type FinishTaskResult,
@@ -47,10 +49,16 @@ export class SqliteExecutionStore implements ExecutionStore {
     return writeTransaction(this.#handle, 'createPipeline', () => createPipelineIn(this.#q.pipelines, pipeline));
   }
 
-  createPipelines(pipelines: readonly NewPipeline[]): Promise<Array<{ pipeline: PipelineRow; created: boolean }>> {
-    return writeTransaction(this.#handle, 'createPipelines', () =>
-      pipelines.map((pipeline) => createPipelineIn(this.#q.pipelines, pipeline)),
-    );
+  createPipelines(
+    pipelines: readonly NewPipeline[],
+    options: CreatePipelinesOptions = {},
+  ): Promise<Array<{ pipeline: PipelineRow; created: boolean }>> {
+    return writeTransaction(this.#handle, 'createPipelines', () => {
+      const results = pipelines.map((pipeline) => createPipelineIn(this.#q.pipelines, pipeline));
+      // Thrown inside the transaction, so that a conflict rolls the whole batch back.
+      if (options.allOrNothing) assertKeysHeldBySameWorkflow(pipelines, results);
+      return results;
+    });
   }
 
   getPipeline(id: string): Promise<PipelineRow | null> {
