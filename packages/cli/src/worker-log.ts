@@ -84,8 +84,10 @@ export function logRunnerEvents(runner: DefaultRunner, logger: WorkerLogger, qui
 
 /** A task failure as pino serialises errors: type, message and stack. */
 function taskError(fields: Record<string, unknown>): { type: string; message: string; stack: string } {
-  const message = String(fields.error ?? '');
-  const stack = typeof fields.stack === 'string' ? fields.stack : message;
+  // A task's stored error is its message, then its stack frames: the message is the first line.
+  const text = String(fields.error ?? '');
+  const message = text.split('\n', 1)[0] ?? '';
+  const stack = typeof fields.stack === 'string' ? fields.stack : text;
   return { type: 'Error', message, stack };
 }
 

@@ -57,7 +57,8 @@ function report(
     writeJson(io, result);
     return;
   }
-  const error = result.error === undefined ? '' : `: ${result.error}`;
+  // The first line: the message. The stack follows in `orrery executions show`.
+  const error = result.error === undefined ? '' : `: ${result.error.split('\n', 1)[0]}`;
   writeLine(
     io,
     `Execution ${executionId} of workflow "${workflowName}" ${result.status} in ${formatDuration(result.durationMs)}${error}. Details: orrery executions show ${executionId}`,
