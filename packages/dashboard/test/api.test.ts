@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { DefaultRunner } from '@orreryjs/runner';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboard, type Dashboard } from '../src/index.js';
-import { asClient, BACKENDS, createRunner, HOSTILE_NAME } from './support.js';
+import { BACKENDS, createRunner, HOSTILE_NAME } from './support.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the API's JSON bodies, read field by field
 type Loose = any;
@@ -56,7 +56,7 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     });
     await runner.addCronSchedule({ name: HOSTILE_NAME, workflowName: 'etl', cronExpression: '0 9 * * MON-FRI' });
     await runner.addCronSchedule({ name: 'doomed', workflowName: 'etl', cronExpression: '@hourly' });
-    dashboard = createDashboard({ client: asClient(runner) });
+    dashboard = createDashboard({ client: runner });
     csrf = await csrfOf(dashboard);
   });
 
@@ -157,7 +157,7 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
   });
 
   it('refuses every action with 403 in read-only mode and hides the buttons', async () => {
-    const readOnly = createDashboard({ client: asClient(runner), readOnly: true });
+    const readOnly = createDashboard({ client: runner, readOnly: true });
     const token = await csrfOf(readOnly);
     const response = await post(readOnly, '/api/schedules/nightly/pause', {}, { 'X-Orrery-Csrf': token });
     expect(response.status).toBe(403);
@@ -171,7 +171,7 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
   it('answers 401 when authorize returns false, for pages and actions alike', async () => {
     const seen: string[] = [];
     const locked = createDashboard({
-      client: asClient(runner),
+      client: runner,
       authorize: (request) => {
         seen.push(new URL(request.url).pathname);
         return request.headers.get('authorization') === 'Bearer ops';
@@ -225,7 +225,7 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
   });
 
   it('serves node:http under a base path through handle', async () => {
-    const mounted = createDashboard({ client: asClient(runner), basePath: '/ops' });
+    const mounted = createDashboard({ client: runner, basePath: '/ops' });
     const server: Server = createServer((req, res) => mounted.handle(req, res));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {

@@ -9,7 +9,7 @@ import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';
 import { createDashboard } from '../src/index.js';
-import { asClient, createRunner, HOSTILE_NAME, waitFor } from './support.js';
+import { createRunner, HOSTILE_NAME, waitFor } from './support.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = resolve(import.meta.dirname, '../../../test-output/screenshots');
@@ -71,7 +71,7 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     failedId = (await runner.execute('etl', { fail: true })).executionId;
     await runner.execute('etl', { region: 'eu' });
 
-    const dashboard = createDashboard({ client: asClient(runner), basePath: '/ops' });
+    const dashboard = createDashboard({ client: runner, basePath: '/ops' });
     server = createServer((req, res) => dashboard.handle(req, res));
     await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
     origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -186,7 +186,7 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
   });
 
   it('shows the workflows and runners pages when the client can list them', async () => {
-    const client = asClient(runner);
+    const client = runner;
     for (const [section, present] of [
       ['workflows', client.listWorkflows !== undefined],
       ['runners', client.listRunners !== undefined],
