@@ -25,7 +25,7 @@ export async function renderExecutions(
         ? ''
         : html`<a href="${link(ctx, `schedules/${encodeURIComponent(e.scheduleId)}`)}" title="The schedule's slot">${formatInstant(e.scheduledTime)} UTC</a>`
     }</div></td>
-<td data-label="Error"><div class="small">${e.error ?? ''}</div></td></tr>`,
+<td data-label="Error"><div class="small">${e.error?.split('\n')[0] ?? ''}</div></td></tr>`,
   );
   const body = html`<h1>Executions</h1>
 <form class="filters" method="get" action="${link(ctx, 'executions')}">
@@ -141,7 +141,7 @@ export async function renderExecutionDetail(ctx: PageContext, id: string): Promi
 <dt>Created</dt><dd class="mono">${formatInstant(result.createdAt)} UTC</dd>
 <dt>Duration</dt><dd>${formatDuration(result.durationMs)}</dd>
 ${scheduleRow(ctx, result)}
-${result.error ? html`<dt>Error</dt><dd>${result.error}</dd>` : ''}
+${result.error ? html`<dt>Error</dt><dd class="error-msg">${result.error.split('\n')[0]}</dd>` : ''}
 ${failed.length > 0 ? html`<dt>Failed tasks</dt><dd>${failed.map((t, i) => html`${i > 0 ? ', ' : ''}<a href="#task-${t}" class="mono">${t}</a>`)}</dd>` : ''}
 </dl>${executionActions(ctx, result)}</div>
 <h2>Tasks</h2>

@@ -18,12 +18,15 @@ export async function renderOverview(ctx: PageContext): Promise<SafeHtml> {
 <div class="grid">
 ${stat(badge(o.health.status), 'health')}
 ${stat(alive, 'runners alive', link(ctx, 'runners'))}
-${stat(formatDuration(o.cron.meanDelayMs), 'mean fire lag (24 h)')}
-${stat(formatDuration(o.cron.p99DelayMs), 'p99 fire lag (24 h)')}
-${stat(o.cron.lostExecutions, 'lost (24 h)')}
-${stat(o.cron.abandonedExecutions, 'abandoned (24 h)')}
-${stat(o.cron.missedExecutions, 'missed (24 h)')}
-${stat(`${o.cron.successRate.toFixed(1)} %`, 'hand-off success (24 h)')}
+</div>
+<h2>Cron, last 24 hours</h2>
+<div class="grid">
+${stat(formatDuration(o.cron.meanDelayMs), 'mean fire lag')}
+${stat(formatDuration(o.cron.p99DelayMs), 'p99 fire lag')}
+${stat(o.cron.lostExecutions, 'lost')}
+${stat(o.cron.abandonedExecutions, 'abandoned')}
+${stat(o.cron.missedExecutions, 'missed')}
+${stat(`${o.cron.successRate.toFixed(1)} %`, 'hand-off success')}
 </div>
 <h2>Executions by status</h2>
 <div class="grid">${Object.entries(o.executionsByStatus).map(([status, c]) =>

@@ -50,11 +50,11 @@ function stateCell(view: ScheduleView): SafeHtml {
   }`;
 }
 
-/** `12 runs`, or `12 of 100 runs` with a maxRuns limit (scheduler hand-offs only). */
+/** `12 scheduled runs`, or `12 of 100 scheduled runs` with maxRuns (triggers and backfills do not count). */
 function runsText(schedule: ScheduleView['schedule']): string {
   return schedule.maxRuns === null
-    ? `${schedule.runCount} run${schedule.runCount === 1 ? '' : 's'}`
-    : `${schedule.runCount} of ${schedule.maxRuns} runs`;
+    ? `${schedule.runCount} scheduled run${schedule.runCount === 1 ? '' : 's'}`
+    : `${schedule.runCount} of ${schedule.maxRuns} scheduled runs`;
 }
 
 /** What the schedule does with missed and overlapping runs and after a failure. */

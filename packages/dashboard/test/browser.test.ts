@@ -162,7 +162,9 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await failedNode.waitFor();
     await expect(failedNode.getAttribute('data-task')).resolves.toBe('load');
     await expect(page.locator('svg.dag g.node[data-status="completed"]').count()).resolves.toBe(3);
-    await expect(page.locator('#task-load pre.error').textContent()).resolves.toContain('warehouse refused the batch');
+    await expect(page.locator('#task-load .error-msg').textContent()).resolves.toContain('warehouse refused the batch');
+    await expect(page.locator('#task-load details.stack[open] pre').isVisible()).resolves.toBe(true);
+    await expect(page.getByRole('button', { name: 'Retry' }).isVisible()).resolves.toBe(true);
     await screenshots('execution-detail');
   });
 
@@ -185,23 +187,17 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await runner.setCronScheduleEnabled('ticker', false);
   });
 
-  it('shows the workflows and runners pages when the client can list them', async () => {
-    const client = runner;
-    for (const [section, present] of [
-      ['workflows', client.listWorkflows !== undefined],
-      ['runners', client.listRunners !== undefined],
-    ] as const) {
+  it('shows the workflows and runners pages', async () => {
+    for (const section of ['workflows', 'runners'] as const) {
       await page.goto(`${origin}/ops/`);
       const navLink = page
         .getByRole('navigation', { name: 'Sections' })
         .getByRole('link', { name: section, exact: false });
-      await expect(navLink.count()).resolves.toBe(present ? 1 : 0);
-      if (present) {
-        await navLink.click();
-        await page.getByRole('heading', { level: 1 }).waitFor();
-        await screenshots(section);
-      }
+      await navLink.click();
+      await page.getByRole('heading', { level: 1 }).waitFor();
+      await screenshots(section);
     }
+    await expect(page.locator('tbody tr').first().textContent()).resolves.toContain('etl');
   });
 
   it('made no request outside the dashboard origin', () => {
