@@ -1,7 +1,6 @@
-import { ValidationError } from '@orreryjs/runner';
+import { type OrreryClient, ValidationError } from '@orreryjs/runner';
 import type { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
-import type { DashboardClient } from './client.js';
 import { loadExecutions, loadLedger, loadOverview, loadScheduleDetail, loadSchedules } from './data.js';
 import type { ChangeWatcher } from './events.js';
 import { parseInstant, parseStatus, parseText, parseWindow } from './input.js';
@@ -14,7 +13,7 @@ function query(url: string): URLSearchParams {
 }
 
 /** The read side of the JSON API under `{basePath}/api/`, and the event stream. */
-export function mountReadApi(app: Hono, client: DashboardClient, watcher: ChangeWatcher, now: () => Date): void {
+export function mountReadApi(app: Hono, client: OrreryClient, watcher: ChangeWatcher, now: () => Date): void {
   app.get('/api/overview', async (c) => c.json(await loadOverview(client)));
   app.get('/api/schedules', async (c) => c.json(await loadSchedules(client, parseWindow(query(c.req.url), 50), now())));
   app.get('/api/schedules/:idOrName', async (c) => {
@@ -34,12 +33,8 @@ export function mountReadApi(app: Hono, client: DashboardClient, watcher: Change
     return c.json(await loadExecutions(client, filter, parseWindow(q, 50)));
   });
   app.get('/api/executions/:id', async (c) => c.json(await client.getExecutionResult(c.req.param('id'))));
-  app.get('/api/workflows', async (c) =>
-    client.listWorkflows === undefined ? c.notFound() : c.json(await client.listWorkflows()),
-  );
-  app.get('/api/runners', async (c) =>
-    client.listRunners === undefined ? c.notFound() : c.json(await client.listRunners({ includeStopped: true })),
-  );
+  app.get('/api/workflows', async (c) => c.json(await client.listWorkflows()));
+  app.get('/api/runners', async (c) => c.json(await client.listRunners({ includeStopped: true })));
   app.get('/api/events', (c) =>
     streamSSE(c, async (stream) => {
       let wake: () => void = () => {};
@@ -90,7 +85,7 @@ async function body(request: Request): Promise<Record<string, unknown>> {
 }
 
 /** The actions: POST …/pause|resume|trigger|backfill|cancel|retry and DELETE of a schedule. */
-export function mountActions(app: Hono, client: DashboardClient, base: string): void {
+export function mountActions(app: Hono, client: OrreryClient, base: string): void {
   app.post('/api/schedules/:idOrName/pause', async (c) => {
     const note = parseText('note', (await body(c.req.raw)).note);
     const schedule = await client.setCronScheduleEnabled(
@@ -131,8 +126,6 @@ export function mountActions(app: Hono, client: DashboardClient, base: string): 
     return c.json({ message: 'Resumed.' });
   });
   app.post('/api/executions/:id/retry', async (c) => {
-    if (client.retryExecution === undefined)
-      return c.json({ error: { code: 'NOT_SUPPORTED', message: 'This client cannot retry executions.' } }, 404);
     const execution = await client.retryExecution(c.req.param('id'));
     return c.json({ message: `Retrying execution ${execution.id}.`, executionId: execution.id });
   });

@@ -52,7 +52,7 @@ pre{background:#f3f5f8;border:1px solid var(--line);border-radius:8px;padding:10
 .timeline li.t-handed_off::before{background:var(--ok)}.timeline li.t-abandoned::before{background:var(--bad)}
 .timeline li.t-missed::before,.timeline li.t-skipped::before,.timeline li.t-buffered::before{background:var(--warn)}.timeline li.t-claimed::before{background:var(--run)}
 .timeline .when{font-weight:600}.timeline .meta{color:var(--muted);font-size:.88em;display:flex;gap:12px;flex-wrap:wrap}
-.dag-scroll{overflow:auto;background:var(--panel);border:1px solid var(--line);border-radius:10px;padding:8px}
+.dag-scroll{overflow:auto;margin-bottom:16px;background:var(--panel);border:1px solid var(--line);border-radius:10px;padding:8px}
 svg.dag .edge{fill:none;stroke:#8b96a8;stroke-width:1.5}svg.dag .arrowhead{fill:#8b96a8}
 svg.dag .node rect{fill:#fff;stroke:#8b96a8;stroke-width:1.5}svg.dag text{text-anchor:middle;font-size:12.5px;fill:var(--ink)}svg.dag text.sub{font-size:11px;fill:var(--muted)}
 svg.dag .st-completed rect{fill:var(--okbg);stroke:var(--ok)}svg.dag .st-failed rect{fill:var(--badbg);stroke:var(--bad);stroke-width:2.5}
@@ -61,6 +61,8 @@ svg.dag .st-not_started rect{fill:#fff;stroke-dasharray:4 3}
 .task{border-left:4px solid var(--line)}.task.st-failed{border-left-color:var(--bad)}.task.st-completed{border-left-color:var(--ok)}
 .task h3{margin:0 0 6px;font-size:1em;display:flex;gap:8px;align-items:center;flex-wrap:wrap}
 .task.st-failed,.task.st-completed,.task.st-skipped,.task.st-running{background:var(--panel);color:var(--ink)}
+.error-msg{margin:0 0 6px;color:var(--bad);font-weight:600;overflow-wrap:anywhere}details.stack summary{cursor:pointer;color:var(--muted);margin-bottom:4px}
+.note-panel{background:var(--warnbg);border-color:#f0d9a8;color:var(--ink)}.note{overflow-wrap:anywhere}
 .sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 @media (max-width:760px){
 main{padding:12px 12px 32px}header.top{padding:8px 12px;gap:8px}header.top nav a{padding:4px 7px}
@@ -70,7 +72,7 @@ table.cards tr{background:var(--panel);border:1px solid var(--line);border-radiu
 table.cards td{border:0;padding:4px 10px;display:grid;grid-template-columns:7.5em 1fr;gap:8px}
 table.cards td::before{content:attr(data-label);color:var(--muted);font-size:.82em;text-transform:uppercase;letter-spacing:.03em;padding-top:2px}
 table.cards td:has(> div:empty){display:none}table.cards td.wide{display:block}table.cards td.wide::before{display:block}
-dl.kv{grid-template-columns:1fr}.grid{grid-template-columns:repeat(2,1fr);gap:8px}.stat .v{font-size:1.3em}dl.kv dt{margin-top:6px}
+dl.kv{grid-template-columns:1fr}.task dl.kv{grid-template-columns:max-content 1fr}.task dl.kv dt{margin-top:0}svg.dag{max-width:100%;height:auto}.grid{grid-template-columns:repeat(2,1fr);gap:8px}.stat .v{font-size:1.3em}dl.kv dt{margin-top:6px}
 }
 `;
 

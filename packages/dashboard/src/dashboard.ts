@@ -1,11 +1,10 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
-import { ConfigurationError } from '@orreryjs/runner';
+import { ConfigurationError, type OrreryClient } from '@orreryjs/runner';
 import { Hono } from 'hono';
 import { mountActions, mountReadApi } from './api.js';
 import { APP_CSS, APP_JS } from './assets.js';
-import type { DashboardClient } from './client.js';
 import { ChangeWatcher } from './events.js';
 import { html } from './html.js';
 import { toHttpError } from './http-errors.js';
@@ -18,8 +17,11 @@ import { renderScheduleDetail, renderSchedules } from './page-schedules.js';
 
 /** Options of {@link createDashboard}. */
 export interface DashboardOptions {
-  /** What the dashboard reads and acts through: an `OrreryClient` or a `DefaultRunner`. */
-  client: DashboardClient;
+  /**
+   * What the dashboard reads and acts through: an `OrreryClient`, or a `DefaultRunner` (which
+   * is one, and whose own `health()` the overview then shows).
+   */
+  client: OrreryClient;
   /**
    * Where the dashboard is mounted; links and the API live under it.
    * @default '/'
@@ -145,10 +147,8 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   routes.get('/executions/:id', async (c) =>
     c.html((await renderExecutionDetail(context(c.req.url), c.req.param('id'))).value),
   );
-  if (client.listWorkflows !== undefined)
-    routes.get('/workflows', async (c) => c.html((await renderWorkflows(context(c.req.url))).value));
-  if (client.listRunners !== undefined)
-    routes.get('/runners', async (c) => c.html((await renderRunners(context(c.req.url))).value));
+  routes.get('/workflows', async (c) => c.html((await renderWorkflows(context(c.req.url))).value));
+  routes.get('/runners', async (c) => c.html((await renderRunners(context(c.req.url))).value));
 
   routes.onError((err, c) => {
     const e = toHttpError(err);

@@ -1,5 +1,14 @@
-import type { CronExecution, PipelineResult, PipelineStatus } from '@orreryjs/runner';
-import type { DashboardClient, DashboardExecution, DashboardRunner, DashboardSchedule } from './client.js';
+import type {
+  CronExecution,
+  CronExecutionStats,
+  CronSchedule,
+  OrreryClient,
+  PipelineStatus,
+  PipelineSummary,
+  RunnerHealth,
+  RunnerInfo,
+} from '@orreryjs/runner';
+import { runnerHealth } from './client.js';
 import { describeCron, nextRuns } from './format.js';
 import { type PageWindow, PIPELINE_STATUSES } from './input.js';
 
@@ -13,7 +22,7 @@ export interface Page<T> {
 
 /** A schedule with what the Schedules page shows beside it. */
 export interface ScheduleView {
-  schedule: DashboardSchedule;
+  schedule: CronSchedule;
   /** The expression in words, or null when it cannot be described. */
   description: string | null;
   /** The next 5 runs (UTC instants; pages show them in the schedule's zone and in UTC). */
@@ -44,7 +53,7 @@ async function page<T>(
   };
 }
 
-async function lastOccurrence(client: DashboardClient, scheduleId: string): Promise<ScheduleView['lastOccurrence']> {
+async function lastOccurrence(client: OrreryClient, scheduleId: string): Promise<ScheduleView['lastOccurrence']> {
   const [row] = await client.getCronExecutionHistory(scheduleId, { limit: 1 });
   if (row === undefined) return null;
   const pipelineStatus =
@@ -55,11 +64,7 @@ async function lastOccurrence(client: DashboardClient, scheduleId: string): Prom
 }
 
 /** Describes one schedule: words, next runs and its latest occurrence. */
-export async function viewSchedule(
-  client: DashboardClient,
-  schedule: DashboardSchedule,
-  now: Date,
-): Promise<ScheduleView> {
+export async function viewSchedule(client: OrreryClient, schedule: CronSchedule, now: Date): Promise<ScheduleView> {
   return {
     schedule,
     description: describeCron(schedule.cronExpression),
@@ -69,11 +74,7 @@ export async function viewSchedule(
 }
 
 /** One page of schedules, each described. */
-export async function loadSchedules(
-  client: DashboardClient,
-  window: PageWindow,
-  now: Date,
-): Promise<Page<ScheduleView>> {
+export async function loadSchedules(client: OrreryClient, window: PageWindow, now: Date): Promise<Page<ScheduleView>> {
   const schedules = await page(window, (limit, offset) => client.listCronSchedules({ limit, offset }));
   return { ...schedules, items: await Promise.all(schedules.items.map((s) => viewSchedule(client, s, now))) };
 }
@@ -101,7 +102,7 @@ export const STATS_WINDOW = 1000;
 
 /** A schedule, its stats over its latest {@link STATS_WINDOW} slots, and one page of its ledger. */
 export async function loadScheduleDetail(
-  client: DashboardClient,
+  client: OrreryClient,
   idOrName: string,
   window: PageWindow,
   now: Date,
@@ -116,11 +117,7 @@ export async function loadScheduleDetail(
 }
 
 /** A page of a schedule's ledger alone. */
-export function loadLedger(
-  client: DashboardClient,
-  idOrName: string,
-  window: PageWindow,
-): Promise<Page<CronExecution>> {
+export function loadLedger(client: OrreryClient, idOrName: string, window: PageWindow): Promise<Page<CronExecution>> {
   return page(window, (limit, offset) => client.getCronExecutionHistory(idOrName, { limit, offset }));
 }
 
@@ -132,92 +129,54 @@ export interface ExecutionFilter {
   schedule?: string;
 }
 
-function summarize(result: PipelineResult, row: CronExecution): DashboardExecution {
-  const { finalContext: _context, tasks: _tasks, ...summary } = result;
-  return { ...summary, scheduleId: row.scheduleId, scheduledTime: row.scheduledTime };
-}
-
-/**
- * One page of executions, newest first. With a schedule, the rows come from its ledger when
- * the client's summaries do not carry `scheduleId` (older runners), so the filter always holds.
- */
+/** One page of executions, newest first; a schedule filter takes a schedule id or name. */
 export async function loadExecutions(
-  client: DashboardClient,
+  client: OrreryClient,
   filter: ExecutionFilter,
   window: PageWindow,
-): Promise<Page<DashboardExecution>> {
-  const base = { status: filter.status, workflowName: filter.workflowName };
-  if (filter.schedule === undefined)
-    return page(window, (limit, offset) => client.listExecutions({ ...base, limit, offset }));
-  const schedule = await client.getCronSchedule(filter.schedule);
-  const probe = await client.listExecutions({
-    ...base,
-    scheduleId: schedule.id,
-    limit: window.limit + 1,
-    offset: window.offset,
-  });
-  if (probe.every((e) => 'scheduleId' in e)) {
-    const items = probe.filter((e) => e.scheduleId === schedule.id);
-    return {
-      items: items.slice(0, window.limit),
-      limit: window.limit,
-      offset: window.offset,
-      hasMore: items.length > window.limit,
-    };
-  }
-  return page(window, async (limit, offset) => {
-    const rows = await client.getCronExecutionHistory(schedule.id, { limit, offset });
-    const linked = rows.filter((r) => r.pipelineExecutionId !== null);
-    const results = await Promise.all(linked.map((r) => client.getExecutionResult(r.pipelineExecutionId as string)));
-    return results
-      .map((result, i) => summarize(result, linked[i] as CronExecution))
-      .filter(
-        (e) =>
-          (base.status === undefined || e.status === base.status) &&
-          (base.workflowName === undefined || e.workflowName === base.workflowName),
-      );
-  });
+): Promise<Page<PipelineSummary>> {
+  const scheduleId = filter.schedule === undefined ? undefined : (await client.getCronSchedule(filter.schedule)).id;
+  return page(window, (limit, offset) =>
+    client.listExecutions({ status: filter.status, workflowName: filter.workflowName, scheduleId, limit, offset }),
+  );
 }
 
 /** What the Overview page shows. */
 export interface Overview {
-  health: Awaited<ReturnType<NonNullable<DashboardClient['health']>>>;
+  /** The runner's own health when the client is a runner; else the fleet's: ok while some runner is alive. */
+  health: Pick<RunnerHealth, 'status'> & Partial<RunnerHealth>;
   /** Executions per status among the latest {@link COUNT_CAP}; `capped` when there may be more. */
   executionsByStatus: Record<string, { count: number; capped: boolean }>;
-  cron: Awaited<ReturnType<DashboardClient['getCronExecutionStats']>>;
-  /** Null when the client cannot list runners. */
-  runners: DashboardRunner[] | null;
-  /** Enabled schedules whose workflow no live runner has registered (null without runners). */
-  orphanSchedules: DashboardSchedule[] | null;
+  /** Ledger counts and fire lag (mean and p99) over the last 24 hours. */
+  cron: CronExecutionStats;
+  runners: RunnerInfo[];
+  /** Enabled schedules whose workflow no live runner has registered. */
+  orphanSchedules: CronSchedule[];
 }
 
 /** Executions counted per status on the overview before it says "500+". */
 export const COUNT_CAP = 500;
 
 /** Health, execution counts, cron lag and lost work, live runners and orphaned schedules. */
-export async function loadOverview(client: DashboardClient): Promise<Overview> {
+export async function loadOverview(client: OrreryClient): Promise<Overview> {
   const [ownHealth, counts, cron, runners] = await Promise.all([
-    client.health === undefined ? Promise.resolve(null) : client.health(),
+    runnerHealth(client),
     Promise.all(PIPELINE_STATUSES.map((status) => client.listExecutions({ status, limit: COUNT_CAP + 1 }))),
     client.getCronExecutionStats(),
-    client.listRunners === undefined ? Promise.resolve(null) : client.listRunners(),
+    client.listRunners(),
   ]);
   const executionsByStatus: Overview['executionsByStatus'] = {};
   PIPELINE_STATUSES.forEach((status, i) => {
     const n = counts[i]?.length ?? 0;
     executionsByStatus[status] = { count: Math.min(n, COUNT_CAP), capped: n > COUNT_CAP };
   });
-  let orphanSchedules: DashboardSchedule[] | null = null;
-  if (runners !== null) {
-    const served = new Set(runners.filter((r) => r.alive).flatMap((r) => r.workflows));
-    orphanSchedules = [];
-    for (let offset = 0; offset < 20_000; offset += 500) {
-      const batch = await client.listCronSchedules({ enabledOnly: true, limit: 500, offset });
-      orphanSchedules.push(...batch.filter((s) => !served.has(s.workflowName)));
-      if (batch.length < 500) break;
-    }
+  const served = new Set(runners.filter((r) => r.alive).flatMap((r) => r.workflows));
+  const orphanSchedules: CronSchedule[] = [];
+  for (let offset = 0; offset < 20_000; offset += 500) {
+    const batch = await client.listCronSchedules({ enabledOnly: true, limit: 500, offset });
+    orphanSchedules.push(...batch.filter((s) => !served.has(s.workflowName)));
+    if (batch.length < 500) break;
   }
-  // Without a runner's own health (an OrreryClient), the fleet is ok while some runner is alive.
-  const health = ownHealth ?? { status: runners?.some((r) => r.alive) ? ('ok' as const) : ('degraded' as const) };
+  const health = ownHealth ?? { status: runners.some((r) => r.alive) ? ('ok' as const) : ('degraded' as const) };
   return { health, executionsByStatus, cron, runners, orphanSchedules };
 }

@@ -2,12 +2,4 @@
  * @orreryjs/dashboard — the operator dashboard: schedules, the cron ledger and DAG runs in a
  * browser, with a JSON API and live updates, mountable in any Node server.
  */
-export type {
-  DashboardClient,
-  DashboardExecution,
-  DashboardRunner,
-  DashboardSchedule,
-  DashboardWorkflow,
-  DashboardWorkflowTask,
-} from './client.js';
 export { CSRF_HEADER, createDashboard, type Dashboard, type DashboardOptions } from './dashboard.js';

@@ -1,10 +1,10 @@
-import type { DashboardClient } from './client.js';
+import type { OrreryClient } from '@orreryjs/runner';
 import type { Page } from './data.js';
 import { html, type SafeHtml } from './html.js';
 
 /** What every page renderer needs. */
 export interface PageContext {
-  client: DashboardClient;
+  client: OrreryClient;
   /** The mount path, always ending with `/`. */
   base: string;
   csrfToken: string;
@@ -59,17 +59,17 @@ ${pageNo > 1 ? html`<a href="${to(pageNo - 1)}" rel="prev">← Previous</a>` : '
 ${list.hasMore ? html`<a href="${to(pageNo + 1)}" rel="next">Next →</a>` : ''}</nav>`;
 }
 
-const NAV: { path: string; label: string; needs?: keyof DashboardClient }[] = [
+const NAV: { path: string; label: string }[] = [
   { path: '', label: 'Overview' },
   { path: 'schedules', label: 'Schedules' },
   { path: 'executions', label: 'Executions' },
-  { path: 'workflows', label: 'Workflows', needs: 'listWorkflows' },
-  { path: 'runners', label: 'Runners', needs: 'listRunners' },
+  { path: 'workflows', label: 'Workflows' },
+  { path: 'runners', label: 'Runners' },
 ];
 
 /** The page shell: head (own CSS and JS only), navigation, flash area and the page body in `<main>`. */
 export function layout(ctx: PageContext, section: string, title: string, body: SafeHtml): SafeHtml {
-  const nav = NAV.filter((n) => n.needs === undefined || typeof ctx.client[n.needs] === 'function').map(
+  const nav = NAV.map(
     (n) => html`<a href="${link(ctx, n.path)}"${n.path === section ? html` aria-current="page"` : ''}>${n.label}</a>`,
   );
   return html`<!doctype html>

@@ -3,9 +3,9 @@ import { formatInstant } from './format.js';
 import { html, type SafeHtml } from './html.js';
 import { badge, layout, link, type PageContext } from './layout.js';
 
-/** The Workflows page: every stored definition drawn as a graph. Only when the client has `listWorkflows`. */
+/** The Workflows page: every stored definition drawn as a graph. */
 export async function renderWorkflows(ctx: PageContext): Promise<SafeHtml> {
-  const workflows = (await ctx.client.listWorkflows?.()) ?? [];
+  const workflows = await ctx.client.listWorkflows();
   const body = html`<h1>Workflows</h1>
 ${workflows.length === 0 ? html`<p class="panel muted">No workflows registered yet.</p>` : ''}
 ${workflows.map(
@@ -15,16 +15,16 @@ ${workflows.map(
 ${w.description ? html`<p>${w.description}</p>` : ''}
 <p class="small muted">Last seen ${formatInstant(w.lastSeenAt)} UTC · <a href="${link(ctx, `executions?workflow=${encodeURIComponent(w.name)}`)}">executions →</a></p>
 ${renderDag(
-  w.tasks.map((t) => ({ id: t.id, dependsOn: t.dependsOn, detail: t.trigger ?? '' })),
+  w.tasks.map((t) => ({ id: t.id, dependsOn: t.dependsOn, detail: t.trigger })),
   `Task graph of ${w.name}`,
 )}</section>`,
 )}`;
   return layout(ctx, 'workflows', 'Workflows', body);
 }
 
-/** The Runners page: heartbeats and registered workflows. Only when the client has `listRunners`. */
+/** The Runners page: heartbeats and registered workflows. */
 export async function renderRunners(ctx: PageContext): Promise<SafeHtml> {
-  const runners = (await ctx.client.listRunners?.({ includeStopped: true })) ?? [];
+  const runners = await ctx.client.listRunners({ includeStopped: true });
   const rows = runners.map(
     (
       r,

@@ -1,5 +1,4 @@
-import type { PipelineResult, TaskResult } from '@orreryjs/runner';
-import type { DashboardWorkflowTask } from './client.js';
+import type { PipelineResult, TaskResult, WorkflowTaskInfo } from '@orreryjs/runner';
 import { type DagNode, renderDag } from './dag.js';
 import { type ExecutionFilter, loadExecutions } from './data.js';
 import { formatDuration, formatInstant } from './format.js';
@@ -21,8 +20,12 @@ export async function renderExecutions(
 <td data-label="Status"><div>${badge(e.status)}</div></td>
 <td data-label="Created"><div class="mono small">${formatInstant(e.createdAt)} UTC</div></td>
 <td data-label="Duration"><div>${formatDuration(e.durationMs)}</div></td>
-<td data-label="Scheduled for"><div class="mono small">${e.scheduledTime ? `${formatInstant(e.scheduledTime)} UTC` : ''}</div></td>
-<td data-label="Error"><div class="small">${e.error ?? ''}</div></td></tr>`,
+<td data-label="Schedule"><div class="mono small">${
+      e.scheduleId === null || e.scheduledTime === null
+        ? ''
+        : html`<a href="${link(ctx, `schedules/${encodeURIComponent(e.scheduleId)}`)}" title="The schedule's slot">${formatInstant(e.scheduledTime)} UTC</a>`
+    }</div></td>
+<td data-label="Error"><div class="small">${e.error?.split('\n')[0] ?? ''}</div></td></tr>`,
   );
   const body = html`<h1>Executions</h1>
 <form class="filters" method="get" action="${link(ctx, 'executions')}">
@@ -35,15 +38,14 @@ export async function renderExecutions(
 ${
   list.items.length === 0
     ? html`<p class="panel muted">No executions match.</p>`
-    : html`<table class="cards"><thead><tr><th>Execution</th><th>Workflow</th><th>Status</th><th>Created</th><th>Duration</th><th>Scheduled for</th><th>Error</th></tr></thead><tbody>${rows}</tbody></table>`
+    : html`<table class="cards"><thead><tr><th>Execution</th><th>Workflow</th><th>Status</th><th>Created</th><th>Duration</th><th>Schedule slot</th><th>Error</th></tr></thead><tbody>${rows}</tbody></table>`
 }
 ${pager(ctx, list)}`;
   return layout(ctx, 'executions', 'Executions', body);
 }
 
-/** The definition of the execution's workflow when the client can list workflows (for the DAG's edges). */
-async function definitionOf(ctx: PageContext, result: PipelineResult): Promise<DashboardWorkflowTask[] | null> {
-  if (ctx.client.listWorkflows === undefined) return null;
+/** The stored definition of the execution's workflow (for the DAG's edges); null when it is gone. */
+async function definitionOf(ctx: PageContext, result: PipelineResult): Promise<WorkflowTaskInfo[] | null> {
   const workflows = await ctx.client.listWorkflows();
   const match =
     workflows.find((w) => w.name === result.workflowName && w.version === result.workflowVersion) ??
@@ -56,14 +58,49 @@ function taskDetail(task: TaskResult): string {
   return task.durationMs === undefined ? attempts : `${attempts} · ${formatDuration(task.durationMs)}`;
 }
 
-function taskSection(task: TaskResult & { output?: unknown }): SafeHtml {
+/** A task's error: the message, then its stack frames (DESIGN.md: one per line after the message). */
+function taskError(error: string, open: boolean): SafeHtml {
+  const [message = '', ...frames] = error.split('\n');
+  return html`<h4 class="small">Error</h4><p class="error-msg">${message}</p>${
+    frames.length === 0
+      ? ''
+      : html`<details class="stack"${open ? html` open` : ''}><summary class="small">Stack trace (${frames.length} line${frames.length === 1 ? '' : 's'})</summary><pre class="error">${frames.join('\n')}</pre></details>`
+  }`;
+}
+
+/** A completed task's own context delta: the keys it set, and those it deleted. */
+function taskOutput(output: NonNullable<TaskResult['output']>): SafeHtml {
+  const set = Object.keys(output.set).length === 0 ? '' : html`<pre>${JSON.stringify(output.set, null, 2)}</pre>`;
+  const deleted =
+    output.deleted.length === 0
+      ? ''
+      : html`<p class="small muted">Deleted: ${output.deleted.map((k, i) => html`${i > 0 ? ', ' : ''}<code>${k}</code>`)}</p>`;
+  return html`<h4 class="small">Output</h4>${set === '' && deleted === '' ? html`<p class="small muted">No context changes.</p>` : html`${set}${deleted}`}`;
+}
+
+function taskSection(task: TaskResult): SafeHtml {
   return html`<section class="panel task st-${task.status}" id="task-${task.taskId}" data-task="${task.taskId}">
 <h3><span class="mono">${task.taskId}</span> ${badge(task.status)}</h3>
 <dl class="kv small"><dt>Attempts</dt><dd>${task.attempts}</dd><dt>Started</dt><dd class="mono">${formatInstant(task.startedAt)}</dd>
 <dt>Finished</dt><dd class="mono">${formatInstant(task.completedAt)}</dd><dt>Duration</dt><dd>${formatDuration(task.durationMs)}</dd></dl>
-${task.error ? html`<h4 class="small">Error</h4><pre class="error">${task.error}</pre>` : ''}
-${task.output === undefined ? '' : html`<h4 class="small">Output</h4><pre>${JSON.stringify(task.output, null, 2)}</pre>`}
+${task.error ? taskError(task.error, task.status === 'failed') : ''}
+${task.output === undefined ? '' : taskOutput(task.output)}
 </section>`;
+}
+
+/**
+ * The schedule that started the execution, from the context keys every scheduled pipeline
+ * gets (`schedule_id`, `schedule_name`, `scheduled_time`; DESIGN.md "Cron").
+ */
+function scheduleRow(ctx: PageContext, result: PipelineResult): SafeHtml {
+  const { schedule_id: id, schedule_name: name, scheduled_time: slot } = result.finalContext;
+  if (typeof id !== 'string') return html``;
+  const label = typeof name === 'string' ? name : id;
+  return html`<dt>Schedule</dt><dd><a href="${link(ctx, `schedules/${encodeURIComponent(id)}`)}" data-schedule-link>${label}</a>${
+    typeof slot === 'string'
+      ? html` <span class="muted small">slot <span class="mono">${formatInstant(new Date(slot))} UTC</span></span>`
+      : ''
+  }</dd>`;
 }
 
 function executionActions(ctx: PageContext, result: PipelineResult): SafeHtml {
@@ -79,9 +116,7 @@ function executionActions(ctx: PageContext, result: PipelineResult): SafeHtml {
         })
       : ''
   }${s === 'paused' ? actionForm(ctx, { action: `${path}/resume`, label: 'Resume' }) : ''}${
-    (s === 'failed' || s === 'cancelled') && ctx.client.retryExecution !== undefined
-      ? actionForm(ctx, { action: `${path}/retry`, label: 'Retry' })
-      : ''
+    s === 'failed' || s === 'cancelled' ? actionForm(ctx, { action: `${path}/retry`, label: 'Retry' }) : ''
   }</div>`;
 }
 
@@ -105,12 +140,13 @@ export async function renderExecutionDetail(ctx: PageContext, id: string): Promi
 <dt>Version</dt><dd class="mono small">${result.workflowVersion}</dd>
 <dt>Created</dt><dd class="mono">${formatInstant(result.createdAt)} UTC</dd>
 <dt>Duration</dt><dd>${formatDuration(result.durationMs)}</dd>
-${result.error ? html`<dt>Error</dt><dd>${result.error}</dd>` : ''}
+${scheduleRow(ctx, result)}
+${result.error ? html`<dt>Error</dt><dd class="error-msg">${result.error.split('\n')[0]}</dd>` : ''}
 ${failed.length > 0 ? html`<dt>Failed tasks</dt><dd>${failed.map((t, i) => html`${i > 0 ? ', ' : ''}<a href="#task-${t}" class="mono">${t}</a>`)}</dd>` : ''}
 </dl>${executionActions(ctx, result)}</div>
 <h2>Tasks</h2>
 ${renderDag(nodes, `Task graph of ${result.workflowName}`)}
-${definition === null ? html`<p class="small muted">Dependencies are drawn when the client can list workflow definitions.</p>` : ''}
+${definition === null ? html`<p class="small muted">The workflow's definition is not stored: dependencies are not drawn.</p>` : ''}
 ${result.tasks.map(taskSection)}
 <h2>Final context</h2><pre>${JSON.stringify(result.finalContext, null, 2)}</pre>`;
   return layout(ctx, 'executions', `${result.workflowName} ${result.executionId.slice(0, 8)}`, body);

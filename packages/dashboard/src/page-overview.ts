@@ -13,33 +13,32 @@ function stat(value: SafeHtml | string | number, label: string, href?: string): 
 /** The Overview page: health, runners, executions by status, cron lag, lost and abandoned work, orphaned schedules. */
 export async function renderOverview(ctx: PageContext): Promise<SafeHtml> {
   const o = await loadOverview(ctx.client);
-  const alive = o.runners?.filter((r) => r.alive).length;
+  const alive = o.runners.filter((r) => r.alive).length;
   const body = html`<h1>Overview</h1>
 <div class="grid">
 ${stat(badge(o.health.status), 'health')}
-${alive === undefined ? '' : stat(alive, 'runners alive', link(ctx, 'runners'))}
-${stat(formatDuration(o.cron.meanDelayMs), 'mean fire lag (24 h)')}
-${stat(formatDuration(o.cron.p99DelayMs), 'p99 fire lag (24 h)')}
-${stat(o.cron.lostExecutions, 'lost (24 h)')}
-${stat(o.cron.abandonedExecutions, 'abandoned (24 h)')}
-${stat(o.cron.missedExecutions, 'missed (24 h)')}
-${stat(`${o.cron.successRate.toFixed(1)} %`, 'hand-off success (24 h)')}
+${stat(alive, 'runners alive', link(ctx, 'runners'))}
+</div>
+<h2>Cron, last 24 hours</h2>
+<div class="grid">
+${stat(formatDuration(o.cron.meanDelayMs), 'mean fire lag')}
+${stat(formatDuration(o.cron.p99DelayMs), 'p99 fire lag')}
+${stat(o.cron.lostExecutions, 'lost')}
+${stat(o.cron.abandonedExecutions, 'abandoned')}
+${stat(o.cron.missedExecutions, 'missed')}
+${stat(`${o.cron.successRate.toFixed(1)} %`, 'hand-off success')}
 </div>
 <h2>Executions by status</h2>
 <div class="grid">${Object.entries(o.executionsByStatus).map(([status, c]) =>
     stat(`${c.count}${c.capped ? '+' : ''}`, status, link(ctx, `executions?status=${status}`)),
   )}</div>
-${
-  o.orphanSchedules === null
-    ? ''
-    : html`<h2>Schedules no live runner can run</h2>${
-        o.orphanSchedules.length === 0
-          ? html`<p class="panel muted">Every enabled schedule has a live runner with its workflow.</p>`
-          : html`<div class="panel"><ul>${o.orphanSchedules.map(
-              (s) =>
-                html`<li><a href="${link(ctx, `schedules/${s.id}`)}">${s.name ?? s.id}</a> <span class="muted">needs ${s.workflowName}</span></li>`,
-            )}</ul></div>`
-      }`
-}`;
+<h2>Schedules no live runner can run</h2>${
+    o.orphanSchedules.length === 0
+      ? html`<p class="panel muted">Every enabled schedule has a live runner with its workflow.</p>`
+      : html`<div class="panel"><ul>${o.orphanSchedules.map(
+          (s) =>
+            html`<li><a href="${link(ctx, `schedules/${s.id}`)}">${s.name ?? s.id}</a> <span class="muted">needs ${s.workflowName}</span></li>`,
+        )}</ul></div>`
+  }`;
   return layout(ctx, '', 'Overview', body);
 }

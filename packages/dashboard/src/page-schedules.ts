@@ -46,8 +46,27 @@ function moreActions(ctx: PageContext, view: ScheduleView): SafeHtml {
 function stateCell(view: ScheduleView): SafeHtml {
   const { schedule } = view;
   return html`${schedule.enabled ? badge('enabled') : badge('paused')}${
-    schedule.note ? html`<div class="small muted">${schedule.note}</div>` : ''
+    schedule.note ? html`<div class="small muted note">${schedule.note}</div>` : ''
   }`;
+}
+
+/** `12 scheduled runs`, or `12 of 100 scheduled runs` with maxRuns (triggers and backfills do not count). */
+function runsText(schedule: ScheduleView['schedule']): string {
+  return schedule.maxRuns === null
+    ? `${schedule.runCount} scheduled run${schedule.runCount === 1 ? '' : 's'}`
+    : `${schedule.runCount} of ${schedule.maxRuns} scheduled runs`;
+}
+
+/** What the schedule does with missed and overlapping runs and after a failure. */
+function policiesText(schedule: ScheduleView['schedule']): string {
+  const parts = [
+    `catch-up ${schedule.catchupPolicy.replace('_', ' ')}`,
+    `overlap ${schedule.overlapPolicy.replace('_', ' ')}`,
+  ];
+  if (schedule.pauseOnFailure) parts.push('pauses on failure');
+  if (schedule.jitterMs > 0) parts.push(`jitter ${formatDuration(schedule.jitterMs)}`);
+  if (schedule.dst !== null) parts.push(`DST: repeated ${schedule.dst.repeated}, gap ${schedule.dst.gap}`);
+  return parts.join(' · ');
 }
 
 function nextRunsList(view: ScheduleView): SafeHtml {
@@ -82,7 +101,7 @@ export async function renderSchedules(ctx: PageContext, window: PageWindow): Pro
 <td data-label="Schedule"><div>${expressionCell(view)}<div class="small muted">${view.schedule.timezone}</div></div></td>
 <td data-label="Next runs"><div>${nextRunsList(view)}</div></td>
 <td data-label="Last run"><div>${lastRunCell(ctx, view)}</div></td>
-<td data-label="State"><div>${stateCell(view)}</div></td>
+<td data-label="State"><div>${stateCell(view)}<div class="small muted">${runsText(view.schedule)}${view.schedule.pauseOnFailure ? ' · pauses on failure' : ''}</div></div></td>
 <td data-label="Actions" class="${ctx.readOnly ? '' : 'wide'}"><div><div class="actions">${primaryActions(ctx, view)}</div>${
       ctx.readOnly
         ? ''
@@ -109,7 +128,7 @@ function ledgerEntry(ctx: PageContext, row: CronExecution, timezone: string): Sa
       : html` <span class="muted mono small">${formatRun(row.scheduledTime, timezone).local} ${timezone}</span>`;
   return html`<li class="t-${row.status}" data-status="${row.status}"><span class="when mono">${formatInstant(row.scheduledTime)} UTC</span>${local}
 ${badge(row.status, label)}${row.recovered ? html` ${badge('recovered')}` : ''}${row.source === 'schedule' ? '' : html` <span class="badge">${row.source}</span>`}
-<div class="meta">${lag === null ? (row.handedOffAt === null ? '' : html`<span>ran ${formatInstant(row.handedOffAt)} UTC</span>`) : html`<span>lag ${formatDuration(lag)}</span>`}${row.recoveryAttempts > 0 ? html`<span>recovery attempts ${row.recoveryAttempts}</span>` : ''}${
+<div class="meta">${row.status === 'buffered' ? html`<span>waits for the active run to end</span>` : ''}${row.abandonReason ? html`<span>${row.abandonReason}</span>` : ''}${lag === null ? (row.handedOffAt === null ? '' : html`<span>ran ${formatInstant(row.handedOffAt)} UTC</span>`) : html`<span>lag ${formatDuration(lag)}</span>`}${row.recoveryAttempts > 0 ? html`<span>recovery attempts ${row.recoveryAttempts}</span>` : ''}${
     row.pipelineExecutionId === null
       ? ''
       : html`<a href="${link(ctx, `executions/${row.pipelineExecutionId}`)}">pipeline ${row.pipelineExecutionId.slice(0, 8)}</a>`
@@ -131,12 +150,15 @@ export async function renderScheduleDetail(ctx: PageContext, idOrName: string, w
   const { view, stats, ledger } = await loadScheduleDetail(ctx.client, idOrName, window, ctx.now);
   const s = view.schedule;
   const body = html`<p class="small"><a href="${link(ctx, 'schedules')}">← Schedules</a></p>
-<h1>${scheduleName(view)} ${stateCell(view)}</h1>
+<h1>${scheduleName(view)} ${s.enabled ? badge('enabled') : badge('paused')}</h1>
+${s.note ? html`<p class="panel note-panel"><strong>Note:</strong> ${s.note}</p>` : ''}
 <div class="panel"><dl class="kv">
 <dt>Workflow</dt><dd>${s.workflowName}</dd>
 <dt>Schedule</dt><dd>${expressionCell(view)}</dd>
 <dt>Zone</dt><dd>${s.timezone}</dd>
-<dt>Policies</dt><dd>catch-up ${s.catchupPolicy}, overlap ${s.overlapPolicy}${s.jitterMs > 0 ? `, jitter ${formatDuration(s.jitterMs)}` : ''}</dd>
+<dt>Policies</dt><dd>${policiesText(s)}</dd>
+<dt>Runs</dt><dd>${runsText(s)}${s.maxRuns === null ? '' : html` <span class="muted small">(disables itself at the limit)</span>`}</dd>
+${s.startAt !== null || s.endAt !== null ? html`<dt>Active</dt><dd class="mono small">${formatInstant(s.startAt)} → ${formatInstant(s.endAt)} UTC</dd>` : ''}
 <dt>Next runs</dt><dd>${nextRunsList(view)}</dd>
 <dt>Id</dt><dd class="mono small">${s.id}</dd>
 </dl>

@@ -1,9 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { DefaultRunner } from '@orreryjs/runner';
+import { type DefaultRunner, defineWorkflow, ManualClock } from '@orreryjs/runner';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboard, type Dashboard } from '../src/index.js';
-import { asClient, BACKENDS, createRunner, HOSTILE_NAME } from './support.js';
+import { BACKENDS, createRunner, etl, HOSTILE_NAME, waitFor } from './support.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the API's JSON bodies, read field by field
 type Loose = any;
@@ -56,7 +56,7 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     });
     await runner.addCronSchedule({ name: HOSTILE_NAME, workflowName: 'etl', cronExpression: '0 9 * * MON-FRI' });
     await runner.addCronSchedule({ name: 'doomed', workflowName: 'etl', cronExpression: '@hourly' });
-    dashboard = createDashboard({ client: asClient(runner) });
+    dashboard = createDashboard({ client: runner });
     csrf = await csrfOf(dashboard);
   });
 
@@ -157,7 +157,7 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
   });
 
   it('refuses every action with 403 in read-only mode and hides the buttons', async () => {
-    const readOnly = createDashboard({ client: asClient(runner), readOnly: true });
+    const readOnly = createDashboard({ client: runner, readOnly: true });
     const token = await csrfOf(readOnly);
     const response = await post(readOnly, '/api/schedules/nightly/pause', {}, { 'X-Orrery-Csrf': token });
     expect(response.status).toBe(403);
@@ -171,7 +171,7 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
   it('answers 401 when authorize returns false, for pages and actions alike', async () => {
     const seen: string[] = [];
     const locked = createDashboard({
-      client: asClient(runner),
+      client: runner,
       authorize: (request) => {
         seen.push(new URL(request.url).pathname);
         return request.headers.get('authorization') === 'Bearer ops';
@@ -209,6 +209,44 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     expect(page).toContain('warehouse refused the batch');
   });
 
+  it('retries a failed execution through the API, which runs its failed task again', async () => {
+    const result = await runner.execute('etl', { fail: true });
+    expect(result.tasks.find((t) => t.taskId === 'load')?.attempts).toBe(1);
+    const page = await (await dashboard.fetch(new Request(`${ORIGIN}/executions/${result.executionId}`))).text();
+    expect(page).toContain('>Retry</button>');
+    const response = await post(
+      dashboard,
+      `/api/executions/${result.executionId}/retry`,
+      {},
+      { 'X-Orrery-Csrf': csrf },
+    );
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ executionId: result.executionId });
+    await waitFor(async () => {
+      const again = await runner.getExecutionResult(result.executionId);
+      return again.status === 'failed' && again.tasks.find((t) => t.taskId === 'load')?.attempts === 2;
+    });
+    const done = await runner.execute('etl', {});
+    const refused = await post(dashboard, `/api/executions/${done.executionId}/retry`, {}, { 'X-Orrery-Csrf': csrf });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as Loose).error.code).toBe('VALIDATION');
+  });
+
+  it('shows the schedule link, output and error stack of a scheduled execution', async () => {
+    const execution = await runner.triggerCronSchedule('nightly');
+    await execution.wait();
+    const list = await getJson(dashboard, '/api/executions?schedule=nightly');
+    expect(list.body.items.map((e: Loose) => e.executionId)).toContain(execution.id);
+    expect(list.body.items.every((e: Loose) => e.scheduleId === list.body.items[0].scheduleId)).toBe(true);
+    const page = await (await dashboard.fetch(new Request(`${ORIGIN}/executions/${execution.id}`))).text();
+    expect(page).toMatch(/<a href="\/schedules\/[^"]+" data-schedule-link>nightly<\/a>/);
+    expect(page).toContain('&quot;rows&quot;: 3');
+    const failed = await runner.execute('etl', { fail: true });
+    const failedPage = await (await dashboard.fetch(new Request(`${ORIGIN}/executions/${failed.executionId}`))).text();
+    expect(failedPage).toContain('<p class="error-msg">');
+    expect(failedPage).toMatch(/Stack trace \(\d+ lines?\)/);
+  });
+
   it('reports the overview: health, executions by status and cron counts', async () => {
     const overview = await getJson(dashboard, '/api/overview');
     expect(overview.status).toBe(200);
@@ -225,7 +263,7 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
   });
 
   it('serves node:http under a base path through handle', async () => {
-    const mounted = createDashboard({ client: asClient(runner), basePath: '/ops' });
+    const mounted = createDashboard({ client: runner, basePath: '/ops' });
     const server: Server = createServer((req, res) => mounted.handle(req, res));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
@@ -238,6 +276,52 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
       expect(page).toContain('src="/ops/assets/app.js"');
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
+
+/** A task that waits until the test opens its gate, so a pipeline stays active. */
+let openGate: () => void = () => {};
+let gate = Promise.resolve();
+const held = defineWorkflow({ name: 'held', tasks: [{ id: 'wait', run: () => gate }] });
+
+describe.each(BACKENDS)('dashboard ledger on $name', (backend) => {
+  it('shows a buffered occurrence in the ledger timeline while the earlier one runs', async () => {
+    gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
+    const db = backend.open();
+    const clock = new ManualClock(new Date('2026-03-02T10:00:00Z'));
+    const runner = await createRunner(db.config, {
+      workflows: [etl, held],
+      clock,
+      pollIntervalMs: 20,
+      cronPollIntervalMs: 20,
+      taskLeaseMs: 6 * 3_600_000,
+    });
+    try {
+      await runner.addCronSchedule({
+        name: 'one-at-a-time',
+        workflowName: 'held',
+        cronExpression: '* * * * *',
+        overlapPolicy: 'buffer_one',
+      });
+      await runner.start();
+      const dashboard = createDashboard({ client: runner });
+      const ledger = async () =>
+        (await getJson(dashboard, '/api/schedules/one-at-a-time/ledger')).body.items as Loose[];
+      clock.set(new Date('2026-03-02T10:01:00Z'));
+      await waitFor(async () => (await ledger()).some((r) => r.status === 'handed_off'));
+      clock.set(new Date('2026-03-02T10:02:00Z'));
+      await waitFor(async () => (await ledger()).some((r) => r.status === 'buffered'));
+      const page = await (await dashboard.fetch(new Request(`${ORIGIN}/schedules/one-at-a-time`))).text();
+      expect(page).toMatch(/<li class="t-buffered" data-status="buffered">/);
+      expect(page).toContain('waits for the active run to end');
+      expect(page).toContain('overlap buffer one');
+    } finally {
+      openGate();
+      await runner.shutdown();
+      await db.remove();
     }
   });
 });

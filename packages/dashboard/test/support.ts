@@ -1,12 +1,6 @@
 import { DefaultRunner, type DefaultRunnerConfig, defineWorkflow, NonRetryableError } from '@orreryjs/runner';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';
-import type { DashboardClient } from '../src/index.js';
-
-/** A DefaultRunner satisfies the dashboard's client type (checked at compile time). */
-export function asClient(runner: DefaultRunner): DashboardClient {
-  return runner;
-}
 
 /** The backends the dashboard is checked against: one suite, two databases. */
 export const BACKENDS: ReadonlyArray<{
