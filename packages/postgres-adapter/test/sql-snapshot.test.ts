@@ -3,6 +3,7 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import { describe, expect, it } from 'vitest';
 import { flattenStatements, renderSqlSnapshot } from '../../../test/support/sql-snapshot.js';
 import { reclaimForBackfill } from '../src/cron-store/backfill.js';
+import { selectAnyBuffered } from '../src/cron-store/buffer.js';
 import {
   advanceNextRunAt,
   selectActiveSchedules,
@@ -79,6 +80,7 @@ const stores = {
         selectTakenSlots: selectTakenSlots(db, tables, [schedule], now, now),
         advanceNextRunAt: advanceNextRunAt(db, tables, [{ schedule, nextRunAt: now, lastRunAt: now }], now),
       },
+      buffer: { selectAnyBuffered: selectAnyBuffered(db, tables) },
       handoff: { linkOccurrences: linkOccurrences(db, tables, new Map([[id, id]]), now) },
       backfill: { reclaimForBackfill: reclaimForBackfill(db, tables, [occurrence]) },
       ledger: { insertOccurrenceChunk: insertOccurrenceChunk(db, tables, [occurrence]) },

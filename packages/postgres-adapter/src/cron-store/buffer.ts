@@ -12,6 +12,13 @@ import { selectActiveSchedules } from './claim.js';
  * ordinary `claimed` row, so recovery covers a runner that dies before the handoff.
  */
 
+/** Whether any occurrence waits buffered: a probe on the partial buffered index, run before any transaction. */
+export function selectAnyBuffered(db: PostgresDb, tables: PostgresTables) {
+  const c = tables.cronExecutions;
+  // Raw SQL: the literal status lets the probe use the partial buffered index.
+  return db.select({ id: c.id }).from(c).where(sql`${c.status} = 'buffered'`).limit(1);
+}
+
 /** Locks up to `limit` schedules of `workflowNames` holding a buffered row; SKIP LOCKED, so tickers split them. */
 export function selectBufferingSchedules(db: PostgresDb, tables: PostgresTables, request: ReleaseBufferedRequest) {
   const { cronSchedules: s, cronExecutions: c } = tables;

@@ -14,7 +14,7 @@ import type {
 } from '@orreryjs/core';
 import { type PostgresHandle, statement, transaction } from '../transaction.js';
 import { insertOccurrences } from './backfill.js';
-import { releaseBuffered } from './buffer.js';
+import { releaseBuffered, selectAnyBuffered } from './buffer.js';
 import { claimDueSchedules } from './claim.js';
 import { prepareHandoff } from './handoff.js';
 import { occurrenceStats, prepareLedger } from './ledger.js';
@@ -89,9 +89,16 @@ export class PostgresCronStore implements CronStore {
     return transaction(this.#handle, 'claimDueSchedules', (tx) => claimDueSchedules(tx, this.#handle.tables, request));
   }
 
-  releaseBuffered(request: ReleaseBufferedRequest): Promise<CronExecutionRow[]> {
-    if (request.workflowNames.length === 0 || request.limit <= 0) return Promise.resolve([]);
-    return transaction(this.#handle, 'releaseBuffered', (tx) => releaseBuffered(tx, this.#handle.tables, request));
+  async releaseBuffered(request: ReleaseBufferedRequest): Promise<CronExecutionRow[]> {
+    if (request.workflowNames.length === 0 || request.limit <= 0) return [];
+    // Every tick asks; most find nothing buffered: one autocommit probe instead of BEGIN, a locking read, COMMIT.
+    const { db, tables } = this.#handle;
+    const anyBuffered = await statement(
+      'releaseBuffered',
+      async () => (await selectAnyBuffered(db, tables)).length > 0,
+    );
+    if (!anyBuffered) return [];
+    return transaction(this.#handle, 'releaseBuffered', (tx) => releaseBuffered(tx, tables, request));
   }
 
   insertOccurrences(rows: readonly NewCronExecution[]): Promise<{ claimed: CronExecutionRow[]; existing: number }> {

@@ -150,6 +150,12 @@ update "tenant"."cron_schedules"
   where ("tenant"."cron_schedules"."id" = v.id and "tenant"."cron_schedules"."version" = v.version)
   returning "tenant"."cron_schedules"."id";
 
+-- buffer/selectAnyBuffered
+select "id"
+  from "tenant"."cron_executions"
+  where "tenant"."cron_executions"."status" = 'buffered'
+  limit $1;
+
 -- handoff/linkOccurrences
 update "tenant"."cron_executions"
   set "status" = $1, "pipeline_execution_id" = v.pipeline_id, "handed_off_at" = $2
