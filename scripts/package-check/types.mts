@@ -2,6 +2,7 @@
 import { buildProgram, runCli } from '@orreryjs/cli';
 import { Context, ManualClock, OrreryError } from '@orreryjs/core';
 import { nextOccurrences, validateTimezone } from '@orreryjs/cron';
+import { createDashboard } from '@orreryjs/dashboard';
 import { openPostgresStorage } from '@orreryjs/postgres-adapter';
 import { DefaultRunner, defineWorkflow, isOrreryError, type PipelineResult } from '@orreryjs/runner';
 import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
@@ -20,8 +21,11 @@ const result: PipelineResult = await runner.execute('greet');
 const status: 'completed' | string = result.status;
 await runner.shutdown({ timeoutMs: 1_000 });
 
+const dashboard = createDashboard({ client: runner, basePath: '/ops', readOnly: true });
+
 export const surface = {
   status,
+  dashboard,
   buildProgram,
   runCli,
   Context,
