@@ -144,7 +144,9 @@ try {
   node(app, 'run-cjs.cjs', join(work, 'cjs.db'));
   node(app, 'missing-adapter.mjs');
 
-  log(`installing the rest: postgres-adapter, dashboard, cli, typescript ${TYPESCRIPT} and ${TYPESCRIPT_NODE10}, @types/node`);
+  log(
+    `installing the rest: postgres-adapter, dashboard, cli, typescript ${TYPESCRIPT} and ${TYPESCRIPT_NODE10}, @types/node`,
+  );
   npmInstall(app, [
     tarball['postgres-adapter'],
     tarball.dashboard,

@@ -1,5 +1,7 @@
 // Every package loads through require() and import(), with the same exports either way.
-const names = ['core', 'cron', 'sqlite-adapter', 'postgres-adapter', 'runner', 'dashboard', 'cli'].map((p) => `@orreryjs/${p}`);
+const names = ['core', 'cron', 'sqlite-adapter', 'postgres-adapter', 'runner', 'dashboard', 'cli'].map(
+  (p) => `@orreryjs/${p}`,
+);
 
 async function main() {
   for (const name of names) {
