@@ -23,6 +23,19 @@ export {
 } from './occurrences.js';
 export type { CronFaults, CronServiceOptions, InTransactionHandoff, WorkflowCatalog } from './options.js';
 export type { RecoveryResult } from './recover.js';
+export {
+  CATCHUP_POLICIES,
+  CATCHUP_POLICY_DESCRIPTIONS,
+  DST_DEFAULTS,
+  DST_GAP_CHOICES,
+  DST_GAP_DESCRIPTIONS,
+  DST_REPEATED_CHOICES,
+  DST_REPEATED_DESCRIPTIONS,
+  MAX_NOTE_LENGTH,
+  OVERLAP_POLICIES,
+  OVERLAP_POLICY_DESCRIPTIONS,
+  SCHEDULE_DEFAULTS,
+} from './schedule-fields.js';
 export type { TickResult } from './scheduler.js';
 export type { AddScheduleOptions, ListSchedulesFilter } from './schedules.js';
 export { type CronHealth, CronService } from './service.js';

@@ -1,5 +1,6 @@
 import type { IANAZone } from 'luxon';
 import type { CronFields } from './cron-expression.js';
+import { DST_DEFAULTS } from './schedule-fields.js';
 import { dayOffsets } from './timezone.js';
 
 const SECOND_MS = 1000;
@@ -47,10 +48,8 @@ export function resolveDstRules(
   followsRealClock: boolean,
   dst: DstRules | null | undefined,
 ): { repeated: DstRepeated; gap: DstGap } {
-  return {
-    repeated: dst?.repeated ?? (followsRealClock ? 'both' : 'first'),
-    gap: dst?.gap ?? (followsRealClock ? 'skip' : 'shift'),
-  };
+  const defaults = followsRealClock ? DST_DEFAULTS.realClock : DST_DEFAULTS.fixedHour;
+  return { repeated: dst?.repeated ?? defaults.repeated, gap: dst?.gap ?? defaults.gap };
 }
 
 /** A stretch of wall-clock time, `[fromWall, toWall)` in ms on the local calendar, read at one offset. */

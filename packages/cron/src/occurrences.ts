@@ -2,6 +2,7 @@ import { ValidationError } from '@orreryjs/core';
 import { IANAZone } from 'luxon';
 import { type CronFields, parseCronFields } from './cron-expression.js';
 import { compileMatcher, type DstRules, type LocalMatcher, nextInstant, resolveDstRules } from './local-time.js';
+import { DST_GAP_CHOICES, DST_REPEATED_CHOICES } from './schedule-fields.js';
 import { validateTimezone } from './timezone.js';
 
 /**
@@ -197,8 +198,8 @@ class CompiledCron implements ParsedCron {
 }
 
 const DST_CHOICES: Readonly<Record<string, readonly string[]>> = {
-  repeated: ['first', 'last', 'both'],
-  gap: ['shift', 'skip'],
+  repeated: DST_REPEATED_CHOICES,
+  gap: DST_GAP_CHOICES,
 };
 
 /** Refuses a `dst` that is not `{ repeated?, gap? }` with listed values. */

@@ -73,10 +73,11 @@ export interface CronScheduleInput {
    * Overrides the DST rules for this schedule: `repeated` fires a wall time repeated at
    * fall-back at its `first` instance, its `last`, or `both`; `gap` `shift`s a wall time
    * inside a spring-forward gap to the offset before the gap, or `skip`s it that day. A
-   * missing field keeps the expression's default rule.
+   * missing field keeps the expression's default rule; null: the default rules (an update
+   * with null drops the override).
    * @default the default rules (see `nextOccurrences`)
    */
-  dst?: DstRules;
+  dst?: DstRules | null;
   /**
    * Free text shown with the schedule (why it is paused, who owns it). Not part of the
    * definition: re-adding a schedule without a note keeps the stored one.
@@ -88,10 +89,10 @@ export interface CronScheduleInput {
    * @default 0
    */
   jitterMs?: number;
-  /** Start of the active window, included. */
-  startAt?: Date;
-  /** End of the active window, excluded. */
-  endAt?: Date;
+  /** Start of the active window, included; null: none (an update clears it). */
+  startAt?: Date | null;
+  /** End of the active window, excluded; null: none (an update clears it). */
+  endAt?: Date | null;
 }
 
 /** A stored cron schedule. */

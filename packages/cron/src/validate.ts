@@ -18,6 +18,7 @@ import { resolveDstRules } from './local-time.js';
 import { checkDst } from './occurrences.js';
 import type { WorkflowCatalog } from './options.js';
 import { occurrenceContext, recoveryContext } from './schedule-context.js';
+import { CATCHUP_POLICIES, MAX_NOTE_LENGTH, OVERLAP_POLICIES, SCHEDULE_DEFAULTS } from './schedule-fields.js';
 import { nearestName } from './suggest.js';
 import { validateTimezone } from './timezone.js';
 import type { CronScheduleInput } from './types.js';
@@ -54,9 +55,6 @@ export interface ValidationLimits {
   maxRecoveryAttempts: number;
 }
 
-const CATCHUP_POLICIES: readonly CatchupPolicy[] = ['skip', 'run_once', 'run_all'];
-const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['allow', 'skip', 'buffer_one', 'buffer_all', 'cancel_other'];
-const MAX_NOTE_LENGTH = 1000;
 const MAX_NAME_LENGTH = 255;
 /** Every key a schedule input may have: anything else is a typo, refused rather than ignored. */
 const INPUT_KEYS: readonly (keyof CronScheduleInput)[] = [
@@ -107,7 +105,7 @@ export function validateScheduleInput(
   const fields = parseCronFields(input.cronExpression);
   const cronExpression = fields.normalized;
   checkDst(input.dst);
-  const timezone = validateTimezone(checkString('timezone', input.timezone ?? 'UTC'));
+  const timezone = validateTimezone(checkString('timezone', input.timezone ?? SCHEDULE_DEFAULTS.timezone));
   const { startAt, endAt } = checkWindow(input.startAt, input.endAt);
   const definition: ScheduleDefinition = {
     name: checkName(input.name),
@@ -115,11 +113,19 @@ export function validateScheduleInput(
     cronExpression,
     timezone,
     context: checkContext(input.context),
-    catchupPolicy: checkChoice('catchupPolicy', input.catchupPolicy ?? 'run_once', CATCHUP_POLICIES),
-    overlapPolicy: checkChoice('overlapPolicy', input.overlapPolicy ?? 'allow', OVERLAP_POLICIES),
-    jitterMs: checkJitter(input.jitterMs ?? 0),
-    pauseOnFailure: checkBoolean('pauseOnFailure', input.pauseOnFailure ?? false),
-    maxRuns: checkMaxRuns(input.maxRuns ?? null),
+    catchupPolicy: checkChoice(
+      'catchupPolicy',
+      input.catchupPolicy ?? SCHEDULE_DEFAULTS.catchupPolicy,
+      CATCHUP_POLICIES,
+    ),
+    overlapPolicy: checkChoice(
+      'overlapPolicy',
+      input.overlapPolicy ?? SCHEDULE_DEFAULTS.overlapPolicy,
+      OVERLAP_POLICIES,
+    ),
+    jitterMs: checkJitter(input.jitterMs ?? SCHEDULE_DEFAULTS.jitterMs),
+    pauseOnFailure: checkBoolean('pauseOnFailure', input.pauseOnFailure ?? SCHEDULE_DEFAULTS.pauseOnFailure),
+    maxRuns: checkMaxRuns(input.maxRuns ?? SCHEDULE_DEFAULTS.maxRuns),
     dst: input.dst === undefined || input.dst === null ? null : resolveDstRules(fields.followsRealClock, input.dst),
     startAt,
     endAt,
@@ -134,7 +140,7 @@ export function validateScheduleInput(
   assertContextSize(largest, limits.maxContextBytes, 'Schedule context (with the schedule and recovery keys)');
   return {
     definition,
-    enabled: checkBoolean('enabled', input.enabled ?? true),
+    enabled: checkBoolean('enabled', input.enabled ?? SCHEDULE_DEFAULTS.enabled),
     note: input.note === undefined ? undefined : checkNote(input.note),
   };
 }
