@@ -1,4 +1,5 @@
 import type { Json } from '@orreryjs/core';
+import { DST_GAP_CHOICES, DST_REPEATED_CHOICES, type DstRules } from '@orreryjs/cron';
 import { InvalidArgumentError } from 'commander';
 
 // Parsers for option and argument values. Each throws commander's InvalidArgumentError, so a
@@ -71,6 +72,33 @@ export function oneOf<T extends string>(choices: readonly T[]): (value: string) 
     }
     return value as T;
   };
+}
+
+const DST_RULE_CHOICES: Readonly<Record<keyof DstRules, readonly string[]>> = {
+  repeated: DST_REPEATED_CHOICES,
+  gap: DST_GAP_CHOICES,
+};
+
+/**
+ * A schedule's DST choices: `repeated=<choice>` and/or `gap=<choice>`, comma-separated
+ * (`repeated=last,gap=skip`). A rule left out keeps the expression's default.
+ */
+export function parseDstRules(value: string): DstRules {
+  const usage = `expected ${Object.entries(DST_RULE_CHOICES)
+    .map(([rule, choices]) => `${rule}=${choices.join('|')}`)
+    .join(' and/or ')}, comma-separated, such as repeated=last,gap=skip`;
+  const rules: Record<string, string> = {};
+  for (const part of value.split(',')) {
+    const text = part.trim();
+    const [rule = '', choice = '', ...rest] = text.split('=');
+    const choices = Object.hasOwn(DST_RULE_CHOICES, rule) ? DST_RULE_CHOICES[rule as keyof DstRules] : undefined;
+    if (choices === undefined || !choices.includes(choice) || rest.length > 0) {
+      throw new InvalidArgumentError(`${usage}, not "${text}".`);
+    }
+    if (Object.hasOwn(rules, rule)) throw new InvalidArgumentError(`${usage}; ${rule} is given twice.`);
+    rules[rule] = choice;
+  }
+  return rules as DstRules;
 }
 
 function describe(value: unknown): string {

@@ -19,9 +19,14 @@ const SCHEDULE_COLUMNS: readonly Column<CronSchedule>[] = [
   { header: 'Cron', cell: (s) => s.cronExpression },
   { header: 'Timezone', cell: (s) => s.timezone },
   { header: 'Enabled', cell: (s) => (s.enabled ? 'yes' : 'no') },
+  { header: 'Runs', cell: (s) => (s.maxRuns === null ? s.runCount : `${s.runCount} of ${s.maxRuns}`) },
   { header: 'Next run (UTC)', cell: (s) => formatInstant(s.nextRunAt) },
   { header: 'Last run (UTC)', cell: (s) => formatInstant(s.lastRunAt) },
+  { header: 'Note', cell: (s) => orDash(shorten(s.note, NOTE_WIDTH)) },
 ];
+
+/** How much of a note the list shows; `show` prints all of it. */
+const NOTE_WIDTH = 40;
 
 const HISTORY_COLUMNS: readonly Column<CronExecution>[] = [
   { header: 'Scheduled (UTC)', cell: (e) => formatInstant(e.scheduledTime) },
@@ -55,6 +60,10 @@ export function writeSchedule(io: CliIo, schedule: CronSchedule, json: boolean |
     ['Enabled', schedule.enabled ? 'yes' : 'no'],
     ['Catch-up', schedule.catchupPolicy],
     ['Overlap', schedule.overlapPolicy],
+    ['Pause on failure', schedule.pauseOnFailure ? 'yes' : 'no'],
+    ['Runs', `${schedule.runCount} ${schedule.maxRuns === null ? '(no limit)' : `of at most ${schedule.maxRuns}`}`],
+    ['DST', schedule.dst === null ? 'default rules' : `repeated=${schedule.dst.repeated},gap=${schedule.dst.gap}`],
+    ['Note', orDash(schedule.note)],
     ['Jitter', schedule.jitterMs > 0 ? formatDuration(schedule.jitterMs) : 'none'],
     ['Active from (UTC)', formatInstant(schedule.startAt)],
     ['Active until (UTC)', formatInstant(schedule.endAt)],
@@ -70,6 +79,11 @@ export function writeSchedule(io: CliIo, schedule: CronSchedule, json: boolean |
 export function writeHistory(io: CliIo, rows: readonly CronExecution[], json: boolean | undefined): void {
   if (json) writeJson(io, rows);
   else writeTable(io, HISTORY_COLUMNS, rows, 'No occurrences recorded for this schedule.');
+}
+
+/** `text` cut to `width` characters, ending with `…` when cut. */
+function shorten(text: string | null, width: number): string | null {
+  return text === null || text.length <= width ? text : `${text.slice(0, width - 1)}…`;
 }
 
 /** How a schedule is named in a status line: `"nightly" (id)` or just the id. */

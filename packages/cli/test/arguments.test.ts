@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseInstant, parsePort } from '../src/arguments.js';
+import { parseDstRules, parseInstant, parsePort } from '../src/arguments.js';
 import { orreryJson } from './support/cli.js';
 
 describe('parseInstant', () => {
@@ -29,6 +29,22 @@ describe('parsePort', () => {
     expect(parsePort('0')).toBe(0);
     expect(parsePort('65535')).toBe(65_535);
     for (const value of ['99999', '-1', '80.5', '']) expect(() => parsePort(value)).toThrow(/0 to 65535/);
+  });
+});
+
+describe('parseDstRules', () => {
+  it('reads one or both rules, comma-separated, in any order', () => {
+    expect(parseDstRules('repeated=last,gap=skip')).toEqual({ repeated: 'last', gap: 'skip' });
+    expect(parseDstRules(' gap=shift , repeated=both ')).toEqual({ repeated: 'both', gap: 'shift' });
+    expect(parseDstRules('gap=skip')).toEqual({ gap: 'skip' });
+  });
+
+  it('refuses an unknown rule or choice, a repeated rule and a bare choice, listing the choices', () => {
+    for (const value of ['repeated=twice', 'gaps=skip', 'last', 'gap=skip=1', '', 'repeated=last,']) {
+      expect(() => parseDstRules(value), value).toThrow(/repeated=first\|last\|both and\/or gap=shift\|skip/);
+    }
+    expect(() => parseDstRules('gap=skip,gap=shift')).toThrow(/gap is given twice/);
+    expect(() => parseDstRules('constructor=x')).toThrow(/not "constructor=x"/);
   });
 });
 

@@ -41,6 +41,19 @@ describe('orrery --help', () => {
     }
   });
 
+  it('documents every schedule field on add and update, with each choice and its default', () => {
+    for (const verb of ['add', 'update']) {
+      const help = orrery(['schedules', verb, '--help']).stdout;
+      for (const flag of ['--overlap', '--pause-on-failure', '--no-pause-on-failure', '--max-runs', '--dst', '--note'])
+        expect(help, verb).toContain(flag);
+      for (const policy of ['allow', 'skip', 'buffer_one', 'buffer_all', 'cancel_other'])
+        expect(help, verb).toMatch(new RegExp(`^  ${policy} +\\S`, 'm'));
+      expect(help, verb).toContain('repeated=first,gap=shift for a fixed hour');
+    }
+    expect(orrery(['schedules', 'update', '--help']).stdout).toContain('--no-max-runs');
+    expect(orrery(['schedules', 'pause', '--help']).stdout).toContain('--note');
+  });
+
   it('refuses an unknown command in one line with a suggestion, exit code 2', () => {
     expectOneLineError(orrery(['schedule', 'list']), 2, 'Did you mean schedules?');
   });

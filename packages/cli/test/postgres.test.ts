@@ -35,6 +35,39 @@ describe('orrery against PostgreSQL', () => {
     expect(orreryJson(['schedules', 'list'], { env: env() })).toEqual([]);
   });
 
+  it('stores and clears overlap, pause on failure, run limit, DST and note, and refuses a bad value', () => {
+    const args = ['schedules', 'add', 'report', '30 2 * * *', '--name', 'guarded', '--tz', 'America/New_York'];
+    const added = orreryJson<CronSchedule>(
+      [...args, '--overlap', 'cancel_other', '--pause-on-failure', '--max-runs', '3', '--dst', 'repeated=both'],
+      { env: env() },
+    );
+    expect(added).toMatchObject({ overlapPolicy: 'cancel_other', pauseOnFailure: true, maxRuns: 3, runCount: 0 });
+    const show = orrery(['schedules', 'show', 'guarded'], { env: env() }).stdout;
+    expect(show).toMatch(/DST\s+│ repeated=both,gap=shift/);
+    expect(show).toMatch(/Runs\s+│ 0 of at most 3/);
+    const updated = orreryJson<CronSchedule>(
+      [
+        'schedules',
+        'update',
+        'guarded',
+        '--overlap',
+        'buffer_all',
+        '--no-max-runs',
+        '--no-dst',
+        '--note',
+        'on call: ops',
+      ],
+      { env: env() },
+    );
+    expect(updated).toMatchObject({ overlapPolicy: 'buffer_all', maxRuns: null, dst: null, note: 'on call: ops' });
+    expectOneLineError(
+      orrery(['schedules', 'update', 'guarded', '--overlap', 'later'], { env: env() }),
+      2,
+      'buffer_one, buffer_all, cancel_other',
+    );
+    expect(orreryJson<CronSchedule>(['schedules', 'show', 'guarded'], { env: env() })).toEqual(updated);
+  });
+
   it('refuses an invalid schema name in one line', () => {
     expectOneLineError(orrery(['schedules', 'list', '--schema', 'Bad-Name'], { env: env() }), 1, 'Bad-Name');
   });

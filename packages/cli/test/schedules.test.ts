@@ -227,3 +227,105 @@ describe('orrery schedules', () => {
     expectOneLineError(run(['schedules', 'delete', 'nightly']), 1, 'nightly');
   });
 });
+
+// The fields that shape what a schedule does around overlaps, failures and DST, set and
+// cleared through the CLI and read back from the database by a later command.
+describe('orrery schedules: overlap, pause on failure, run limit, DST and note', () => {
+  const guardedArgs = [
+    'schedules',
+    'add',
+    'report',
+    '30 2 * * *',
+    '--name',
+    'guarded',
+    '--tz',
+    'America/New_York',
+    '--overlap',
+    'buffer_one',
+    '--pause-on-failure',
+    '--max-runs',
+    '3',
+    '--dst',
+    'repeated=last,gap=skip',
+    '--note',
+    'owned by the data team',
+  ];
+
+  it('add stores every new field, and show and list print them', () => {
+    const added = run(guardedArgs);
+    expect(added.stderr).toBe('');
+    expect(added.status).toBe(0);
+    const stored = json<CronSchedule>(['schedules', 'show', 'guarded']);
+    expect(stored).toMatchObject({
+      overlapPolicy: 'buffer_one',
+      pauseOnFailure: true,
+      maxRuns: 3,
+      runCount: 0,
+      dst: { repeated: 'last', gap: 'skip' },
+      note: 'owned by the data team',
+    });
+    const table = run(['schedules', 'show', 'guarded']).stdout;
+    expect(table).toMatch(/Overlap\s+│ buffer_one/);
+    expect(table).toMatch(/Pause on failure\s+│ yes/);
+    expect(table).toMatch(/Runs\s+│ 0 of at most 3/);
+    expect(table).toMatch(/DST\s+│ repeated=last,gap=skip/);
+    expect(table).toMatch(/Note\s+│ owned by the data team/);
+    const list = run(['schedules', 'list']).stdout;
+    expect(list).toMatch(/│ Runs\s+│/);
+    expect(list).toMatch(/│ 0 of 3\s+│/);
+    expect(list).toContain('owned by the data team');
+  });
+
+  it('update sets each overlap policy and a partial DST choice, keeping the other fields', () => {
+    for (const overlap of ['buffer_all', 'cancel_other', 'skip', 'allow'] as const) {
+      expect(json<CronSchedule>(['schedules', 'update', 'guarded', '--overlap', overlap]).overlapPolicy).toBe(overlap);
+    }
+    const updated = json<CronSchedule>(['schedules', 'update', 'guarded', '--dst', 'gap=shift', '--max-runs', '5']);
+    // The rule left out takes the fixed hour's default, not the stored one.
+    expect(updated).toMatchObject({ dst: { repeated: 'first', gap: 'shift' }, maxRuns: 5, pauseOnFailure: true });
+    expect(json<CronSchedule>(['schedules', 'show', 'guarded'])).toMatchObject({
+      overlapPolicy: 'allow',
+      dst: { repeated: 'first', gap: 'shift' },
+      maxRuns: 5,
+      note: 'owned by the data team',
+    });
+  });
+
+  it('update clears the run limit, DST choice, note and window with --no-… flags', () => {
+    json<CronSchedule>(['schedules', 'update', 'guarded', '--end-at', '2099-01-01T00:00:00Z']);
+    const cleared = json<CronSchedule>([
+      'schedules',
+      'update',
+      'guarded',
+      '--no-pause-on-failure',
+      '--no-max-runs',
+      '--no-dst',
+      '--no-note',
+      '--no-end-at',
+    ]);
+    expect(cleared).toMatchObject({ pauseOnFailure: false, maxRuns: null, dst: null, note: null, endAt: null });
+    expect(run(['schedules', 'show', 'guarded']).stdout).toMatch(/DST\s+│ default rules/);
+  });
+
+  it('refuses bad values of the new fields in one line and writes nothing', () => {
+    const before = json<CronSchedule>(['schedules', 'show', 'guarded']);
+    const attempt = (extra: string[]) => run([...guardedArgs.slice(0, 5), 'refused', ...extra]);
+    expectOneLineError(attempt(['--overlap', 'queue']), 2, 'allow, skip, buffer_one, buffer_all, cancel_other');
+    expectOneLineError(attempt(['--max-runs', '0']), 2, 'at least 1');
+    expectOneLineError(attempt(['--dst', 'repeated=twice']), 2, 'repeated=first|last|both and/or gap=shift|skip');
+    expectOneLineError(attempt(['--dst', 'gap=skip,gap=shift']), 2, 'gap is given twice');
+    expectOneLineError(attempt(['--note', 'x'.repeat(1001)]), 1, 'note must be a string of at most 1000 characters');
+    expectOneLineError(attempt(['--no-max-runs']), 2, "unknown option '--no-max-runs'");
+    expectOneLineError(run(['schedules', 'update', 'guarded', '--max-runs', 'many']), 2, 'whole number');
+    expectOneLineError(run(['schedules', 'update', 'guarded', '--dst', 'first']), 2, 'not "first"');
+    expectOneLineError(run(['schedules', 'show', 'refused']), 1, 'refused');
+    expect(json<CronSchedule>(['schedules', 'show', 'guarded'])).toEqual(before);
+  });
+
+  it('pause stores a note, shown until resume clears it', () => {
+    const paused = json<CronSchedule>(['schedules', 'pause', 'guarded', '--note', 'vendor outage until Monday']);
+    expect(paused).toMatchObject({ enabled: false, note: 'vendor outage until Monday' });
+    expect(run(['schedules', 'list']).stdout).toContain('vendor outage until Monday');
+    expect(json<CronSchedule>(['schedules', 'resume', 'guarded'])).toMatchObject({ enabled: true, note: null });
+  });
+});

@@ -1,7 +1,17 @@
 import type { Json } from '@orreryjs/core';
-import type { CronScheduleInput } from '@orreryjs/runner';
+import {
+  CATCHUP_POLICIES,
+  CATCHUP_POLICY_DESCRIPTIONS,
+  DST_DEFAULTS,
+  DST_GAP_DESCRIPTIONS,
+  DST_REPEATED_DESCRIPTIONS,
+  OVERLAP_POLICIES,
+  OVERLAP_POLICY_DESCRIPTIONS,
+  SCHEDULE_DEFAULTS,
+} from '@orreryjs/cron';
+import type { CronScheduleInput, DstRules } from '@orreryjs/runner';
 import type { Command } from 'commander';
-import { integerAtLeast, oneOf, parseInstant, parseJsonObject } from '../arguments.js';
+import { integerAtLeast, oneOf, parseDstRules, parseInstant, parseJsonObject } from '../arguments.js';
 import { EXIT } from '../failure.js';
 import { type CliIo, formatInstant, type OutputOptions, writeJson, writeLine } from '../output.js';
 import { type DatabaseOptions, databaseCommand, withClient } from '../runner-session.js';
@@ -9,16 +19,23 @@ import { scheduleLabel, writeHistory, writeSchedule, writeSchedules } from '../s
 
 interface CommonOptions extends DatabaseOptions, OutputOptions {}
 
-/** Options shared by `add` and `update`: every field of a schedule's definition. */
+/**
+ * Options shared by `add` and `update`: every field of a schedule's definition, and its note.
+ * `false` comes from an update's `--no-…` flag and clears the field.
+ */
 interface DefinitionOptions {
   name?: string;
   tz?: string;
   context?: Record<string, Json>;
   catchup?: CronScheduleInput['catchupPolicy'];
   overlap?: CronScheduleInput['overlapPolicy'];
+  pauseOnFailure?: boolean;
+  maxRuns?: number | false;
+  dst?: DstRules | false;
+  note?: string | false;
   jitterMs?: number;
-  startAt?: Date;
-  endAt?: Date;
+  startAt?: Date | false;
+  endAt?: Date | false;
 }
 
 interface ListOptions extends CommonOptions {
@@ -36,6 +53,10 @@ interface AddOptions extends CommonOptions, DefinitionOptions {
 interface UpdateOptions extends CommonOptions, DefinitionOptions {
   workflow?: string;
   cron?: string;
+}
+
+interface PauseOptions extends CommonOptions {
+  note?: string;
 }
 
 interface BackfillOptions extends CommonOptions {
@@ -75,7 +96,10 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
       writeSchedule(io, await withClient(options, {}, (client) => client.getCronSchedule(idOrName)), options.json);
     });
 
-  addDefinitionOptions(databaseCommand(schedules, 'add', 'Create a schedule (re-adding an identical one is a no-op)'))
+  addDefinitionOptions(
+    databaseCommand(schedules, 'add', 'Create a schedule (re-adding an identical one is a no-op)'),
+    'add',
+  )
     .argument('<workflow>', 'name of a workflow some runner registered (see `orrery workflows`)')
     .argument('<cron>', 'cron expression: 5 fields, 6 with seconds first, or @daily, @hourly, ...')
     .option('--disabled', 'create the schedule paused')
@@ -97,6 +121,7 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
 
   const update = addDefinitionOptions(
     databaseCommand(schedules, 'update', 'Change fields of a schedule (use pause/resume for enabled)'),
+    'update',
   );
   update
     .argument('<schedule>', 'schedule id or name')
@@ -108,7 +133,7 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
       if (options.cron !== undefined) patch.cronExpression = options.cron;
       if (Object.keys(patch).length === 0) {
         update.error(
-          'error: nothing to update; pass at least one of --cron, --tz, --workflow, --name, --context, --catchup, --overlap, --jitter-ms, --start-at, --end-at.',
+          'error: nothing to update; pass at least one field to change, such as --cron, --tz or --overlap (see orrery schedules update --help).',
           { exitCode: EXIT.usage },
         );
       }
@@ -116,23 +141,26 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
       writeSchedule(io, updated, options.json);
     });
 
-  for (const [verb, enabled] of [
-    ['pause', false],
-    ['resume', true],
-  ] as const) {
-    databaseCommand(
-      schedules,
-      verb,
-      enabled
-        ? 'Enable a schedule; it next fires at its first slot after now'
-        : 'Disable a schedule; nothing fires until resumed',
-    )
-      .argument('<schedule>', 'schedule id or name')
-      .action(async (idOrName: string, options: CommonOptions) => {
-        const schedule = await withClient(options, {}, (client) => client.setCronScheduleEnabled(idOrName, enabled));
-        writeSchedule(io, schedule, options.json);
-      });
-  }
+  databaseCommand(schedules, 'pause', 'Disable a schedule; nothing fires until resumed')
+    .argument('<schedule>', 'schedule id or name')
+    .option('--note <text>', 'why it is paused, shown with the schedule until it is resumed')
+    .action(async (idOrName: string, options: PauseOptions) => {
+      const schedule = await withClient(options, {}, (client) =>
+        client.setCronScheduleEnabled(idOrName, false, options.note === undefined ? {} : { note: options.note }),
+      );
+      writeSchedule(io, schedule, options.json);
+    });
+
+  databaseCommand(
+    schedules,
+    'resume',
+    'Enable a schedule (clearing its note); it next fires at its first slot after now',
+  )
+    .argument('<schedule>', 'schedule id or name')
+    .action(async (idOrName: string, options: CommonOptions) => {
+      const schedule = await withClient(options, {}, (client) => client.setCronScheduleEnabled(idOrName, true));
+      writeSchedule(io, schedule, options.json);
+    });
 
   databaseCommand(schedules, 'delete', 'Delete a schedule (its history is kept)')
     .argument('<schedule>', 'schedule id or name')
@@ -205,25 +233,67 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
     });
 }
 
-function addDefinitionOptions(command: Command): Command {
-  return command
+/** The flags of every definition field; an update also gets `--no-…` flags that clear optional ones. */
+function addDefinitionOptions(command: Command, verb: 'add' | 'update'): Command {
+  command
     .option('--name <name>', 'unique name to address the schedule by (not UUID-shaped)')
-    .option('--tz <zone>', 'IANA timezone the expression is read in (default UTC)')
+    .option('--tz <zone>', `IANA timezone the expression is read in (default ${SCHEDULE_DEFAULTS.timezone})`)
     .option('--context <json>', 'input context of every pipeline it starts, a JSON object', parseJsonObject)
     .option(
       '--catchup <policy>',
-      'after downtime: skip, run_once or run_all (default run_once)',
-      oneOf(['skip', 'run_once', 'run_all'] as const),
+      `after downtime: ${CATCHUP_POLICIES.join(', ')} (default ${SCHEDULE_DEFAULTS.catchupPolicy})`,
+      oneOf(CATCHUP_POLICIES),
     )
     .option(
       '--overlap <policy>',
-      'while a previous run is active: allow or skip (default allow)',
-      oneOf(['allow', 'skip'] as const),
+      `while an earlier run is still active: ${OVERLAP_POLICIES.join(', ')} (default ${SCHEDULE_DEFAULTS.overlapPolicy})`,
+      oneOf(OVERLAP_POLICIES),
     )
+    .option('--pause-on-failure', 'disable the schedule when one of its pipelines fails')
+    .option('--no-pause-on-failure', 'keep the schedule enabled when a pipeline fails (the default)')
+    .option(
+      '--max-runs <n>',
+      'disable the schedule after this many scheduled runs (default: no limit)',
+      integerAtLeast(1),
+    )
+    .option('--dst <rules>', 'DST choices: repeated=first|last|both and/or gap=shift|skip (see below)', parseDstRules)
+    .option('--note <text>', 'free text shown with the schedule: why it is paused, who owns it')
     .option('--jitter-ms <ms>', 'random delay of up to this many ms per occurrence (default 0)', integerAtLeast(0))
     .option('--start-at <instant>', 'fire no earlier than this ISO-8601 instant', parseInstant)
     .option('--end-at <instant>', 'fire only before this ISO-8601 instant', parseInstant);
+  if (verb === 'update') {
+    command
+      .option('--no-max-runs', 'remove the run limit')
+      .option('--no-dst', 'go back to the default DST rules')
+      .option('--no-note', 'remove the note')
+      .option('--no-start-at', 'remove the start of the active window')
+      .option('--no-end-at', 'remove the end of the active window');
+  }
+  return command.addHelpText('after', SCHEDULE_FIELDS_HELP);
 }
+
+/** `  name  what it does (default)` lines of a field's choices, for the help text. */
+function choiceLines(descriptions: Readonly<Record<string, string>>, defaultChoice?: string): string {
+  const width = Math.max(...Object.keys(descriptions).map((choice) => choice.length));
+  return Object.entries(descriptions)
+    .map(([choice, text]) => `  ${choice.padEnd(width)}  ${text}${choice === defaultChoice ? ' (default)' : ''}`)
+    .join('\n');
+}
+
+const { fixedHour, realClock } = DST_DEFAULTS;
+const SCHEDULE_FIELDS_HELP = `
+--overlap, for a slot that comes while an earlier one is still active:
+${choiceLines(OVERLAP_POLICY_DESCRIPTIONS, SCHEDULE_DEFAULTS.overlapPolicy)}
+
+--catchup, for the slots missed while no runner was running:
+${choiceLines(CATCHUP_POLICY_DESCRIPTIONS, SCHEDULE_DEFAULTS.catchupPolicy)}
+
+--dst repeated=…, for a wall time that occurs twice at fall-back, fires:
+${choiceLines(DST_REPEATED_DESCRIPTIONS)}
+--dst gap=…, for a wall time inside a spring-forward gap:
+${choiceLines(DST_GAP_DESCRIPTIONS)}
+A rule left out keeps the default: repeated=${fixedHour.repeated},gap=${fixedHour.gap} for a fixed hour (30 2 * * *),
+repeated=${realClock.repeated},gap=${realClock.gap} for an hour starting with * (0 * * * *).`;
 
 /** The definition fields the user set, and only those, so that a patch leaves the rest alone. */
 function definitionFields(options: DefinitionOptions): Partial<CronScheduleInput> {
@@ -233,8 +303,17 @@ function definitionFields(options: DefinitionOptions): Partial<CronScheduleInput
   if (options.context !== undefined) fields.context = options.context;
   if (options.catchup !== undefined) fields.catchupPolicy = options.catchup;
   if (options.overlap !== undefined) fields.overlapPolicy = options.overlap;
+  if (options.pauseOnFailure !== undefined) fields.pauseOnFailure = options.pauseOnFailure;
+  if (options.maxRuns !== undefined) fields.maxRuns = orNull(options.maxRuns);
+  if (options.dst !== undefined) fields.dst = orNull(options.dst);
+  if (options.note !== undefined) fields.note = orNull(options.note);
   if (options.jitterMs !== undefined) fields.jitterMs = options.jitterMs;
-  if (options.startAt !== undefined) fields.startAt = options.startAt;
-  if (options.endAt !== undefined) fields.endAt = options.endAt;
+  if (options.startAt !== undefined) fields.startAt = orNull(options.startAt);
+  if (options.endAt !== undefined) fields.endAt = orNull(options.endAt);
   return fields;
+}
+
+/** A `--no-…` flag's false as the null that clears the field. */
+function orNull<T>(value: T | false): T | null {
+  return value === false ? null : value;
 }
