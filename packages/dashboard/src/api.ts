@@ -1,9 +1,10 @@
-import { type OrreryClient, ValidationError } from '@orreryjs/runner';
+import { type CronScheduleInput, type OrreryClient, ValidationError } from '@orreryjs/runner';
 import type { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { loadExecutions, loadLedger, loadOverview, loadScheduleDetail, loadSchedules } from './data.js';
 import type { ChangeWatcher } from './events.js';
 import { parseInstant, parseStatus, parseText, parseWindow } from './input.js';
+import { readScheduleBody } from './schedule-form.js';
 
 /** How often the event stream sends a keep-alive comment. */
 const KEEPALIVE_MS = 15_000;
@@ -84,8 +85,23 @@ async function body(request: Request): Promise<Record<string, unknown>> {
   throw new ValidationError('The request body must be a JSON object (or an HTML form).');
 }
 
-/** The actions: POST …/pause|resume|trigger|backfill|cancel|retry and DELETE of a schedule. */
+/**
+ * The actions: POST of a new schedule and PATCH of one (the add and edit forms), POST
+ * …/pause|resume|trigger|backfill|cancel|retry, and DELETE of a schedule.
+ */
 export function mountActions(app: Hono, client: OrreryClient, base: string): void {
+  app.post('/api/schedules', async (c) => {
+    // Whatever is missing (a name, the workflow) is refused by the engine, naming the field.
+    const input = readScheduleBody(await body(c.req.raw)) as CronScheduleInput;
+    const schedule = await client.addCronSchedule(input);
+    const redirect = `${base}schedules/${encodeURIComponent(schedule.id)}`;
+    return c.json({ message: `Added ${schedule.name ?? schedule.id}.`, schedule, redirect }, 201);
+  });
+  app.patch('/api/schedules/:idOrName', async (c) => {
+    const patch = readScheduleBody(await body(c.req.raw));
+    const schedule = await client.updateCronSchedule(c.req.param('idOrName'), patch);
+    return c.json({ message: `Saved ${schedule.name ?? schedule.id}.`, schedule });
+  });
   app.post('/api/schedules/:idOrName/pause', async (c) => {
     const note = parseText('note', (await body(c.req.raw)).note);
     const schedule = await client.setCronScheduleEnabled(

@@ -41,6 +41,12 @@ button{font:inherit;font-size:.9em;padding:5px 12px;border-radius:7px;border:1px
 button:hover{background:#f0f3f8}button.danger{color:var(--bad);border-color:#e7b4ae}button.primary{background:var(--accent);border-color:var(--accent);color:#fff}
 input,select{font:inherit;font-size:.9em;padding:5px 8px;border:1px solid #b9c2d0;border-radius:7px;background:#fff;max-width:100%}
 details.more summary{cursor:pointer;color:var(--accent);font-size:.9em;margin-top:4px}
+textarea{font:inherit;font-size:.9em;padding:5px 8px;border:1px solid #b9c2d0;border-radius:7px;background:#fff;max-width:100%;resize:vertical}
+details.form-panel{margin-bottom:14px}form.schedule-form{display:block;margin:10px 0 4px}
+.schedule-form .fields{display:grid;grid-template-columns:repeat(auto-fill,minmax(250px,1fr));gap:10px 14px;margin-bottom:10px}
+.schedule-form label{display:flex;flex-direction:column;gap:3px;font-size:.84em;color:var(--muted)}.schedule-form label.wide{grid-column:1/-1}
+.schedule-form input,.schedule-form select,.schedule-form textarea{color:var(--ink);width:100%}
+.schedule-form label.check{flex-direction:row;align-items:center;gap:6px;color:var(--ink)}.schedule-form label.check input{width:auto}
 .filters{display:flex;flex-wrap:wrap;gap:8px;align-items:end;margin-bottom:12px}.filters label{display:flex;flex-direction:column;font-size:.82em;color:var(--muted);gap:2px}
 .pager{display:flex;gap:12px;align-items:center;margin:12px 0}
 #flash{margin-bottom:12px}#flash:empty{display:none}.flash{padding:10px 14px;border-radius:8px;background:var(--badbg);color:var(--bad);border:1px solid #f1c1bb}.flash.ok{background:var(--okbg);color:var(--ok);border-color:#b9e2c8}
@@ -84,7 +90,9 @@ export const APP_JS = `
   var flash=function(text,ok){var f=document.getElementById('flash');if(!f)return;f.innerHTML='';if(!text)return;
     var d=document.createElement('div');d.className='flash'+(ok?' ok':'');d.setAttribute('role',ok?'status':'alert');d.textContent=text;f.appendChild(d);};
   var busy=false, pending=false;
-  function editing(){var a=document.activeElement;return a&&(a.tagName==='INPUT'||a.tagName==='SELECT'||a.tagName==='TEXTAREA')&&a.closest('main');}
+  // A form someone focused or typed into is never replaced under them by a live refresh.
+  function editing(){var a=document.activeElement;return (a&&(a.tagName==='INPUT'||a.tagName==='SELECT'||a.tagName==='TEXTAREA')&&a.closest('main'))||document.querySelector('main form.act[data-dirty]');}
+  ['input','change'].forEach(function(type){document.addEventListener(type,function(ev){var f=ev.target.closest&&ev.target.closest('form.act');if(f)f.setAttribute('data-dirty','1');});});
   function refresh(){
     if(busy||editing()){pending=true;return;}
     busy=true;pending=false;
@@ -108,7 +116,7 @@ export const APP_JS = `
     .then(function(res){
       if(!res.ok){flash((res.j.error&&res.j.error.message)||'The action failed.');return;}
       if(res.j.redirect){location.href=res.j.redirect;return;}
-      flash(res.j.message||'Done.',true);form.reset();if(document.activeElement)document.activeElement.blur();refresh();
+      flash(res.j.message||'Done.',true);form.reset();form.removeAttribute('data-dirty');if(document.activeElement)document.activeElement.blur();refresh();
     }).catch(function(e){flash('The action failed: '+e.message);})
     .then(function(){if(button)button.disabled=false;});
   });

@@ -68,9 +68,14 @@ export async function viewSchedule(client: OrreryClient, schedule: CronSchedule,
   return {
     schedule,
     description: describeCron(schedule.cronExpression),
-    nextRuns: schedule.enabled ? nextRuns(schedule.cronExpression, schedule.timezone, now) : [],
+    nextRuns: schedule.enabled ? nextRuns(schedule, now) : [],
     lastOccurrence: await lastOccurrence(client, schedule.id),
   };
+}
+
+/** The names of the workflows runners registered, sorted: what a schedule can run. */
+export async function workflowNames(client: OrreryClient): Promise<string[]> {
+  return [...new Set((await client.listWorkflows()).map((workflow) => workflow.name))].sort();
 }
 
 /** One page of schedules, each described. */

@@ -1,4 +1,4 @@
-import { nextOccurrences } from '@orreryjs/cron';
+import { type DstRules, nextOccurrences } from '@orreryjs/cron';
 import cronstrue from 'cronstrue';
 
 /** The expression in English ("At 09:00 AM, Monday through Friday"), or null when cronstrue cannot read it. */
@@ -10,10 +10,18 @@ export function describeCron(expression: string): string | null {
   }
 }
 
-/** The next `count` fire times of a schedule after `after` (UTC instants), or [] for an unreadable one. */
-export function nextRuns(expression: string, timezone: string, after: Date, count = 5): Date[] {
+/**
+ * The next `count` fire times of a schedule after `after` (UTC instants), by its DST choices,
+ * or [] for an unreadable one.
+ */
+export function nextRuns(
+  schedule: { cronExpression: string; timezone: string; dst: DstRules | null },
+  after: Date,
+  count = 5,
+): Date[] {
   try {
-    return nextOccurrences(expression, { timezone, after, count });
+    const dst = schedule.dst ?? undefined;
+    return nextOccurrences(schedule.cronExpression, { timezone: schedule.timezone, after, count, dst });
   } catch {
     return [];
   }

@@ -32,14 +32,17 @@ export function actionForm(
   options: {
     action: string;
     label: string;
-    method?: 'POST' | 'DELETE';
+    method?: 'POST' | 'PATCH' | 'DELETE';
     fields?: SafeHtml;
     danger?: boolean;
     confirm?: string;
+    /** Another class beside `act`, for a form laid out differently. */
+    className?: string;
   },
 ): SafeHtml {
   if (ctx.readOnly) return html``;
-  return html`<form class="act" action="${link(ctx, options.action)}" data-method="${options.method ?? 'POST'}"${
+  const classes = options.className === undefined ? 'act' : `act ${options.className}`;
+  return html`<form class="${classes}" action="${link(ctx, options.action)}" data-method="${options.method ?? 'POST'}"${
     options.confirm === undefined ? '' : html` data-confirm="${options.confirm}"`
   }>${options.fields ?? ''}<button type="submit"${options.danger ? html` class="danger"` : ''}>${options.label}</button></form>`;
 }

@@ -1,9 +1,18 @@
+import { SCHEDULE_DEFAULTS } from '@orreryjs/cron';
 import type { CronExecution } from '@orreryjs/runner';
-import { type LedgerStats, loadScheduleDetail, loadSchedules, type ScheduleView, STATS_WINDOW } from './data.js';
+import {
+  type LedgerStats,
+  loadScheduleDetail,
+  loadSchedules,
+  type ScheduleView,
+  STATS_WINDOW,
+  workflowNames,
+} from './data.js';
 import { formatDuration, formatInstant, formatRun } from './format.js';
 import { html, type SafeHtml } from './html.js';
 import type { PageWindow } from './input.js';
 import { actionForm, badge, layout, link, type PageContext, pager } from './layout.js';
+import { addScheduleForm, editScheduleForm } from './schedule-form.js';
 
 function scheduleName(view: ScheduleView): string {
   return view.schedule.name ?? view.schedule.id;
@@ -57,12 +66,18 @@ function runsText(schedule: ScheduleView['schedule']): string {
     : `${schedule.runCount} of ${schedule.maxRuns} scheduled runs`;
 }
 
-/** What the schedule does with missed and overlapping runs and after a failure. */
-function policiesText(schedule: ScheduleView['schedule']): string {
-  const parts = [
-    `catch-up ${schedule.catchupPolicy.replace('_', ' ')}`,
-    `overlap ${schedule.overlapPolicy.replace('_', ' ')}`,
-  ];
+/**
+ * What the schedule does with missed and overlapping runs, after a failure and around DST;
+ * `changedOnly` leaves out the policies at their defaults (the list, where they would repeat).
+ */
+function policiesText(schedule: ScheduleView['schedule'], changedOnly = false): string {
+  const parts: string[] = [];
+  if (!changedOnly || schedule.catchupPolicy !== SCHEDULE_DEFAULTS.catchupPolicy) {
+    parts.push(`catch-up ${schedule.catchupPolicy.replace('_', ' ')}`);
+  }
+  if (!changedOnly || schedule.overlapPolicy !== SCHEDULE_DEFAULTS.overlapPolicy) {
+    parts.push(`overlap ${schedule.overlapPolicy.replace('_', ' ')}`);
+  }
   if (schedule.pauseOnFailure) parts.push('pauses on failure');
   if (schedule.jitterMs > 0) parts.push(`jitter ${formatDuration(schedule.jitterMs)}`);
   if (schedule.dst !== null) parts.push(`DST: repeated ${schedule.dst.repeated}, gap ${schedule.dst.gap}`);
@@ -92,16 +107,19 @@ function expressionCell(view: ScheduleView): SafeHtml {
   return html`${view.description ?? ''}<div class="mono small muted">${view.schedule.cronExpression}</div>`;
 }
 
-/** The Schedules page: one page of schedules with words, next runs, last outcome and actions. */
+/** The Schedules page: the Add form, then one page of schedules with words, next runs, last outcome and actions. */
 export async function renderSchedules(ctx: PageContext, window: PageWindow): Promise<SafeHtml> {
-  const list = await loadSchedules(ctx.client, window, ctx.now);
+  const [list, workflows] = await Promise.all([
+    loadSchedules(ctx.client, window, ctx.now),
+    ctx.readOnly ? [] : workflowNames(ctx.client),
+  ]);
   const rows = list.items.map(
     (view) => html`<tr data-schedule="${scheduleName(view)}">
 <td data-label="Name"><div><a class="name" href="${link(ctx, schedulePath(view))}">${scheduleName(view)}</a><div class="small muted">${view.schedule.workflowName}</div></div></td>
-<td data-label="Schedule"><div>${expressionCell(view)}<div class="small muted">${view.schedule.timezone}</div></div></td>
+<td data-label="Schedule"><div>${expressionCell(view)}<div class="small muted">${view.schedule.timezone}</div><div class="small muted policies">${policiesText(view.schedule, true)}</div></div></td>
 <td data-label="Next runs"><div>${nextRunsList(view)}</div></td>
 <td data-label="Last run"><div>${lastRunCell(ctx, view)}</div></td>
-<td data-label="State"><div>${stateCell(view)}<div class="small muted">${runsText(view.schedule)}${view.schedule.pauseOnFailure ? ' · pauses on failure' : ''}</div></div></td>
+<td data-label="State"><div>${stateCell(view)}<div class="small muted runs">${runsText(view.schedule)}</div></div></td>
 <td data-label="Actions" class="${ctx.readOnly ? '' : 'wide'}"><div><div class="actions">${primaryActions(ctx, view)}</div>${
       ctx.readOnly
         ? ''
@@ -109,9 +127,10 @@ export async function renderSchedules(ctx: PageContext, window: PageWindow): Pro
     }</div></td></tr>`,
   );
   const body = html`<h1>Schedules</h1>
+${ctx.readOnly ? '' : html`<details class="more form-panel" id="add-schedule"><summary>Add a schedule</summary>${addScheduleForm(ctx, workflows)}</details>`}
 ${
   list.items.length === 0
-    ? html`<p class="panel muted">No schedules${list.offset > 0 ? ' on this page' : ' yet: add one with runner.addCronSchedule() or the orrery CLI'}.</p>`
+    ? html`<p class="panel muted">No schedules${list.offset > 0 ? ' on this page' : ' yet: add one here, with runner.addCronSchedule() or with the orrery CLI'}.</p>`
     : html`<table class="cards"><thead><tr><th>Name</th><th>Schedule</th><th>Next runs (zone · UTC)</th><th>Last run</th><th>State</th><th>Actions</th></tr></thead><tbody>${rows}</tbody></table>`
 }
 ${pager(ctx, list)}`;
@@ -147,7 +166,10 @@ ${entries.map(([status, n]) => html`<div class="stat"><div class="v">${n}</div><
 
 /** The schedule detail page: definition, next runs, actions, stats and the ledger as a timeline. */
 export async function renderScheduleDetail(ctx: PageContext, idOrName: string, window: PageWindow): Promise<SafeHtml> {
-  const { view, stats, ledger } = await loadScheduleDetail(ctx.client, idOrName, window, ctx.now);
+  const [{ view, stats, ledger }, workflows] = await Promise.all([
+    loadScheduleDetail(ctx.client, idOrName, window, ctx.now),
+    ctx.readOnly ? [] : workflowNames(ctx.client),
+  ]);
   const s = view.schedule;
   const body = html`<p class="small"><a href="${link(ctx, 'schedules')}">← Schedules</a></p>
 <h1>${scheduleName(view)} ${s.enabled ? badge('enabled') : badge('paused')}</h1>
@@ -162,7 +184,12 @@ ${s.startAt !== null || s.endAt !== null ? html`<dt>Active</dt><dd class="mono s
 <dt>Next runs</dt><dd>${nextRunsList(view)}</dd>
 <dt>Id</dt><dd class="mono small">${s.id}</dd>
 </dl>
-${ctx.readOnly ? '' : html`<div class="actions" style="margin-top:12px">${primaryActions(ctx, view)}</div><div class="actions">${moreActions(ctx, view)}</div>`}
+${
+  ctx.readOnly
+    ? ''
+    : html`<div class="actions" style="margin-top:12px">${primaryActions(ctx, view)}</div><div class="actions">${moreActions(ctx, view)}</div>
+<details class="more" id="edit-schedule"><summary>Edit schedule</summary>${editScheduleForm(ctx, s, workflows)}</details>`
+}
 <p class="small"><a href="${link(ctx, `executions?schedule=${encodeURIComponent(s.id)}`)}">Executions of this schedule →</a></p></div>
 <h2>Stats</h2>${statsPanel(stats)}
 <h2>Ledger</h2>

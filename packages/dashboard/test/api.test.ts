@@ -38,6 +38,26 @@ async function getJson(dashboard: Dashboard, path: string): Promise<{ status: nu
   return { status: response.status, body: await response.json() };
 }
 
+/** The Add form's body as app.js sends it: every value a string, checkboxes as "true"/"false". */
+const GUARDED_FORM = {
+  name: 'guarded',
+  workflowName: 'etl',
+  cronExpression: '30 2 * * *',
+  timezone: 'America/New_York',
+  overlapPolicy: 'buffer_one',
+  catchupPolicy: 'skip',
+  maxRuns: '3',
+  jitterMs: '',
+  'dst.repeated': 'last',
+  'dst.gap': '',
+  startAt: '',
+  endAt: '2099-01-01T00:00:00',
+  context: '{"region":"eu"}',
+  note: HOSTILE_NAME,
+  pauseOnFailure: 'true',
+  enabled: 'true',
+};
+
 describe.each(BACKENDS)('dashboard API on $name', (backend) => {
   let db: ReturnType<(typeof BACKENDS)[number]['open']>;
   let runner: DefaultRunner;
@@ -154,6 +174,12 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     const wrong = await post(dashboard, '/api/schedules/nightly/pause', {}, { 'X-Orrery-Csrf': `${csrf}x` });
     expect(wrong.status).toBe(403);
     expect((await runner.getCronSchedule('nightly')).enabled).toBe(true);
+    const add = await post(dashboard, '/api/schedules', { ...GUARDED_FORM, name: 'sneaky' });
+    expect(add.status).toBe(403);
+    const edit = await post(dashboard, '/api/schedules/nightly', { maxRuns: '1' }, {}, 'PATCH');
+    expect(edit.status).toBe(403);
+    await expect(runner.getCronSchedule('sneaky')).rejects.toThrow(/sneaky/);
+    expect((await runner.getCronSchedule('nightly')).maxRuns).toBeNull();
   });
 
   it('refuses every action with 403 in read-only mode and hides the buttons', async () => {
@@ -163,9 +189,15 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     expect(response.status).toBe(403);
     expect(((await response.json()) as Loose).error.code).toBe('READ_ONLY');
     expect((await runner.getCronSchedule('nightly')).enabled).toBe(true);
+    const edit = await post(readOnly, '/api/schedules/nightly', { maxRuns: '1' }, { 'X-Orrery-Csrf': token }, 'PATCH');
+    expect(edit.status).toBe(403);
+    expect((await runner.getCronSchedule('nightly')).maxRuns).toBeNull();
     const page = await (await readOnly.fetch(new Request(`${ORIGIN}/schedules`))).text();
     expect(page).toContain('nightly');
     expect(page).not.toContain('>Pause</button>');
+    expect(page).not.toContain('>Add schedule</button>');
+    const detail = await (await readOnly.fetch(new Request(`${ORIGIN}/schedules/nightly`))).text();
+    expect(detail).not.toContain('>Save changes</button>');
   });
 
   it('answers 401 when authorize returns false, for pages and actions alike', async () => {
@@ -195,7 +227,151 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     expect(detail.headers.get('content-security-policy')).toContain("script-src 'self'");
     const text = await detail.text();
     expect(text).toContain('<h1>&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(text).toContain('<input name="name" required value="&lt;script&gt;alert(1)&lt;/script&gt;"');
     expect(text).not.toContain(HOSTILE_NAME);
+  });
+
+  it('offers every overlap policy, catch-up policy and DST choice in the Add form', async () => {
+    const page = await (await dashboard.fetch(new Request(`${ORIGIN}/schedules`))).text();
+    const form = /<form class="act schedule-form" action="\/api\/schedules" data-method="POST">[\s\S]*?<\/form>/.exec(
+      page,
+    )?.[0];
+    expect(form).toBeDefined();
+    const optionsOf = (name: string) =>
+      [
+        ...(new RegExp(`<select name="${name}"[^>]*>([\\s\\S]*?)</select>`).exec(form ?? '')?.[1] ?? '').matchAll(
+          /<option value="([^"]*)"/g,
+        ),
+      ].map((m) => m[1]);
+    expect(optionsOf('overlapPolicy')).toEqual(['allow', 'skip', 'buffer_one', 'buffer_all', 'cancel_other']);
+    expect(optionsOf('catchupPolicy')).toEqual(['skip', 'run_once', 'run_all']);
+    expect(optionsOf('dst\\.repeated')).toEqual(['', 'first', 'last', 'both']);
+    expect(optionsOf('dst\\.gap')).toEqual(['', 'shift', 'skip']);
+    expect(form).toContain('<option value="allow" selected>');
+    expect(form).toContain('<option value="run_once" selected>');
+    expect(form).toContain('<select name="workflowName" required><option>etl</option></select>');
+    for (const field of ['maxRuns', 'note', 'pauseOnFailure', 'enabled', 'jitterMs', 'startAt', 'endAt', 'context'])
+      expect(form).toContain(`name="${field}"`);
+  });
+
+  it('adds a schedule from the form fields and stores and shows every field', async () => {
+    const response = await post(dashboard, '/api/schedules', GUARDED_FORM, { 'X-Orrery-Csrf': csrf });
+    expect(response.status).toBe(201);
+    const body = (await response.json()) as Loose;
+    expect(body.redirect).toBe(`/schedules/${body.schedule.id}`);
+    expect(await runner.getCronSchedule('guarded')).toMatchObject({
+      workflowName: 'etl',
+      timezone: 'America/New_York',
+      overlapPolicy: 'buffer_one',
+      catchupPolicy: 'skip',
+      pauseOnFailure: true,
+      maxRuns: 3,
+      runCount: 0,
+      // The rule left at its default takes the fixed hour's: shift.
+      dst: { repeated: 'last', gap: 'shift' },
+      jitterMs: 0,
+      startAt: null,
+      endAt: new Date('2099-01-01T00:00:00Z'),
+      context: { region: 'eu' },
+      note: HOSTILE_NAME,
+      enabled: true,
+    });
+    const list = await (await dashboard.fetch(new Request(`${ORIGIN}/schedules`))).text();
+    const row = /<tr data-schedule="guarded">[\s\S]*?<\/tr>/.exec(list)?.[0] ?? '';
+    expect(row).toContain('overlap buffer one · pauses on failure · DST: repeated last, gap shift');
+    expect(row).toContain('0 of 3 scheduled runs');
+    // A policy at its default is left out of the list, where it would repeat on every row.
+    expect(/<tr data-schedule="nightly">[\s\S]*?<\/tr>/.exec(list)?.[0]).not.toContain('overlap allow');
+    expect(row).toContain('<div class="small muted note">&lt;script&gt;alert(1)&lt;/script&gt;</div>');
+    const detail = await (await dashboard.fetch(new Request(`${ORIGIN}/schedules/guarded`))).text();
+    expect(detail).toContain('<strong>Note:</strong> &lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(detail).toContain('0 of 3 scheduled runs');
+    // The edit form shows the stored values.
+    expect(detail).toContain('<option value="buffer_one" selected>');
+    expect(detail).toContain('<option value="last" selected>');
+    expect(detail).toContain('name="maxRuns" type="number" min="1" step="1" value="3"');
+    expect(detail).toContain('name="endAt" type="datetime-local" step="1" value="2099-01-01T00:00:00"');
+    expect(detail).toMatch(/<input type="checkbox" name="pauseOnFailure" value="true" checked>/);
+    expect(detail).not.toContain(HOSTILE_NAME);
+  });
+
+  it('edits a schedule: sets the fields, and an empty field goes back to its default', async () => {
+    const cleared = await post(
+      dashboard,
+      '/api/schedules/guarded',
+      {
+        overlapPolicy: 'cancel_other',
+        pauseOnFailure: 'false',
+        maxRuns: '',
+        'dst.repeated': '',
+        'dst.gap': '',
+        note: '',
+        endAt: '',
+      },
+      { 'X-Orrery-Csrf': csrf },
+      'PATCH',
+    );
+    expect(cleared.status).toBe(200);
+    expect(await runner.getCronSchedule('guarded')).toMatchObject({
+      overlapPolicy: 'cancel_other',
+      pauseOnFailure: false,
+      maxRuns: null,
+      dst: null,
+      note: null,
+      endAt: null,
+      catchupPolicy: 'skip',
+      context: { region: 'eu' },
+    });
+    // A JSON client sends the input's own types.
+    const typed = await post(
+      dashboard,
+      '/api/schedules/guarded',
+      { overlapPolicy: 'buffer_all', maxRuns: 7, dst: { gap: 'skip' }, pauseOnFailure: true, note: 'owned by data' },
+      { 'X-Orrery-Csrf': csrf },
+      'PATCH',
+    );
+    expect(typed.status).toBe(200);
+    expect(((await typed.json()) as Loose).schedule).toMatchObject({ maxRuns: 7, overlapPolicy: 'buffer_all' });
+    expect(await runner.getCronSchedule('guarded')).toMatchObject({
+      overlapPolicy: 'buffer_all',
+      maxRuns: 7,
+      dst: { repeated: 'first', gap: 'skip' },
+      pauseOnFailure: true,
+      note: 'owned by data',
+    });
+    const detail = await (await dashboard.fetch(new Request(`${ORIGIN}/schedules/guarded`))).text();
+    expect(detail).toContain('overlap buffer all · pauses on failure · DST: repeated first, gap skip');
+    expect(detail).toContain('0 of 7 scheduled runs');
+    expect(detail).toContain('<strong>Note:</strong> owned by data');
+  });
+
+  it('refuses bad schedule fields with 400 and the engine message, and writes nothing', async () => {
+    const before = await runner.getCronSchedule('guarded');
+    const count = (await runner.listCronSchedules()).length;
+    const cases: Array<[string, Record<string, unknown>, string, string]> = [
+      ['PATCH', { overlapPolicy: 'queue' }, 'VALIDATION', "overlapPolicy must be one of 'allow', 'skip', 'buffer_one'"],
+      ['PATCH', { maxRuns: '0' }, 'VALIDATION', 'maxRuns must be a positive integer or null'],
+      ['PATCH', { maxRuns: 'lots' }, 'VALIDATION', 'maxRuns must be a positive integer or null'],
+      ['PATCH', { 'dst.gap': 'never' }, 'VALIDATION', "dst.gap must be one of 'shift', 'skip'"],
+      ['PATCH', { pauseOnFailure: 'maybe' }, 'VALIDATION', 'pauseOnFailure must be true or false'],
+      ['PATCH', { context: '{"region":' }, 'VALIDATION', 'context must be a JSON object'],
+      ['PATCH', { startAt: 'soon' }, 'VALIDATION', 'startAt "soon" is not a date'],
+      ['PATCH', { note: 'x'.repeat(1001) }, 'VALIDATION', 'note must be a string of at most 1000 characters'],
+      ['PATCH', { tz: 'Europe/Paris' }, 'VALIDATION', 'did you mean "timezone"'],
+      ['POST', { ...GUARDED_FORM, name: 'refused', overlapPolicy: 'later' }, 'VALIDATION', 'overlapPolicy'],
+      ['POST', { ...GUARDED_FORM, name: 'refused', cronExpression: '*/90 * * * *' }, 'INVALID_CRON_EXPRESSION', '90'],
+      ['POST', { workflowName: 'etl', cronExpression: '@daily' }, 'VALIDATION', 'needs a name'],
+    ];
+    for (const [method, fields, code, message] of cases) {
+      const path = method === 'POST' ? '/api/schedules' : '/api/schedules/guarded';
+      const response = await post(dashboard, path, fields, { 'X-Orrery-Csrf': csrf }, method);
+      expect(response.status, JSON.stringify(fields).slice(0, 80)).toBe(400);
+      const { error } = (await response.json()) as Loose;
+      expect(error.code).toBe(code);
+      expect(error.message).toContain(message);
+    }
+    expect(await runner.getCronSchedule('guarded')).toEqual(before);
+    expect(await runner.listCronSchedules()).toHaveLength(count);
   });
 
   it('shows a failed execution with its failed task in the DAG and its error', async () => {

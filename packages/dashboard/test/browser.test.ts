@@ -200,6 +200,76 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await expect(page.locator('tbody tr').first().textContent()).resolves.toContain('etl');
   });
 
+  it('adds a schedule through the form with overlap, pause on failure, max runs, DST and note', async () => {
+    await page.goto(`${origin}/ops/schedules`);
+    await page.getByText('Add a schedule').click();
+    const form = page.locator('form.schedule-form');
+    await form.getByLabel('Name').fill('guarded');
+    await form.getByLabel('Cron expression').fill('30 2 * * *');
+    await form.getByLabel('Time zone').fill('America/New_York');
+    await form.getByLabel('Overlap').selectOption('buffer_all');
+    await form.getByLabel('Max runs').fill('4');
+    await form.getByLabel('a repeated wall time').selectOption('last');
+    await form.getByLabel('a wall time in a gap').selectOption('skip');
+    await form.getByLabel('Note').fill('owned by the data team');
+    await form.getByRole('checkbox', { name: 'Pause on failure' }).check();
+    await screenshots('schedule-add');
+    await form.getByRole('button', { name: 'Add schedule' }).click();
+    await page.waitForURL(/\/ops\/schedules\/[0-9a-f-]{36}$/);
+    expect(await runner.getCronSchedule('guarded')).toMatchObject({
+      workflowName: 'etl',
+      timezone: 'America/New_York',
+      overlapPolicy: 'buffer_all',
+      pauseOnFailure: true,
+      maxRuns: 4,
+      runCount: 0,
+      dst: { repeated: 'last', gap: 'skip' },
+      note: 'owned by the data team',
+      enabled: true,
+    });
+    const definition = page.locator('dl.kv');
+    await expect(definition.textContent()).resolves.toContain(
+      'overlap buffer all · pauses on failure · DST: repeated last, gap skip',
+    );
+    await expect(definition.textContent()).resolves.toContain('0 of 4 scheduled runs');
+    await expect(page.locator('.note-panel').textContent()).resolves.toContain('owned by the data team');
+  });
+
+  it('edits a schedule through its form, and shows a refused value as text without saving it', async () => {
+    await page.goto(`${origin}/ops/schedules/guarded`);
+    await page.getByText('Edit schedule').click();
+    const form = page.locator('form.schedule-form');
+    await expect(form.getByLabel('Max runs').inputValue()).resolves.toBe('4');
+    await form.getByLabel('Overlap').selectOption('cancel_other');
+    await form.getByLabel('Max runs').fill('');
+    await form.getByLabel('a repeated wall time').selectOption('');
+    await form.getByLabel('a wall time in a gap').selectOption('');
+    await form.getByLabel('Note').fill('handed over to ops');
+    await form.getByRole('checkbox', { name: 'Pause on failure' }).uncheck();
+    await screenshots('schedule-edit');
+    await form.getByRole('button', { name: 'Save changes' }).click();
+    await waitFor(async () => (await runner.getCronSchedule('guarded')).overlapPolicy === 'cancel_other');
+    expect(await runner.getCronSchedule('guarded')).toMatchObject({
+      pauseOnFailure: false,
+      maxRuns: null,
+      dst: null,
+      note: 'handed over to ops',
+    });
+    await page.locator('dl.kv', { hasText: 'overlap cancel other' }).waitFor();
+    await expect(page.locator('dl.kv').textContent()).resolves.toContain('0 scheduled runs');
+    await expect(page.locator('.note-panel').textContent()).resolves.toContain('handed over to ops');
+
+    const stored = await runner.getCronSchedule('guarded');
+    await page.locator('#edit-schedule[open]').waitFor();
+    await form.getByLabel('Cron expression').fill('<img src=x> 2 * * *');
+    await form.getByRole('button', { name: 'Save changes' }).click();
+    const alert = page.locator('#flash [role="alert"]');
+    await alert.waitFor();
+    await expect(alert.textContent()).resolves.toContain('Invalid cron expression "<img src=x> 2 * * *"');
+    await expect(page.locator('#flash img').count()).resolves.toBe(0);
+    expect(await runner.getCronSchedule('guarded')).toEqual(stored);
+  });
+
   it('made no request outside the dashboard origin', () => {
     expect(requested.length).toBeGreaterThan(0);
     expect(requested.filter((url) => !url.startsWith(`${origin}/ops/`))).toEqual([]);
