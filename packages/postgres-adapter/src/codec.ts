@@ -1,6 +1,6 @@
 import { ConfigurationError, UniversalTimestamp, UniversalUuid } from '@orreryjs/core';
 import { getTableColumns, getTableName, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
-import { customType, type PgColumn, type PgInsertValue, type PgTable } from 'drizzle-orm/pg-core';
+import { customType, type PgColumn, PgDialect, type PgInsertValue, type PgTable } from 'drizzle-orm/pg-core';
 import type pg from 'pg';
 
 /**
@@ -254,4 +254,18 @@ export function statusIn(column: SQLWrapper, statuses: readonly string[]): SQL {
  */
 export function lockOf(...tables: PgTable[]): PgTable[] {
   return tables.map((table) => sql.identifier(getTableName(table))) as unknown as PgTable[];
+}
+
+const dialect = new PgDialect();
+
+/**
+ * The text of a raw statement whose parameters are already positional (`$1`, `$2`, …),
+ * rendered on first use and kept: a statement sent under one name must keep one text.
+ */
+export function renderOnce(query: SQL): () => string {
+  let text: string | undefined;
+  return () => {
+    text ??= dialect.sqlToQuery(query).sql;
+    return text;
+  };
 }

@@ -52,9 +52,11 @@ export interface PostgresStorageOptions extends OpenStorageOptions {
    */
   applicationName?: string;
   /**
-   * Send named prepared statements, so that each connection parses a statement once. Set false
-   * behind a transaction pooler that cannot route them (PgBouncer before 1.21 in
-   * `pool_mode = transaction`): every statement is then sent unnamed.
+   * Send named prepared statements, so that each connection parses and plans a statement once.
+   * Set false behind a transaction pooler that cannot route them (PgBouncer before 1.21 in
+   * `pool_mode = transaction`): every statement is then sent unnamed, and planned per call.
+   * With named statements each pooled connection also turns `enable_seqscan` off for its
+   * session (see {@link INDEX_PLANS_ONLY}).
    * @default true
    */
   preparedStatements?: boolean;
@@ -80,6 +82,20 @@ export const POSTGRES_DEFAULTS = Object.freeze({
   listen: true,
 });
 
+/**
+ * Session setting of each pooled connection when statements are named. Postgres plans a named
+ * statement for its parameters' values five times, then keeps a generic plan for the life of
+ * the connection, planned with the statistics of that moment. On a schema created minutes ago
+ * (a fresh install, a benchmark) those say that `pipeline_executions` holds a few hundred rows,
+ * and the kept plans of claim and finish scan it whole for every call, however large it grows
+ * until the next ANALYZE (bench/README.md: 3× the buffers per claim on 1,000 pipelines).
+ * Every access path of Orrery's statements is an index, so the planner is told never to prefer
+ * a sequential scan: a plan kept from an almost empty table stays right when the table is large.
+ * Unnamed statements (behind a transaction pooler, where a session setting would leak to
+ * other clients) are planned per call with the table's current size and need no setting.
+ */
+export const INDEX_PLANS_ONLY = 'SET enable_seqscan = off';
+
 /** SQLSTATEs of a refused login: the URL names a user, password or database the server does not accept. */
 const CONFIGURATION_STATES: Record<string, string> = {
   '28000': 'the server refused this user',
@@ -93,9 +109,9 @@ function redact(connectionString: string): string {
 }
 
 /**
- * Refuses a URL that cannot be parsed. Nothing is added to it: no session setting (no
- * `options` startup parameter, which PgBouncer refuses), since every statement names its
- * schema and the codec reads instants in any time zone.
+ * Refuses a URL that cannot be parsed. Nothing is added to it: no startup parameter (no
+ * `options`, which PgBouncer refuses), since every statement names its schema and the codec
+ * reads instants in any time zone.
  * @throws ConfigurationError naming the URL without its password.
  */
 function assertParsableUrl(connectionString: string): void {
@@ -204,7 +220,12 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   // at the wrong moment (between the pool's own listener and a caller's, seen under load with
   // pg_terminate_backend) must never crash the process. The statement in flight still fails, and the
   // pool discards the connection, which pg marks not queryable.
-  pool.on('connect', (client) => client.on('error', () => undefined));
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+    // Queued before the first statement of whoever checked the connection out; a failure here
+    // (the connection dropped) fails that statement too, as any lost connection does.
+    if (preparedStatements) client.query(INDEX_PLANS_ONLY).catch(() => undefined);
+  });
   let connected = false;
   try {
     await withClient(pool, async (client) => {

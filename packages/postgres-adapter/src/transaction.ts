@@ -4,8 +4,11 @@ import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import type { PostgresTables } from './schema.js';
 
-/** A drizzle database over the pool (single statements) or over one pooled client (a transaction). */
-export type PostgresDb = NodePgDatabase;
+/**
+ * A drizzle database over the pool (single statements) or over one pooled client (a
+ * transaction); `$client` runs the raw statements that are rendered once and sent by name.
+ */
+export type PostgresDb = NodePgDatabase & { $client: pg.Pool | pg.PoolClient };
 
 /** An open storage: the pool and drizzle over it, shared by every store. */
 export interface PostgresHandle {

@@ -1,4 +1,4 @@
-import { type NewCronExecution, type NewPipeline, newId, type ScheduleRow } from '@orreryjs/core';
+import { type NewCronExecution, newId, type ScheduleRow } from '@orreryjs/core';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { describe, expect, it } from 'vitest';
 import { flattenStatements, renderSqlSnapshot } from '../../../test/support/sql-snapshot.js';
@@ -21,15 +21,15 @@ import {
   requeueRunningTasks,
 } from '../src/execution-store/control.js';
 import { prepareExecutionStore } from '../src/execution-store/index.js';
-import { insertPipelines, selectPipelines } from '../src/execution-store/pipelines.js';
+import { selectPipelines } from '../src/execution-store/pipelines.js';
 import { prepareRunnerStore } from '../src/runner-store/index.js';
 import { tablesIn } from '../src/schema.js';
-import type { PostgresHandle } from '../src/transaction.js';
+import type { PostgresDb, PostgresHandle } from '../src/transaction.js';
 import { prepareWorkflowStore } from '../src/workflow-store/index.js';
 
 // Statements are built, never run: drizzle's mock driver renders them without a server. The schema
-// name is a stand-in: every statement names the storage's schema.
-const db = drizzle.mock();
+// name is a stand-in: every statement names the storage's schema. Nothing here runs a raw statement on `$client`.
+const db = drizzle.mock() as unknown as PostgresDb;
 const tables = tablesIn('tenant');
 const handle: PostgresHandle = { pool: undefined as never, db, tables, named: (name) => name };
 const now = new Date('2026-01-02T03:04:05.678Z');
@@ -47,16 +47,6 @@ const occurrence: NewCronExecution = {
   status: 'claimed',
   source: 'backfill',
   missedCount: 0,
-};
-const pipeline: NewPipeline = {
-  id,
-  workflowName: 'w',
-  workflowVersion: '1',
-  input: {},
-  idempotencyKey: null,
-  scheduledTime: null,
-  now,
-  tasks: [{ id, taskId: 't', position: 0, pendingDeps: 0 }],
 };
 const page = { limit: 10, offset: 0 };
 
@@ -91,7 +81,6 @@ const stores = {
     ...flattenStatements({
       pipelines: {
         selectPipelines: selectPipelines(db, tables, { ...page, workflowName: 'w', status: 'running' }),
-        insertPipelines: insertPipelines(db, tables, [pipeline]),
       },
       control: {
         cancelPipelineRow: cancelPipelineRow(db, tables, id, now),

@@ -1,6 +1,7 @@
 import type { ClaimDueRequest, CronExecutionRow, ScheduleRow } from '@orreryjs/core';
 import { and, asc, eq, gte, lt, lte, sql } from 'drizzle-orm';
 import { arrayParam, dateToIso, encodeUuidList, inTextList } from '../codec.js';
+import type { InsertPipelines } from '../execution-store/pipelines.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
 import { handOffInTransaction } from './handoff.js';
@@ -186,6 +187,7 @@ export function advanceNextRunAt(db: PostgresDb, tables: PostgresTables, advance
 export async function claimDueSchedules(
   tx: PostgresDb,
   tables: PostgresTables,
+  insert: InsertPipelines,
   request: ClaimDueRequest,
 ): Promise<CronExecutionRow[]> {
   const due = await selectDueSchedules(tx, tables, request);
@@ -231,5 +233,5 @@ export async function claimDueSchedules(
   const claimed = (await insertOccurrenceRows(tx, tables, occurrences)).filter((row) => row.status === 'claimed');
   const { prepareHandoff } = request;
   if (prepareHandoff === undefined) return claimed;
-  return handOffInTransaction(tx, tables, claimed, prepareHandoff, request.now);
+  return handOffInTransaction(tx, tables, insert, claimed, prepareHandoff, request.now);
 }

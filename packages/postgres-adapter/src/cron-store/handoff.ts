@@ -1,7 +1,7 @@
 import type { CronExecutionRow, NewPipeline } from '@orreryjs/core';
 import { and, eq, sql } from 'drizzle-orm';
 import { arrayParam, bind, encodeUuidList } from '../codec.js';
-import { createPipelinesIn } from '../execution-store/pipelines.js';
+import { createPipelinesIn, type InsertPipelines, prepareInsertPipelines } from '../execution-store/pipelines.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
 import { isClaimed } from './ledger.js';
@@ -12,9 +12,12 @@ import { isClaimed } from './ledger.js';
  */
 
 /** Builds the handoff statements once; each is named, so each connection parses it once. */
-export function prepareHandoff({ db, tables, named }: PostgresHandle) {
+export function prepareHandoff(handle: PostgresHandle) {
+  const { db, tables, named } = handle;
   const c = tables.cronExecutions;
   return {
+    /** The in-transaction handoff's pipelines: the same statement as `createPipelines`. */
+    insertPipelines: prepareInsertPipelines(handle),
     linkOccurrence: db
       .update(c)
       .set({
@@ -51,6 +54,7 @@ export function linkOccurrences(db: PostgresDb, tables: PostgresTables, links: R
 export async function handOffInTransaction(
   tx: PostgresDb,
   tables: PostgresTables,
+  insert: InsertPipelines,
   rows: readonly CronExecutionRow[],
   prepareHandoff: (occurrence: CronExecutionRow) => NewPipeline | null,
   now: Date,
@@ -63,7 +67,7 @@ export async function handOffInTransaction(
     due.push(row);
     pipelines.push(pipeline);
   }
-  const stored = await createPipelinesIn(tx, tables, pipelines);
+  const stored = await createPipelinesIn(tx, tables, insert, pipelines);
   const links = new Map(due.map((row, i) => [row.id, stored[i]!.pipeline.id]));
   if (links.size > 0) await linkOccurrences(tx, tables, links, now);
   return rows.map((row) => {

@@ -86,7 +86,9 @@ export class PostgresCronStore implements CronStore {
 
   claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {
     if (request.workflowNames.length === 0 || request.limit <= 0) return Promise.resolve([]);
-    return transaction(this.#handle, 'claimDueSchedules', (tx) => claimDueSchedules(tx, this.#handle.tables, request));
+    return transaction(this.#handle, 'claimDueSchedules', (tx) =>
+      claimDueSchedules(tx, this.#handle.tables, this.#q.handoff.insertPipelines, request),
+    );
   }
 
   async releaseBuffered(request: ReleaseBufferedRequest): Promise<CronExecutionRow[]> {

@@ -6,7 +6,6 @@ import {
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, eq, getTableColumns, type SQL, sql } from 'drizzle-orm';
-import { PgDialect } from 'drizzle-orm/pg-core';
 import {
   aliasColumns,
   bind,
@@ -16,6 +15,7 @@ import {
   encodeUuidList,
   inTextList,
   pickAliased,
+  renderOnce,
   statusIn,
   storableText,
 } from '../codec.js';
@@ -160,8 +160,6 @@ export async function finishTask(q: FinishStatements, request: FinishTaskRequest
  * connection parses and plans it once. Raw SQL: rows from parallel arrays (unnest) and
  * per-dependent and per-pipeline aggregates, which drizzle's builder cannot express.
  */
-const dialect = new PgDialect();
-
 function finishTasksSql({ pipelineExecutions: p, taskExecutions: t }: PostgresTables): SQL {
   const unfinished = statusIn(sql.raw('p.status'), UNFINISHED_PIPELINE_STATUSES);
   return sql`WITH req AS (
@@ -232,18 +230,13 @@ export type FinishTasksRow = {
  * ending it at 0 (returned with the pipeline's last outcome of the batch).
  */
 function prepareFinishTasks({ tables, named, pool }: PostgresHandle) {
-  const query = sql`${finishTasksSql(tables)}`;
+  const query = renderOnce(finishTasksSql(tables));
   const name = named('orrery_finish_tasks');
-  // Rendered once; the snapshot test reads it through getQuery().
-  let text: string | undefined;
-  const render = () => {
-    text ??= dialect.sqlToQuery(query).sql;
-    return text;
-  };
   return {
-    getQuery: () => ({ sql: render() }),
+    // The snapshot test reads the text through getQuery().
+    getQuery: () => ({ sql: query() }),
     async execute(values: unknown[]): Promise<FinishTasksRow[]> {
-      return (await pool.query<FinishTasksRow>({ name, text: render(), values })).rows;
+      return (await pool.query<FinishTasksRow>({ name, text: query(), values })).rows;
     },
   };
 }

@@ -47,7 +47,7 @@ export class PostgresExecutionStore implements ExecutionStore {
 
   async createPipeline(pipeline: NewPipeline): Promise<{ pipeline: PipelineRow; created: boolean }> {
     const [result] = await statement('createPipeline', () =>
-      createPipelinesIn(this.#handle.db, this.#handle.tables, [pipeline]),
+      createPipelinesIn(this.#handle.db, this.#handle.tables, this.#q.pipelines.insertPipelines, [pipeline]),
     );
     return result!;
   }
@@ -59,11 +59,13 @@ export class PostgresExecutionStore implements ExecutionStore {
     if (pipelines.length === 0) return Promise.resolve([]);
     const { tables } = this.#handle;
     if (!options.allOrNothing) {
-      return statement('createPipelines', () => createPipelinesIn(this.#handle.db, tables, pipelines));
+      return statement('createPipelines', () =>
+        createPipelinesIn(this.#handle.db, tables, this.#q.pipelines.insertPipelines, pipelines),
+      );
     }
     // The insert and the read of the keys' holders in one transaction, so that a conflict rolls it back.
     return transaction(this.#handle, 'createPipelines', async (tx) => {
-      const results = await createPipelinesIn(tx, tables, pipelines);
+      const results = await createPipelinesIn(tx, tables, this.#q.pipelines.insertPipelines, pipelines);
       assertKeysHeldBySameWorkflow(pipelines, results);
       return results;
     });

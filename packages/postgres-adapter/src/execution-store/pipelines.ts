@@ -1,7 +1,6 @@
 import { DatabaseError, type NewPipeline, newTaskStatus, type PipelineFilter, type PipelineRow } from '@orreryjs/core';
-import { and, asc, desc, eq, getTableColumns, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, type SQL, sql } from 'drizzle-orm';
 import {
-  arrayParam,
   bind,
   canonicalUuid,
   dateToIso,
@@ -9,6 +8,7 @@ import {
   encodeJson,
   encodeUuidList,
   inTextList,
+  renderOnce,
 } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
@@ -24,9 +24,11 @@ export function taskRowColumns({ taskExecutions: t }: PostgresTables) {
 }
 
 /** Builds the pipeline statements once; each is named, so each connection parses it once. */
-export function preparePipelines({ db, tables, named }: PostgresHandle) {
+export function preparePipelines(handle: PostgresHandle) {
+  const { db, tables, named } = handle;
   const { pipelineExecutions: p, taskExecutions: t } = tables;
   return {
+    insertPipelines: prepareInsertPipelines(handle),
     selectPipeline: db
       .select()
       .from(p)
@@ -69,25 +71,20 @@ export function selectPipelines(db: PostgresDb, tables: PostgresTables, filter: 
   );
 }
 
-/** Inserts pipelines and their tasks in one statement; returns the pipelines inserted (a taken key inserts nothing). */
-export function insertPipelines(db: PostgresDb, tables: PostgresTables, pipelines: readonly NewPipeline[]) {
-  const { pipelineExecutions: p, taskExecutions: t } = tables;
-  const tasks = pipelines.flatMap((pipeline) => pipeline.tasks.map((task) => ({ pipeline, task })));
-  // Raw SQL: rows from parallel arrays (unnest) feeding two inserts chained by a CTE, one statement for the batch.
-  return db.execute<{ row: Record<string, unknown> }>(sql`WITH inserted AS (
+/**
+ * The statement of {@link createPipelinesIn}: pipelines and their tasks inserted in one
+ * statement; returns the pipelines inserted (a taken key inserts nothing). Raw SQL: rows from
+ * parallel arrays (unnest) feeding two inserts chained by a CTE, one statement for any batch.
+ * Rendered once and sent under one name, so each connection parses and plans it once.
+ */
+function insertPipelinesSql({ pipelineExecutions: p, taskExecutions: t }: PostgresTables): SQL {
+  return sql`WITH inserted AS (
       INSERT INTO ${p} (id, workflow_name, workflow_version, status, input, idempotency_key, scheduled_time,
         schedule_id, remaining_tasks, failed_tasks, created_at, updated_at)
       SELECT u.id, u.workflow_name, u.workflow_version, 'pending', u.input::jsonb, u.idempotency_key,
         u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now
-      FROM unnest(${arrayParam(encodeUuidList(pipelines.map((x) => x.id)))}::uuid[],
-        ${arrayParam(pipelines.map((x) => x.workflowName))}::text[],
-        ${arrayParam(pipelines.map((x) => x.workflowVersion))}::text[],
-        ${arrayParam(pipelines.map((x) => encodeJson(x.input)))}::text[],
-        ${arrayParam(pipelines.map((x) => x.idempotencyKey))}::text[],
-        ${arrayParam(pipelines.map((x) => (x.scheduledTime === null ? null : dateToIso(x.scheduledTime))))}::timestamptz[],
-        ${arrayParam(pipelines.map((x) => (x.scheduleId == null ? null : canonicalUuid(x.scheduleId))))}::uuid[],
-        ${arrayParam(pipelines.map((x) => x.tasks.length))}::int[],
-        ${arrayParam(pipelines.map((x) => dateToIso(x.now)))}::timestamptz[])
+      FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::uuid[],
+        $8::int[], $9::timestamptz[])
         AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, schedule_id, remaining_tasks, now)
       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
       RETURNING *
@@ -96,18 +93,54 @@ export function insertPipelines(db: PostgresDb, tables: PostgresTables, pipeline
         failed_attempts, pending_deps, available_at, updated_at)
       SELECT v.id, i.id, i.workflow_name, v.task_id, v.position, v.status, 0, 0, v.pending_deps,
         coalesce(v.run_at, i.created_at), i.created_at
-      FROM unnest(${arrayParam(encodeUuidList(tasks.map((x) => x.task.id)))}::uuid[],
-        ${arrayParam(encodeUuidList(tasks.map((x) => x.pipeline.id)))}::uuid[],
-        ${arrayParam(tasks.map((x) => x.task.taskId))}::text[],
-        ${arrayParam(tasks.map((x) => x.task.position))}::int[],
-        ${arrayParam(tasks.map((x) => newTaskStatus(x.task.pendingDeps)))}::text[],
-        ${arrayParam(tasks.map((x) => x.task.pendingDeps))}::int[],
-        ${arrayParam(tasks.map((x) => (x.pipeline.runAt == null ? null : dateToIso(x.pipeline.runAt))))}::timestamptz[])
+      FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::int[], $14::text[], $15::int[], $16::timestamptz[])
         AS v(id, pipeline_id, task_id, position, status, pending_deps, run_at)
       JOIN inserted i ON i.id = v.pipeline_id
     )
-    SELECT to_json(i) AS row FROM inserted i`);
+    SELECT to_json(i) AS row FROM inserted i`;
 }
+
+/** The parameters of {@link insertPipelinesSql} for `pipelines`, in order. */
+function insertPipelinesValues(pipelines: readonly NewPipeline[]): unknown[] {
+  const tasks = pipelines.flatMap((pipeline) => pipeline.tasks.map((task) => ({ pipeline, task })));
+  return [
+    encodeUuidList(pipelines.map((x) => x.id)),
+    pipelines.map((x) => x.workflowName),
+    pipelines.map((x) => x.workflowVersion),
+    pipelines.map((x) => encodeJson(x.input)),
+    pipelines.map((x) => x.idempotencyKey),
+    pipelines.map((x) => (x.scheduledTime === null ? null : dateToIso(x.scheduledTime))),
+    pipelines.map((x) => (x.scheduleId == null ? null : canonicalUuid(x.scheduleId))),
+    pipelines.map((x) => x.tasks.length),
+    pipelines.map((x) => dateToIso(x.now)),
+    encodeUuidList(tasks.map((x) => x.task.id)),
+    encodeUuidList(tasks.map((x) => x.pipeline.id)),
+    tasks.map((x) => x.task.taskId),
+    tasks.map((x) => x.task.position),
+    tasks.map((x) => newTaskStatus(x.task.pendingDeps)),
+    tasks.map((x) => x.task.pendingDeps),
+    tasks.map((x) => (x.pipeline.runAt == null ? null : dateToIso(x.pipeline.runAt))),
+  ];
+}
+
+/** The insert of {@link createPipelinesIn}, on the pool or inside a caller's transaction (`db`). */
+export function prepareInsertPipelines({ tables, named }: PostgresHandle) {
+  const query = renderOnce(insertPipelinesSql(tables));
+  const name = named('orrery_insert_pipelines');
+  return {
+    getQuery: () => ({ sql: query() }),
+    async execute(db: PostgresDb, pipelines: readonly NewPipeline[]): Promise<Array<Record<string, unknown>>> {
+      const { rows } = await db.$client.query<{ row: Record<string, unknown> }>({
+        name,
+        text: query(),
+        values: insertPipelinesValues(pipelines),
+      });
+      return rows.map(({ row }) => row);
+    },
+  };
+}
+
+export type InsertPipelines = ReturnType<typeof prepareInsertPipelines>;
 
 /**
  * Creates pipelines with their tasks in one statement (its own transaction, or part of the
@@ -118,13 +151,14 @@ export function insertPipelines(db: PostgresDb, tables: PostgresTables, pipeline
 export async function createPipelinesIn(
   db: PostgresDb,
   tables: PostgresTables,
+  insert: InsertPipelines,
   pipelines: readonly NewPipeline[],
 ): Promise<Array<{ pipeline: PipelineRow; created: boolean }>> {
   if (pipelines.length === 0) return [];
   const p = tables.pipelineExecutions;
-  const { rows } = await insertPipelines(db, tables, pipelines);
+  const rows = await insert.execute(db, pipelines);
   const created = new Map(
-    rows.map(({ row }) => decodeJsonRow<PipelineRow>(getTableColumns(p), row)).map((row) => [row.id, row]),
+    rows.map((row) => decodeJsonRow<PipelineRow>(getTableColumns(p), row)).map((row) => [row.id, row]),
   );
   const takenKeys = pipelines.filter((x) => !created.has(x.id)).map((x) => x.idempotencyKey ?? '');
   const holders =

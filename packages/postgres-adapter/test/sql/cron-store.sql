@@ -19,6 +19,28 @@ delete
   from "tenant"."cron_schedules"
   where "tenant"."cron_schedules"."id" = $1::uuid;
 
+-- handoff/insertPipelines
+WITH inserted AS (
+      INSERT INTO "tenant"."pipeline_executions" (id, workflow_name, workflow_version, status, input, idempotency_key, scheduled_time,
+        schedule_id, remaining_tasks, failed_tasks, created_at, updated_at)
+      SELECT u.id, u.workflow_name, u.workflow_version, 'pending', u.input::jsonb, u.idempotency_key,
+        u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now
+      FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::uuid[],
+        $8::int[], $9::timestamptz[])
+        AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, schedule_id, remaining_tasks, now)
+      ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+      RETURNING *
+    ), tasks AS (
+      INSERT INTO "tenant"."task_executions" (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt,
+        failed_attempts, pending_deps, available_at, updated_at)
+      SELECT v.id, i.id, i.workflow_name, v.task_id, v.position, v.status, 0, 0, v.pending_deps,
+        coalesce(v.run_at, i.created_at), i.created_at
+      FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::int[], $14::text[], $15::int[], $16::timestamptz[])
+        AS v(id, pipeline_id, task_id, position, status, pending_deps, run_at)
+      JOIN inserted i ON i.id = v.pipeline_id
+    )
+    SELECT to_json(i) AS row FROM inserted i;
+
 -- handoff/linkOccurrence
 update "tenant"."cron_executions"
   set "status" = $1, "pipeline_execution_id" = $2::uuid, "handed_off_at" = $3::timestamp (3) with time zone, "recovery_lease_owner" = $4, "recovery_lease_expires_at" = $5

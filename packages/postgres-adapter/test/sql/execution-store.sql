@@ -1,3 +1,25 @@
+-- pipelines/insertPipelines
+WITH inserted AS (
+      INSERT INTO "tenant"."pipeline_executions" (id, workflow_name, workflow_version, status, input, idempotency_key, scheduled_time,
+        schedule_id, remaining_tasks, failed_tasks, created_at, updated_at)
+      SELECT u.id, u.workflow_name, u.workflow_version, 'pending', u.input::jsonb, u.idempotency_key,
+        u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now
+      FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::uuid[],
+        $8::int[], $9::timestamptz[])
+        AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, schedule_id, remaining_tasks, now)
+      ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+      RETURNING *
+    ), tasks AS (
+      INSERT INTO "tenant"."task_executions" (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt,
+        failed_attempts, pending_deps, available_at, updated_at)
+      SELECT v.id, i.id, i.workflow_name, v.task_id, v.position, v.status, 0, 0, v.pending_deps,
+        coalesce(v.run_at, i.created_at), i.created_at
+      FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::int[], $14::text[], $15::int[], $16::timestamptz[])
+        AS v(id, pipeline_id, task_id, position, status, pending_deps, run_at)
+      JOIN inserted i ON i.id = v.pipeline_id
+    )
+    SELECT to_json(i) AS row FROM inserted i;
+
 -- pipelines/selectPipeline
 select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
   from "tenant"."pipeline_executions"
@@ -156,41 +178,6 @@ select "id", "workflow_name", "workflow_version", "status", "input", "idempotenc
   where ("tenant"."pipeline_executions"."workflow_name" = $1 and "tenant"."pipeline_executions"."status" = $2)
   order by "tenant"."pipeline_executions"."created_at" desc, "tenant"."pipeline_executions"."id" desc
   limit $3;
-
--- pipelines/insertPipelines
-WITH inserted AS (
-      INSERT INTO "tenant"."pipeline_executions" (id, workflow_name, workflow_version, status, input, idempotency_key, scheduled_time,
-        schedule_id, remaining_tasks, failed_tasks, created_at, updated_at)
-      SELECT u.id, u.workflow_name, u.workflow_version, 'pending', u.input::jsonb, u.idempotency_key,
-        u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now
-      FROM unnest($1::uuid[],
-        $2::text[],
-        $3::text[],
-        $4::text[],
-        $5::text[],
-        $6::timestamptz[],
-        $7::uuid[],
-        $8::int[],
-        $9::timestamptz[])
-        AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, schedule_id, remaining_tasks, now)
-      ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-      RETURNING *
-    ), tasks AS (
-      INSERT INTO "tenant"."task_executions" (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt,
-        failed_attempts, pending_deps, available_at, updated_at)
-      SELECT v.id, i.id, i.workflow_name, v.task_id, v.position, v.status, 0, 0, v.pending_deps,
-        coalesce(v.run_at, i.created_at), i.created_at
-      FROM unnest($10::uuid[],
-        $11::uuid[],
-        $12::text[],
-        $13::int[],
-        $14::text[],
-        $15::int[],
-        $16::timestamptz[])
-        AS v(id, pipeline_id, task_id, position, status, pending_deps, run_at)
-      JOIN inserted i ON i.id = v.pipeline_id
-    )
-    SELECT to_json(i) AS row FROM inserted i;
 
 -- control/cancelPipelineRow
 update "tenant"."pipeline_executions"
