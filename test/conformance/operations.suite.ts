@@ -15,6 +15,7 @@ import {
 } from './fixtures.js';
 
 const MINUTE = 60_000;
+const DAY = 24 * 60 * MINUTE;
 
 /**
  * Storage behind the operator features: retrying a failed pipeline, delayed starts, tracing a
@@ -233,6 +234,44 @@ export function describeOperations(open: OpenStorage): void {
           lastRunAt: at(0),
         }));
         expect(state).toMatchObject({ hasActiveOccurrence: true, activePipelineIds: [pipeline.id] });
+      });
+
+      it('skips the buffered rows of a deleted schedule, and only those, in the same call', async () => {
+        const wf = workflowFixture(storage, CHAIN);
+        const doomed = scheduleRow({ workflowName: wf.name, overlapPolicy: 'buffer_all' });
+        const kept = scheduleRow({ workflowName: wf.name, overlapPolicy: 'buffer_all' });
+        for (const row of [doomed, kept]) await storage().cron.insertSchedule(row);
+        await storage().cron.insertOccurrences([
+          occurrence(doomed, at(0)),
+          occurrence(doomed, at(MINUTE), { status: 'buffered' }),
+          occurrence(doomed, at(2 * MINUTE), { status: 'buffered' }),
+          occurrence(kept, at(MINUTE), { status: 'buffered' }),
+        ]);
+        expect(await storage().cron.deleteSchedule(doomed.id)).toBe(true);
+        expect(await storage().cron.getSchedule(doomed.id)).toBeNull();
+        const statuses = async (id: string) =>
+          (await storage().cron.listOccurrences(id, 10, 0)).map((row) => [row.scheduledTime, row.status]);
+        // The claimed row is recovery's (it abandons it: the schedule is gone).
+        expect(await statuses(doomed.id)).toEqual([
+          [at(2 * MINUTE), 'skipped'],
+          [at(MINUTE), 'skipped'],
+          [at(0), 'claimed'],
+        ]);
+        expect(await statuses(kept.id)).toEqual([[at(MINUTE), 'buffered']]);
+        expect(await storage().cron.deleteSchedule(doomed.id)).toBe(false);
+        // Terminal now: retention may delete them.
+        expect(await storage().cron.deleteTerminalOccurrences(at(DAY), 100)).toBe(2);
+      });
+
+      it('skips the buffered rows of a paused schedule instead of releasing them', async () => {
+        const wf = workflowFixture(storage, CHAIN);
+        const schedule = scheduleRow({ workflowName: wf.name, overlapPolicy: 'buffer_one', enabled: false });
+        await storage().cron.insertSchedule(schedule);
+        await storage().cron.insertOccurrences([occurrence(schedule, at(0), { status: 'buffered' })]);
+        const request = { now: at(MINUTE), workflowNames: [wf.name], runnerId: 'r2', limit: 10 };
+        expect(await storage().cron.releaseBuffered(request)).toEqual([]);
+        const ledger = await storage().cron.listOccurrences(schedule.id, 10, 0);
+        expect(ledger.map((stored) => stored.status)).toEqual(['skipped']);
       });
 
       it('releases the oldest buffered row once nothing is active, and counts it in runCount', async () => {

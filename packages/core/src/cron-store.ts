@@ -218,7 +218,11 @@ export interface CronStore {
     expectedVersion: number,
     patch: Partial<Omit<ScheduleRow, 'id' | 'version' | 'createdAt'>>,
   ): Promise<ScheduleRow | null>;
-  /** Deletes a schedule; its ledger stays. False when unknown. */
+  /**
+   * Deletes a schedule; its ledger stays. In the same transaction its `buffered` rows become
+   * `skipped`: nothing would ever release them, and they would count as waiting forever.
+   * False when unknown.
+   */
   deleteSchedule(id: string): Promise<boolean>;
   /**
    * Claim + phase 1 in one transaction: locks due enabled schedules (nextRunAt ≤ now; SKIP
@@ -234,8 +238,9 @@ export interface CronStore {
    * occurrence (`claimed`, or linked to a pending, running or paused pipeline), the oldest
    * buffered row becomes `claimed` by `runnerId` at `now` (fireAt = now; recovery treats it
    * like any claimed row from then on) and the schedule's runCount grows by one; a schedule
-   * whose maxRuns is already reached has its buffered rows `skipped` instead, and a schedule
-   * that reaches it is disabled with the note "maxRuns reached". Returns the rows to hand off.
+   * that is disabled (paused) or whose maxRuns is already reached has its buffered rows
+   * `skipped` instead, and a schedule that reaches maxRuns is disabled with the note "maxRuns
+   * reached". Returns the rows to hand off.
    */
   releaseBuffered(request: ReleaseBufferedRequest): Promise<CronExecutionRow[]>;
   /**

@@ -167,7 +167,9 @@ export class ScheduleManager {
   }
 
   /**
-   * Deletes a schedule; its ledger stays.
+   * Deletes a schedule; its ledger stays. Its `buffered` occurrences become `skipped` (nothing
+   * would release them); a `claimed` one left behind is abandoned by recovery ("schedule was
+   * deleted") unless its pipeline already exists.
    * @throws ScheduleNotFoundError for an unknown id or name.
    */
   async delete(idOrName: string): Promise<void> {

@@ -1,3 +1,4 @@
+import type { Storage } from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   type CronBufferedEvent,
@@ -109,6 +110,15 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
   /** Waits until the runner's cron tick has run at the clock's current time. */
   const ticked = (runner: DefaultRunner) =>
     waitFor(async () => (await runner.health()).lastTickAt?.getTime() === clock.now().getTime());
+  /** Runs `work` on a second connection to the runner's database: what another (dead) runner wrote. */
+  const directly = async <T>(work: (storage: Storage) => Promise<T>): Promise<T> => {
+    const storage = await db.storage();
+    try {
+      return await work(storage);
+    } finally {
+      await storage.close();
+    }
+  };
 
   beforeEach(() => {
     db = adapter.open();
@@ -206,6 +216,37 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
     expect(fired).toHaveLength(1);
     // Enabling clears the note.
     expect(await runner.setCronScheduleEnabled('careful', true)).toMatchObject({ enabled: true, note: null });
+  });
+
+  it('deleting a schedule skips its buffered occurrence, which never runs', async () => {
+    const runner = await open();
+    const fired = events<CronFiredEvent>(runner, 'cron:fired');
+    const buffered = events<CronBufferedEvent>(runner, 'cron:buffered');
+    const schedule = await runner.addCronSchedule({
+      name: 'doomed',
+      workflowName: 'held',
+      cronExpression: '* * * * *',
+      overlapPolicy: 'buffer_one',
+    });
+    await runner.start();
+    clock.set(minutes(1));
+    await waitFor(() => fired.length === 1 && heldGates.has(fired[0]!.pipelineExecutionId));
+    clock.set(minutes(2));
+    await waitFor(() => buffered.length === 1);
+    await runner.deleteCronSchedule('doomed');
+
+    // The active pipeline ends: nothing is left to release.
+    const first = fired[0]!.pipelineExecutionId;
+    heldGates.get(first)!.open();
+    await waitFor(async () => (await runner.getExecutionStatus(first)) === 'completed');
+    clock.set(minutes(3));
+    await ticked(runner);
+    expect(fired).toHaveLength(1);
+    const ledger = await directly((storage) => storage.cron.listOccurrences(schedule.id, 10, 0));
+    expect(ledger.map((row) => [row.scheduledTime, row.status])).toEqual([
+      [minutes(2), 'skipped'],
+      [minutes(1), 'handed_off'],
+    ]);
   });
 
   it('maxRuns: 3 hands off exactly three occurrences, then disables the schedule', async () => {

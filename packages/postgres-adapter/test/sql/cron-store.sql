@@ -15,9 +15,12 @@ select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", 
   where "tenant"."cron_schedules"."name" = $1::text;
 
 -- schedules/deleteSchedule
-delete
-  from "tenant"."cron_schedules"
-  where "tenant"."cron_schedules"."id" = $1::uuid;
+with "skipped_buffered" as (update "tenant"."cron_executions"
+  set "status" = $1
+  where ("tenant"."cron_executions"."schedule_id" = $2::uuid and "tenant"."cron_executions"."status" = 'buffered')
+  returning "id")
+  delete from "tenant"."cron_schedules"
+  where "tenant"."cron_schedules"."id" = $3::uuid;
 
 -- handoff/linkOccurrence
 update "tenant"."cron_executions"
