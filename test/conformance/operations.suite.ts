@@ -8,6 +8,7 @@ import {
   newPipeline,
   type OpenStorage,
   occurrence,
+  SINGLE,
   scheduleRow,
   uniqueName,
   useStorage,
@@ -234,6 +235,54 @@ export function describeOperations(open: OpenStorage): void {
           lastRunAt: at(0),
         }));
         expect(state).toMatchObject({ hasActiveOccurrence: true, activePipelineIds: [pipeline.id] });
+      });
+
+      it('reads the newest pipeline of a pauseOnFailure schedule for its plan, which may pause it', async () => {
+        const wf = workflowFixture(storage, SINGLE);
+        const schedule = scheduleRow({ workflowName: wf.name, pauseOnFailure: true, enabledAt: at(-10 * MINUTE) });
+        const unwatched = scheduleRow({ workflowName: wf.name });
+        for (const row of [schedule, unwatched]) await storage().cron.insertSchedule(row);
+        // Plans that change nothing leave both schedules due, so each claim below sees them again.
+        const stay = (s: ScheduleRow): SchedulePlan => ({ occurrences: [], nextRunAt: s.nextRunAt, lastRunAt: null });
+        const statesOf = async (plan: (s: ScheduleRow) => SchedulePlan = stay) => {
+          const states = new Map<string, DueScheduleState>();
+          await storage().cron.claimDueSchedules({
+            now: at(0),
+            workflowNames: [wf.name],
+            limit: 10,
+            plan: (s, state) => {
+              states.set(s.id, state);
+              return plan(s);
+            },
+          });
+          return states;
+        };
+        let states = await statesOf();
+        expect(states.get(schedule.id)!.latestPipeline).toBeNull();
+        expect(states.get(unwatched.id)).not.toHaveProperty('latestPipeline');
+
+        const scheduled = { scheduleId: schedule.id, scheduledTime: at(-3 * MINUTE) };
+        const older = await wf.create({ ...scheduled, now: at(-3 * MINUTE) });
+        await wf.runAll(at(-2 * MINUTE), { status: 'failed', error: 'boom' });
+        const newer = await wf.create({ ...scheduled, scheduledTime: at(-MINUTE), now: at(-MINUTE) });
+        await wf.create({ now: at(-MINUTE / 2) }); // not the schedule's
+        states = await statesOf();
+        expect(states.get(schedule.id)!.latestPipeline).toEqual({ id: newer.id, status: 'pending', completedAt: null });
+        expect(older.id).not.toBe(newer.id);
+
+        await wf.runAll(at(-MINUTE / 4), { status: 'failed', error: 'boom' });
+        const note = `paused after failure of execution ${newer.id}`;
+        states = await statesOf((s) => ({
+          ...stay(s),
+          ...(s.id === schedule.id && { nextRunAt: null, disableNote: note }),
+        }));
+        expect(states.get(schedule.id)!.latestPipeline).toEqual({
+          id: newer.id,
+          status: 'failed',
+          completedAt: at(-MINUTE / 4),
+        });
+        expect(await storage().cron.getSchedule(schedule.id)).toMatchObject({ enabled: false, nextRunAt: null, note });
+        expect(await storage().cron.getSchedule(unwatched.id)).toMatchObject({ enabled: true, note: null });
       });
 
       it('skips the buffered rows of a deleted schedule, and only those, in the same call', async () => {

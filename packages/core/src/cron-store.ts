@@ -1,4 +1,5 @@
 import type { NewPipeline } from './execution-store.js';
+import type { PipelineStatus } from './executor.js';
 import type { JsonObject } from './json.js';
 
 /** What to do with occurrences that were missed while no runner was running. */
@@ -30,6 +31,12 @@ export interface ScheduleRow {
   jitterMs: number;
   /** A failed pipeline of the schedule disables it. */
   pauseOnFailure: boolean;
+  /**
+   * When the schedule was created, last enabled, or had `pauseOnFailure` switched on:
+   * `pauseOnFailure` counts only pipelines that failed after it, so a schedule resumed after
+   * a failure fires again.
+   */
+  enabledAt: Date;
   /** After this many scheduler hand-offs the schedule disables itself; null: no limit. */
   maxRuns: number | null;
   /** Occurrences the scheduler has claimed to run (what maxRuns counts). */
@@ -100,6 +107,13 @@ export interface SchedulePlan {
   skipBuffered?: boolean;
 }
 
+/** The newest pipeline a schedule started, as the claim reads it for `pauseOnFailure`. */
+export interface LatestSchedulePipeline {
+  id: string;
+  status: PipelineStatus;
+  completedAt: Date | null;
+}
+
 /** Facts about a due schedule that its plan depends on, read under its row lock. */
 export interface DueScheduleState {
   /** An earlier occurrence is `claimed` or `buffered`, or linked to a pending, running or paused pipeline. */
@@ -112,6 +126,12 @@ export interface DueScheduleState {
    * for a schedule whose nextRunAt is before {@link ClaimDueRequest.missedBefore}; else empty.
    */
   takenSlots?: readonly Date[];
+  /**
+   * For a `pauseOnFailure` schedule: its newest pipeline by creation (null when it has none),
+   * so that the plan pauses the schedule when that one ended `failed` after `enabledAt`, even
+   * if the runner that ended it died before pausing it. Absent for other schedules.
+   */
+  latestPipeline?: LatestSchedulePipeline | null;
 }
 
 /** Input of {@link CronStore.claimDueSchedules}. */

@@ -26,6 +26,7 @@ export type {
   CronExecutionStatus,
   CronStore,
   DueScheduleState,
+  LatestSchedulePipeline,
   LostOccurrence,
   NewCronExecution,
   OccurrenceStats,

@@ -1,10 +1,11 @@
-import { type CronExecutionRow, MAX_RUNS_NOTE, type NewCronExecution } from '@orreryjs/core';
+import type { CronExecutionRow, NewCronExecution } from '@orreryjs/core';
 import { DeferredHandoffs } from './deferred.js';
+import type { CronPausedEvent } from './events.js';
 import type { Handoff } from './handoff.js';
 import { reportFired } from './link.js';
 import type { CronServiceOptions } from './options.js';
 import { emitEvent } from './options.js';
-import { planSchedule, type TickBudget } from './plan.js';
+import { failedPipelineId, planSchedule, type TickBudget } from './plan.js';
 import { scheduleNameOf } from './schedule-context.js';
 
 /** Cron slots one tick may examine across all its schedules (about 0.25 s of evaluation). */
@@ -87,7 +88,7 @@ export class CronScheduler {
     const missed = new Map<string, NewCronExecution>();
     const buffered = new Map<string, NewCronExecution>();
     const toCancel = new Set<string>();
-    const exhausted = new Map<string, string | null>();
+    const paused: CronPausedEvent[] = [];
     let planned = 0;
     let moreDue = false;
     const rows = await store.claimDueSchedules({
@@ -112,7 +113,16 @@ export class CronScheduler {
         const replaces =
           schedule.overlapPolicy === 'cancel_other' && plan.occurrences.some((r) => r.status === 'claimed');
         if (replaces) for (const id of state.activePipelineIds ?? []) toCancel.add(id);
-        if (plan.disableNote !== null) exhausted.set(schedule.id, schedule.name);
+        if (plan.disableNote != null) {
+          const failed = failedPipelineId(schedule, state);
+          paused.push({
+            scheduleId: schedule.id,
+            scheduleName: schedule.name,
+            note: plan.disableNote,
+            reason: failed === null ? 'max_runs' : 'failure',
+            pipelineExecutionId: failed,
+          });
+        }
         return plan;
       },
       ...(inTransactionHandoff && {
@@ -124,7 +134,7 @@ export class CronScheduler {
     for (const row of skipped.values()) this.#reportSkipped(row);
     for (const row of missed.values()) this.#reportMissed(row);
     for (const row of buffered.values()) this.#reportBuffered(row);
-    for (const [scheduleId, scheduleName] of exhausted) this.#reportExhausted(scheduleId, scheduleName);
+    for (const event of paused) emitEvent(this.#deps, 'cron:paused', event);
     await this.#cancelReplaced(toCancel);
     const linkedInClaim = this.#reportHandedOff(rows);
     // Buffered occurrences whose active one has ended: claimed now, so recovery covers them from here on.
@@ -181,16 +191,6 @@ export class CronScheduler {
       scheduleName: scheduleNameOf(row),
       occurrenceId: row.id,
       scheduledTime: row.scheduledTime,
-    });
-  }
-
-  #reportExhausted(scheduleId: string, scheduleName: string | null): void {
-    emitEvent(this.#deps, 'cron:paused', {
-      scheduleId,
-      scheduleName,
-      note: MAX_RUNS_NOTE,
-      reason: 'max_runs',
-      pipelineExecutionId: null,
     });
   }
 

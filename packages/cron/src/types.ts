@@ -59,7 +59,10 @@ export interface CronScheduleInput {
   overlapPolicy?: OverlapPolicy;
   /**
    * A failed pipeline of this schedule disables it, with the note "paused after failure of
-   * execution <id>" and a `cron:paused` event.
+   * execution <id>" and a `cron:paused` event: at once when the pipeline ends, and at the
+   * schedule's next due slot if that runner died first (its newest pipeline failed after it
+   * was last enabled), instead of running that slot. Only failures after the schedule was
+   * last enabled, or after `pauseOnFailure` was switched on, count.
    * @default false
    */
   pauseOnFailure?: boolean;

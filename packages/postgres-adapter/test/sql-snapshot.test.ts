@@ -8,6 +8,7 @@ import {
   advanceNextRunAt,
   selectActiveSchedules,
   selectDueSchedules,
+  selectLatestPipelines,
   selectTakenSlots,
 } from '../src/cron-store/claim.js';
 import { linkOccurrences } from '../src/cron-store/handoff.js';
@@ -79,6 +80,7 @@ const stores = {
         selectActiveSchedules: selectActiveSchedules(db, tables, [id]),
         selectTakenSlots: selectTakenSlots(db, tables, [schedule], now, now),
         advanceNextRunAt: advanceNextRunAt(db, tables, [{ schedule, nextRunAt: now, lastRunAt: now }], now),
+        selectLatestPipelines: selectLatestPipelines(db, tables, [id]),
       },
       buffer: { selectAnyBuffered: selectAnyBuffered(db, tables) },
       handoff: { linkOccurrences: linkOccurrences(db, tables, new Map([[id, id]]), now) },

@@ -1,4 +1,4 @@
-import type { Storage } from '@orreryjs/core';
+import { newId, type Storage } from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   type CronBufferedEvent,
@@ -216,6 +216,78 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
     expect(fired).toHaveLength(1);
     // Enabling clears the note.
     expect(await runner.setCronScheduleEnabled('careful', true)).toMatchObject({ enabled: true, note: null });
+  });
+
+  it('pauseOnFailure pauses at the next claim when the runner that ended a pipeline failed died before pausing', async () => {
+    const runner = await open();
+    const fired = events<CronFiredEvent>(runner, 'cron:fired');
+    const paused = events<CronPausedEvent>(runner, 'cron:paused');
+    const schedule = await runner.addCronSchedule({
+      name: 'careful',
+      workflowName: 'quick',
+      cronExpression: '* * * * *',
+      pauseOnFailure: true,
+    });
+    // A pipeline of the schedule fails under another runner, which dies before it can pause the schedule.
+    const failedAt = new Date(T0.getTime() + 30_000);
+    const failed = await directly(async (storage) => {
+      const { pipeline } = await storage.executions.createPipeline({
+        id: newId(),
+        workflowName: 'quick',
+        workflowVersion: 'v1',
+        input: {},
+        idempotencyKey: null,
+        scheduledTime: T0,
+        scheduleId: schedule.id,
+        now: T0,
+        tasks: [{ id: newId(), taskId: 'only', position: 0, pendingDeps: 0 }],
+      });
+      const registered = [{ workflowName: 'quick', taskIds: ['only'] }];
+      const [claimed] = await storage.executions.claimTasks({
+        runnerId: 'dead',
+        registered,
+        limit: 1,
+        leaseMs: MINUTE,
+        now: T0,
+      });
+      const { finishedPipeline } = await storage.executions.finishTask({
+        runnerId: 'dead',
+        taskExecutionId: claimed!.task.id,
+        pipelineExecutionId: pipeline.id,
+        attempt: claimed!.task.attempt,
+        outcome: { status: 'failed', error: 'the warehouse is down' },
+        dependents: [],
+        now: failedAt,
+      });
+      expect(finishedPipeline).toMatchObject({ status: 'failed' });
+      return pipeline.id;
+    });
+
+    clock.set(minutes(1));
+    await runner.start();
+    await waitFor(() => paused.length === 1);
+    const note = `paused after failure of execution ${failed}`;
+    expect(paused[0]).toEqual({
+      scheduleId: schedule.id,
+      scheduleName: 'careful',
+      note,
+      reason: 'failure',
+      pipelineExecutionId: failed,
+    });
+    expect(await runner.getCronSchedule('careful')).toMatchObject({ enabled: false, nextRunAt: null, note });
+    expect(await runner.getCronExecutionHistory('careful')).toEqual([]);
+    expect(fired).toEqual([]);
+
+    // Resumed, it fires again: the failure it was paused for is older than the resume.
+    await runner.setCronScheduleEnabled('careful', true);
+    clock.set(minutes(2));
+    await waitFor(() => fired.length === 1);
+    expect(fired[0]).toMatchObject({ scheduledTime: minutes(2) });
+    await waitFor(async () => (await runner.getExecutionStatus(fired[0]!.pipelineExecutionId)) === 'completed');
+    clock.set(minutes(3));
+    await waitFor(() => fired.length === 2);
+    expect(paused).toHaveLength(1);
+    expect(await runner.getCronSchedule('careful')).toMatchObject({ enabled: true, note: null });
   });
 
   it('deleting a schedule skips its buffered occurrence, which never runs', async () => {

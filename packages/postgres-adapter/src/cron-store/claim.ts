@@ -1,5 +1,5 @@
-import type { ClaimDueRequest, CronExecutionRow, ScheduleRow } from '@orreryjs/core';
-import { and, asc, eq, gte, lt, lte, sql } from 'drizzle-orm';
+import type { ClaimDueRequest, CronExecutionRow, LatestSchedulePipeline, ScheduleRow } from '@orreryjs/core';
+import { and, asc, desc, eq, gte, lt, lte, sql } from 'drizzle-orm';
 import { arrayParam, dateToIso, encodeUuidList, inTextList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
@@ -97,6 +97,41 @@ export function skipBufferedRows(db: PostgresDb, tables: PostgresTables, schedul
         sql`${c.status} = 'buffered'`,
       ),
     );
+}
+
+/**
+ * pauseOnFailure: the newest pipeline of each of these schedules (none for a schedule that has
+ * none), one step down the schedule's pipeline index per schedule.
+ */
+export function selectLatestPipelines(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[]) {
+  const { cronSchedules: s, pipelineExecutions: p } = tables;
+  const latest = db
+    .select({ id: p.id, status: p.status, completedAt: p.completedAt })
+    .from(p)
+    .where(eq(p.scheduleId, s.id))
+    .orderBy(desc(p.createdAt))
+    .limit(1)
+    .as('latest');
+  return db
+    .select({ scheduleId: s.id, id: latest.id, status: latest.status, completedAt: latest.completedAt })
+    .from(s)
+    .crossJoinLateral(latest)
+    .where(sql`${s.id} = ANY(${arrayParam(encodeUuidList(scheduleIds))}::uuid[])`);
+}
+
+/** The newest pipeline of each `pauseOnFailure` schedule among `due`, null for one that has none. */
+async function latestPipelinesOf(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  due: readonly ScheduleRow[],
+): Promise<Map<string, LatestSchedulePipeline | null>> {
+  const watched = due.filter((schedule) => schedule.pauseOnFailure).map((schedule) => schedule.id);
+  const latest = new Map<string, LatestSchedulePipeline | null>(watched.map((id) => [id, null]));
+  if (watched.length === 0) return latest;
+  for (const { scheduleId, ...pipeline } of await selectLatestPipelines(tx, tables, watched)) {
+    latest.set(scheduleId, pipeline);
+  }
+  return latest;
 }
 
 /**
@@ -208,14 +243,17 @@ export async function claimDueSchedules(
       activePipelines.set(row.scheduleId, [...(activePipelines.get(row.scheduleId) ?? []), row.pipelineId]);
   }
   const taken = await takenSlotsOf(tx, tables, due, request.missedBefore);
+  const latestPipelines = await latestPipelinesOf(tx, tables, due);
   const plans = [];
   for (const schedule of due) {
     const takenSlots = taken.get(schedule.id);
     const pipelines = activePipelines.get(schedule.id);
+    const latestPipeline = latestPipelines.get(schedule.id);
     const plan = request.plan(schedule, {
       hasActiveOccurrence: active.has(schedule.id),
       ...(takenSlots !== undefined && { takenSlots }),
       ...(pipelines !== undefined && { activePipelineIds: pipelines }),
+      ...(latestPipeline !== undefined && { latestPipeline }),
     });
     if (plan !== null) plans.push({ schedule, ...plan });
   }

@@ -4,7 +4,7 @@ import {
   type ScheduleRow,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
-import { and, asc, eq, gte, lt, lte, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, lt, lte, sql } from 'drizzle-orm';
 import { bind, encodeTextList, statusIn, textListSql } from '../codec.js';
 import type { PipelineStatements } from '../execution-store/pipelines.js';
 import type { SqliteHandle } from '../transaction.js';
@@ -74,6 +74,14 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
           statusIn(p.status, UNFINISHED_PIPELINE_STATUSES),
         ),
       )
+      .prepare(),
+    // pauseOnFailure: the schedule's newest pipeline, one step down the schedule's pipeline index.
+    selectLatestPipeline: db
+      .select({ id: p.id, status: p.status, completedAt: p.completedAt })
+      .from(p)
+      .where(eq(p.scheduleId, bind(p.scheduleId, 'scheduleId')))
+      .orderBy(desc(p.createdAt))
+      .limit(1)
       .prepare(),
     // buffer_one: a newer occurrence replaces the stored buffered one.
     skipBufferedRows: db
@@ -146,10 +154,14 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
         ? q.claim.selectActivePipelines.all({ scheduleId: schedule.id }).map((row) => row.pipelineId)
         : undefined;
     const takenSlots = takenSlotsOf(q.claim, schedule, request.missedBefore);
+    const latestPipeline = schedule.pauseOnFailure
+      ? (q.claim.selectLatestPipeline.get({ scheduleId: schedule.id }) ?? null)
+      : undefined;
     const plan = request.plan(schedule, {
       hasActiveOccurrence,
       ...(takenSlots !== undefined && { takenSlots }),
       ...(activePipelineIds !== undefined && { activePipelineIds }),
+      ...(latestPipeline !== undefined && { latestPipeline }),
     });
     if (plan === null) continue;
     const advanced = q.claim.advanceNextRunAt.run({
