@@ -1,4 +1,4 @@
-import { type DueScheduleState, MAX_RUNS_NOTE, type SchedulePlan, type ScheduleRow } from '@orreryjs/core';
+import { type DueScheduleState, MAX_RUNS_NOTE, newId, type SchedulePlan, type ScheduleRow } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import {
   at,
@@ -10,6 +10,7 @@ import {
   occurrence,
   SINGLE,
   scheduleRow,
+  storedOccurrence,
   uniqueName,
   useStorage,
   workflowFixture,
@@ -283,6 +284,42 @@ export function describeOperations(open: OpenStorage): void {
         });
         expect(await storage().cron.getSchedule(schedule.id)).toMatchObject({ enabled: false, nextRunAt: null, note });
         expect(await storage().cron.getSchedule(unwatched.id)).toMatchObject({ enabled: true, note: null });
+      });
+
+      it('turns the earlier claimed scheduler rows of a cancel_other schedule skipped on request, for good', async () => {
+        const wf = workflowFixture(storage, CHAIN);
+        const schedule = scheduleRow({ workflowName: wf.name, overlapPolicy: 'cancel_other' });
+        const other = scheduleRow({ workflowName: wf.name, overlapPolicy: 'cancel_other', nextRunAt: at(MINUTE) });
+        for (const row of [schedule, other]) await storage().cron.insertSchedule(row);
+        const jittered = occurrence(schedule, at(-2 * MINUTE), { fireAt: at(-MINUTE) });
+        const manual = occurrence(schedule, at(-90_000), { id: newId(), source: 'manual' });
+        const elsewhere = occurrence(other, at(-2 * MINUTE));
+        await storage().cron.insertOccurrences([jittered, manual, elsewhere]);
+        const newest = occurrence(schedule, at(0));
+        const { rows, state } = await claimWith(schedule, (s) => ({
+          occurrences: [occurrence(s, at(0))],
+          nextRunAt: at(MINUTE),
+          lastRunAt: at(0),
+          skipClaimed: true,
+        }));
+        expect(state).toMatchObject({ hasActiveOccurrence: true });
+        // The new row to hand off, and the row it replaced, to report.
+        expect(rows).toHaveLength(2);
+        expect(rows).toEqual(
+          expect.arrayContaining([storedOccurrence(newest), { ...storedOccurrence(jittered), status: 'skipped' }]),
+        );
+        // A runner that still holds the replaced row cannot link it, and recovery never picks it up.
+        expect(await storage().cron.linkOccurrence(jittered.id, newId(), at(1))).toBe(false);
+        const lost = await storage().cron.claimLostOccurrences({
+          now: at(10 * MINUTE),
+          lostBefore: at(5 * MINUTE),
+          workflowNames: [wf.name],
+          limit: 10,
+          runnerId: 'r2',
+          leaseMs: MINUTE,
+        });
+        expect(lost.map(({ row }) => row.id).sort()).toEqual([newest.id, manual.id, elsewhere.id].sort());
+        expect((await storage().cron.getOccurrence(jittered.id))!.status).toBe('skipped');
       });
 
       it('skips the buffered rows of a deleted schedule, and only those, in the same call', async () => {

@@ -105,6 +105,11 @@ export interface SchedulePlan {
   disableNote?: string | null;
   /** Turn the schedule's stored `buffered` rows into `skipped` (buffer_one keeps only the newest). */
   skipBuffered?: boolean;
+  /**
+   * Turn the schedule's stored `claimed` scheduler rows (source `schedule` or `catchup`) into
+   * `skipped`: a newer `cancel_other` occurrence replaces them before they started anything.
+   */
+  skipClaimed?: boolean;
 }
 
 /** The newest pipeline a schedule started, as the claim reads it for `pauseOnFailure`. */
@@ -249,7 +254,8 @@ export interface CronStore {
    * LOCKED on Postgres), asks `plan` for each, inserts its rows ON CONFLICT DO NOTHING and
    * advances the schedule by compare-and-set on `version`. Returns the inserted rows to
    * hand off: `claimed`, or already `handed_off` (with `pipelineExecutionId`) when
-   * `prepareHandoff` created their pipelines in the transaction.
+   * `prepareHandoff` created their pipelines in the transaction; and the earlier rows a plan's
+   * `skipClaimed` turned `skipped`, to report.
    */
   claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]>;
   /**

@@ -108,6 +108,7 @@ export {
   newCronExecutionRow,
   newTaskStatus,
   registeredTaskKeys,
+  SCHEDULER_OCCURRENCE_SOURCES,
   TASK_KEY_SEPARATOR,
   type TaskOutcomeColumns,
   TERMINAL_PIPELINE_STATUSES,

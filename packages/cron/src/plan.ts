@@ -50,6 +50,8 @@ type Step =
  *   hold a ledger row (`state.takenSlots`, e.g. backfilled during the outage) are left out.
  * - `overlapPolicy: 'skip'`: the first slot to run is `skipped` when an earlier occurrence is
  *   still active, and every later one of the same tick is `skipped`: at most one is kept.
+ * - `cancel_other`: the newest slot runs; earlier ones of the same tick, and stored ones still
+ *   only `claimed` (`skipClaimed`), are `skipped`.
  * - `pauseOnFailure`: when the schedule's newest pipeline ended `failed` after it was last
  *   enabled, nothing runs and the schedule is disabled with the failure note.
  * - Slots at or after `endAt` never fire; past it `nextRunAt` becomes null.
@@ -199,6 +201,8 @@ function applySteps(
           plan.runCount -= 1;
         }
       }
+      // Nor does a stored one still waiting for its handoff (jittered, or its runner died): it would start after this one.
+      if (state.hasActiveOccurrence) plan.skipClaimed = true;
     }
     if (policy !== 'allow') active = true;
     occurrences.push(runRow(schedule, step, status, context));
@@ -220,11 +224,18 @@ interface PlanCounters {
   runCount: number;
   disableNote: string | null;
   skipBuffered: boolean;
+  skipClaimed: boolean;
 }
 
 /** A plan that changes nothing yet: the schedule's own counters. */
 function unchanged(schedule: ScheduleRow): PlanCounters {
-  return { lastRunAt: schedule.lastRunAt, runCount: schedule.runCount, disableNote: null, skipBuffered: false };
+  return {
+    lastRunAt: schedule.lastRunAt,
+    runCount: schedule.runCount,
+    disableNote: null,
+    skipBuffered: false,
+    skipClaimed: false,
+  };
 }
 
 /** The note of a schedule that `pauseOnFailure` disabled. */

@@ -131,6 +131,8 @@ export class CronScheduler {
     });
     this.#lastTickAt = now;
     this.#moreDue = moreDue || planned >= settings.batchSize;
+    // Besides the rows to hand off, the claim returns the stored ones a cancel_other occurrence replaced (`skipped`).
+    for (const row of rows) if (row.status === 'skipped') skipped.set(row.id, row);
     for (const row of skipped.values()) this.#reportSkipped(row);
     for (const row of missed.values()) this.#reportMissed(row);
     for (const row of buffered.values()) this.#reportBuffered(row);
@@ -146,10 +148,37 @@ export class CronScheduler {
     });
     const claimed = [...rows.filter((row) => row.status === 'claimed'), ...released];
     await faults?.afterPhase1?.(claimed);
-    const due = this.#deferred.takeDue(now);
+    const due = await this.#stillToHandOff(this.#deferred.takeDue(now));
     const ready = this.#splitByFireTime(claimed, now, due);
     const handedOff = await this.#handoff.handOffAll(ready);
-    return { claimed: rows.length + released.length, handedOff: linkedInClaim + handedOff };
+    return { claimed: claimed.length + linkedInClaim, handedOff: linkedInClaim + handedOff };
+  }
+
+  /**
+   * The jittered occurrences, held in memory since their claim, that may still be handed off:
+   * each is re-read first, so one that a newer `cancel_other` occurrence replaced (`skipped`)
+   * or that recovery already linked never starts a pipeline. One whose schedule was deleted or
+   * disabled since is dropped too, still `claimed`: recovery abandons it and the ledger says why.
+   */
+  async #stillToHandOff(rows: readonly CronExecutionRow[]): Promise<CronExecutionRow[]> {
+    const { store, logger } = this.#deps;
+    const kept: CronExecutionRow[] = [];
+    for (const row of rows) {
+      try {
+        const current = await store.getOccurrence(row.id);
+        if (current?.status !== 'claimed') continue;
+        // Only scheduler occurrences are jittered, and recovery abandons those of a deleted or disabled schedule.
+        if ((await store.getSchedule(row.scheduleId))?.enabled !== true) continue;
+        kept.push(current);
+      } catch (error) {
+        // It stays claimed: recovery hands it off.
+        logger.warn(
+          { err: error, occurrenceId: row.id },
+          'cron could not re-read a jittered occurrence; left to recovery',
+        );
+      }
+    }
+    return kept;
   }
 
   /** Reports the occurrences the claim transaction already handed off; returns how many. */

@@ -53,7 +53,9 @@ export interface CronScheduleInput {
    * pipeline pending, running or paused): `allow` runs it anyway; `skip` records it `skipped`;
    * `buffer_one` keeps the newest `buffered` until the active one ends (an older buffered
    * one is skipped); `buffer_all` keeps every one, handed off one at a time, oldest first;
-   * `cancel_other` cancels the active pipeline and runs the new one at once.
+   * `cancel_other` cancels the active pipeline and runs the new one at once (an earlier
+   * occurrence still waiting for its hand-off is `skipped` and never starts). A disabled
+   * schedule's buffered occurrences are `skipped`.
    * @default 'allow'
    */
   overlapPolicy?: OverlapPolicy;

@@ -118,6 +118,7 @@ describe('planSchedule', () => {
       runCount: 0,
       disableNote: null,
       skipBuffered: false,
+      skipClaimed: false,
     });
   });
 });
@@ -161,6 +162,12 @@ describe('jitterDelayMs', () => {
       expect(result).toEqual(['skipped', 'skipped', 'claimed']);
       expect(plan.runCount).toBe(1);
     });
+
+    it('cancel_other skips the stored claimed occurrences only when one may be there', () => {
+      expect(statuses('cancel_other', true).plan.skipClaimed).toBe(true);
+      expect(statuses('cancel_other', false).plan.skipClaimed).toBe(false);
+      expect(statuses('allow', true).plan.skipClaimed).toBe(false);
+    });
   });
 
   describe('pauseOnFailure', () => {
@@ -179,6 +186,7 @@ describe('jitterDelayMs', () => {
         runCount: 0,
         disableNote: 'paused after failure of execution p1',
         skipBuffered: false,
+        skipClaimed: false,
       });
       // Even with the tick's budget spent: a pause writes no ledger row.
       expect(planSchedule(watched, failedAt(at(900)), context(at(3500)), { rows: 0, slots: 0 })).toMatchObject({

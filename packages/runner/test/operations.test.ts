@@ -1,9 +1,11 @@
-import { newId, type Storage } from '@orreryjs/core';
+import { newId, occurrenceId, type Storage } from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   type CronBufferedEvent,
   type CronFiredEvent,
   type CronPausedEvent,
+  type CronRecoveredEvent,
+  type CronSkippedEvent,
   DefaultRunner,
   type DefaultRunnerConfig,
   defineWorkflow,
@@ -101,7 +103,10 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
     runners.push(runner);
     return runner;
   };
-  const events = <E>(runner: DefaultRunner, name: 'cron:fired' | 'cron:buffered' | 'cron:paused') => {
+  const events = <E>(
+    runner: DefaultRunner,
+    name: 'cron:fired' | 'cron:buffered' | 'cron:paused' | 'cron:skipped' | 'cron:recovered',
+  ) => {
     const seen: E[] = [];
     runner.on(name, (event) => seen.push(event as E));
     return seen;
@@ -110,6 +115,10 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
   /** Waits until the runner's cron tick has run at the clock's current time. */
   const ticked = (runner: DefaultRunner) =>
     waitFor(async () => (await runner.health()).lastTickAt?.getTime() === clock.now().getTime());
+  /** Waits until the runner's recovery pass has run at the clock's current time. */
+  const recovered = (runner: DefaultRunner) =>
+    waitFor(async () => (await runner.health()).lastRecoveryAt?.getTime() === clock.now().getTime());
+
   /** Runs `work` on a second connection to the runner's database: what another (dead) runner wrote. */
   const directly = async <T>(work: (storage: Storage) => Promise<T>): Promise<T> => {
     const storage = await db.storage();
@@ -288,6 +297,72 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
     await waitFor(() => fired.length === 2);
     expect(paused).toHaveLength(1);
     expect(await runner.getCronSchedule('careful')).toMatchObject({ enabled: true, note: null });
+  });
+
+  it('cancel_other: a newer slot replaces an occurrence a dead runner had claimed, which then never starts', async () => {
+    const runner = await open({ cronLostThresholdMs: 5 * MINUTE, cronRecoveryIntervalMs: 20 });
+    const fired = events<CronFiredEvent>(runner, 'cron:fired');
+    const skipped = events<CronSkippedEvent>(runner, 'cron:skipped');
+    const recoveredEvents = events<CronRecoveredEvent>(runner, 'cron:recovered');
+    const schedule = await runner.addCronSchedule({
+      name: 'latest-wins',
+      workflowName: 'quick',
+      cronExpression: '* * * * *',
+      overlapPolicy: 'cancel_other',
+      endAt: new Date(minutes(2).getTime() + 1),
+    });
+    // Another runner claimed the slot at T0+1m (phase 1) and died before handing it off.
+    const stranded = occurrenceId(schedule.id, minutes(1));
+    await directly((storage) =>
+      storage.cron.claimDueSchedules({
+        now: minutes(1),
+        workflowNames: ['quick'],
+        limit: 1,
+        plan: (row) => ({
+          occurrences: [
+            {
+              id: stranded,
+              scheduleId: row.id,
+              workflowName: 'quick',
+              context: { schedule_name: 'latest-wins' },
+              scheduledTime: minutes(1),
+              fireAt: minutes(1),
+              claimedAt: minutes(1),
+              claimedBy: 'dead',
+              status: 'claimed',
+              source: 'schedule',
+              missedCount: 0,
+            },
+          ],
+          nextRunAt: minutes(2),
+          lastRunAt: minutes(1),
+          runCount: 1,
+        }),
+      }),
+    );
+
+    clock.set(minutes(2));
+    await runner.start();
+    await waitFor(() => fired.length === 1 && skipped.length === 1);
+    expect(fired[0]).toMatchObject({ scheduledTime: minutes(2) });
+    expect(skipped[0]).toEqual({
+      scheduleId: schedule.id,
+      scheduleName: 'latest-wins',
+      occurrenceId: stranded,
+      scheduledTime: minutes(1),
+      reason: 'overlap',
+    });
+    // Long past the lost threshold: recovery finds nothing to start.
+    clock.set(minutes(10));
+    await recovered(runner);
+    expect(recoveredEvents).toEqual([]);
+    expect(fired).toHaveLength(1);
+    const history = await runner.getCronExecutionHistory('latest-wins');
+    expect(history.map((row) => [row.scheduledTime, row.status, row.pipelineExecutionId])).toEqual([
+      [minutes(2), 'handed_off', fired[0]!.pipelineExecutionId],
+      [minutes(1), 'skipped', null],
+    ]);
+    expect(await runner.listExecutions({ scheduleId: schedule.id })).toHaveLength(1);
   });
 
   it('deleting a schedule skips its buffered occurrence, which never runs', async () => {

@@ -1,10 +1,16 @@
-import type { ClaimDueRequest, CronExecutionRow, LatestSchedulePipeline, ScheduleRow } from '@orreryjs/core';
+import {
+  type ClaimDueRequest,
+  type CronExecutionRow,
+  type LatestSchedulePipeline,
+  SCHEDULER_OCCURRENCE_SOURCES,
+  type ScheduleRow,
+} from '@orreryjs/core';
 import { and, asc, desc, eq, gte, lt, lte, sql } from 'drizzle-orm';
-import { arrayParam, dateToIso, encodeUuidList, inTextList } from '../codec.js';
+import { arrayParam, dateToIso, encodeUuidList, inTextList, statusIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
 import { handOffInTransaction } from './handoff.js';
-import { insertOccurrenceRows } from './ledger.js';
+import { insertOccurrenceRows, isClaimed } from './ledger.js';
 import { isEnabled } from './schedules.js';
 
 /*
@@ -97,6 +103,26 @@ export function skipBufferedRows(db: PostgresDb, tables: PostgresTables, schedul
         sql`${c.status} = 'buffered'`,
       ),
     );
+}
+
+/**
+ * cancel_other: the stored `claimed` scheduler rows of these schedules become `skipped`, returned
+ * to report: a newer occurrence replaces them before they started anything.
+ */
+export function skipClaimedRows(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[]) {
+  const c = tables.cronExecutions;
+  return db
+    .update(c)
+    .set({ status: 'skipped' })
+    .where(
+      and(
+        isClaimed(tables),
+        // Raw SQL: a uuid array parameter, which drizzle's inArray would expand into one parameter per id.
+        sql`${c.scheduleId} = ANY(${arrayParam(encodeUuidList(scheduleIds))}::uuid[])`,
+        statusIn(c.source, SCHEDULER_OCCURRENCE_SOURCES),
+      ),
+    )
+    .returning();
 }
 
 /**
@@ -265,9 +291,11 @@ export async function claimDueSchedules(
   const landed = plans.filter((plan) => advanced.has(plan.schedule.id));
   const replaced = landed.filter((plan) => plan.skipBuffered === true).map((plan) => plan.schedule.id);
   if (replaced.length > 0) await skipBufferedRows(tx, tables, replaced);
+  const superseded = landed.filter((plan) => plan.skipClaimed === true).map((plan) => plan.schedule.id);
+  const skipped = superseded.length === 0 ? [] : await skipClaimedRows(tx, tables, superseded);
   const occurrences = landed.flatMap((plan) => plan.occurrences);
   const claimed = (await insertOccurrenceRows(tx, tables, occurrences)).filter((row) => row.status === 'claimed');
   const { prepareHandoff } = request;
-  if (prepareHandoff === undefined) return claimed;
-  return handOffInTransaction(tx, tables, claimed, prepareHandoff, request.now);
+  if (prepareHandoff === undefined) return [...claimed, ...skipped];
+  return [...(await handOffInTransaction(tx, tables, claimed, prepareHandoff, request.now)), ...skipped];
 }

@@ -1,6 +1,7 @@
 import {
   type ClaimDueRequest,
   type CronExecutionRow,
+  SCHEDULER_OCCURRENCE_SOURCES,
   type ScheduleRow,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
@@ -9,7 +10,7 @@ import { bind, encodeTextList, statusIn, textListSql } from '../codec.js';
 import type { PipelineStatements } from '../execution-store/pipelines.js';
 import type { SqliteHandle } from '../transaction.js';
 import { type HandoffStatements, handOffInTransaction } from './handoff.js';
-import { insertOccurrenceRow, type LedgerStatements } from './ledger.js';
+import { insertOccurrenceRow, isClaimed, type LedgerStatements } from './ledger.js';
 import { isEnabled } from './schedules.js';
 
 /*
@@ -74,6 +75,20 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
           statusIn(p.status, UNFINISHED_PIPELINE_STATUSES),
         ),
       )
+      .prepare(),
+    // cancel_other: a newer occurrence replaces the scheduler's stored claimed ones before they start anything;
+    // the unary `+` keeps SQLite on the recovery index (what is in flight), off the schedule's history.
+    skipClaimedRows: db
+      .update(c)
+      .set({ status: 'skipped' })
+      .where(
+        and(
+          isClaimed(tables),
+          sql`+${c.scheduleId} = ${bind(c.scheduleId, 'scheduleId')}`,
+          statusIn(c.source, SCHEDULER_OCCURRENCE_SOURCES),
+        ),
+      )
+      .returning()
       .prepare(),
     // pauseOnFailure: the schedule's newest pipeline, one step down the schedule's pipeline index.
     selectLatestPipeline: db
@@ -144,6 +159,7 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
     limit: request.limit,
   });
   const claimed: CronExecutionRow[] = [];
+  const replaced: CronExecutionRow[] = [];
   for (const schedule of due) {
     const hasActiveOccurrence =
       schedule.overlapPolicy !== 'allow' &&
@@ -176,12 +192,13 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
     // Cannot miss under BEGIN IMMEDIATE; if it ever did, the schedule stays due and writes nothing.
     if (advanced.changes === 0) continue;
     if (plan.skipBuffered === true) q.claim.skipBufferedRows.run({ scheduleId: schedule.id });
+    if (plan.skipClaimed === true) replaced.push(...q.claim.skipClaimedRows.all({ scheduleId: schedule.id }));
     for (const occurrence of plan.occurrences) {
       const inserted = insertOccurrenceRow(q.ledger, occurrence);
       if (inserted?.status === 'claimed') claimed.push(inserted);
     }
   }
   const { prepareHandoff } = request;
-  if (prepareHandoff === undefined) return claimed;
-  return handOffInTransaction(q.handoff, q.pipelines, claimed, prepareHandoff, request.now);
+  if (prepareHandoff === undefined) return [...claimed, ...replaced];
+  return [...handOffInTransaction(q.handoff, q.pipelines, claimed, prepareHandoff, request.now), ...replaced];
 }

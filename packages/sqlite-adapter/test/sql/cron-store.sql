@@ -49,6 +49,12 @@ select "pipeline_executions"."id"
   inner join "pipeline_executions" on "pipeline_executions"."id" = "cron_executions"."pipeline_execution_id"
   where ("cron_executions"."schedule_id" = ? and "cron_executions"."status" = 'handed_off' and "pipeline_executions"."status" IN ('pending', 'running', 'paused'));
 
+-- claim/skipClaimedRows
+update "cron_executions"
+  set "status" = ?
+  where ("cron_executions"."status" = 'claimed' and +"cron_executions"."schedule_id" = ? and "cron_executions"."source" IN ('schedule', 'catchup'))
+  returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
+
 -- claim/selectLatestPipeline
 select "id", "status", "completed_at"
   from "pipeline_executions"
