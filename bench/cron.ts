@@ -319,6 +319,7 @@ async function idleTick(adapter: string, storage: Storage): Promise<Measurement>
       overlapPolicy: i % 2 === 0 ? 'allow' : 'skip',
       jitterMs: 0,
       pauseOnFailure: false,
+      enabledAt: T0,
       maxRuns: null,
       runCount: 0,
       dst: null,

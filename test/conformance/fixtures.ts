@@ -203,6 +203,7 @@ export function scheduleRow(overrides: Partial<ScheduleRow> = {}): ScheduleRow {
     overlapPolicy: 'allow',
     jitterMs: 0,
     pauseOnFailure: false,
+    enabledAt: T0,
     maxRuns: null,
     runCount: 0,
     dst: null,

@@ -1,4 +1,4 @@
-import { type DueScheduleState, MAX_RUNS_NOTE, type SchedulePlan, type ScheduleRow } from '@orreryjs/core';
+import { type DueScheduleState, MAX_RUNS_NOTE, newId, type SchedulePlan, type ScheduleRow } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import {
   at,
@@ -8,13 +8,16 @@ import {
   newPipeline,
   type OpenStorage,
   occurrence,
+  SINGLE,
   scheduleRow,
+  storedOccurrence,
   uniqueName,
   useStorage,
   workflowFixture,
 } from './fixtures.js';
 
 const MINUTE = 60_000;
+const DAY = 24 * 60 * MINUTE;
 
 /**
  * Storage behind the operator features: retrying a failed pipeline, delayed starts, tracing a
@@ -233,6 +236,128 @@ export function describeOperations(open: OpenStorage): void {
           lastRunAt: at(0),
         }));
         expect(state).toMatchObject({ hasActiveOccurrence: true, activePipelineIds: [pipeline.id] });
+      });
+
+      it('reads the newest pipeline of a pauseOnFailure schedule for its plan, which may pause it', async () => {
+        const wf = workflowFixture(storage, SINGLE);
+        const schedule = scheduleRow({ workflowName: wf.name, pauseOnFailure: true, enabledAt: at(-10 * MINUTE) });
+        const unwatched = scheduleRow({ workflowName: wf.name });
+        for (const row of [schedule, unwatched]) await storage().cron.insertSchedule(row);
+        // Plans that change nothing leave both schedules due, so each claim below sees them again.
+        const stay = (s: ScheduleRow): SchedulePlan => ({ occurrences: [], nextRunAt: s.nextRunAt, lastRunAt: null });
+        const statesOf = async (plan: (s: ScheduleRow) => SchedulePlan = stay) => {
+          const states = new Map<string, DueScheduleState>();
+          await storage().cron.claimDueSchedules({
+            now: at(0),
+            workflowNames: [wf.name],
+            limit: 10,
+            plan: (s, state) => {
+              states.set(s.id, state);
+              return plan(s);
+            },
+          });
+          return states;
+        };
+        let states = await statesOf();
+        expect(states.get(schedule.id)!.latestPipeline).toBeNull();
+        expect(states.get(unwatched.id)).not.toHaveProperty('latestPipeline');
+
+        const scheduled = { scheduleId: schedule.id, scheduledTime: at(-3 * MINUTE) };
+        const older = await wf.create({ ...scheduled, now: at(-3 * MINUTE) });
+        await wf.runAll(at(-2 * MINUTE), { status: 'failed', error: 'boom' });
+        const newer = await wf.create({ ...scheduled, scheduledTime: at(-MINUTE), now: at(-MINUTE) });
+        await wf.create({ now: at(-MINUTE / 2) }); // not the schedule's
+        states = await statesOf();
+        expect(states.get(schedule.id)!.latestPipeline).toEqual({ id: newer.id, status: 'pending', completedAt: null });
+        expect(older.id).not.toBe(newer.id);
+
+        await wf.runAll(at(-MINUTE / 4), { status: 'failed', error: 'boom' });
+        const note = `paused after failure of execution ${newer.id}`;
+        states = await statesOf((s) => ({
+          ...stay(s),
+          ...(s.id === schedule.id && { nextRunAt: null, disableNote: note }),
+        }));
+        expect(states.get(schedule.id)!.latestPipeline).toEqual({
+          id: newer.id,
+          status: 'failed',
+          completedAt: at(-MINUTE / 4),
+        });
+        expect(await storage().cron.getSchedule(schedule.id)).toMatchObject({ enabled: false, nextRunAt: null, note });
+        expect(await storage().cron.getSchedule(unwatched.id)).toMatchObject({ enabled: true, note: null });
+      });
+
+      it('turns the earlier claimed scheduler rows of a cancel_other schedule skipped on request, for good', async () => {
+        const wf = workflowFixture(storage, CHAIN);
+        const schedule = scheduleRow({ workflowName: wf.name, overlapPolicy: 'cancel_other' });
+        const other = scheduleRow({ workflowName: wf.name, overlapPolicy: 'cancel_other', nextRunAt: at(MINUTE) });
+        for (const row of [schedule, other]) await storage().cron.insertSchedule(row);
+        const jittered = occurrence(schedule, at(-2 * MINUTE), { fireAt: at(-MINUTE) });
+        const manual = occurrence(schedule, at(-90_000), { id: newId(), source: 'manual' });
+        const elsewhere = occurrence(other, at(-2 * MINUTE));
+        await storage().cron.insertOccurrences([jittered, manual, elsewhere]);
+        const newest = occurrence(schedule, at(0));
+        const { rows, state } = await claimWith(schedule, (s) => ({
+          occurrences: [occurrence(s, at(0))],
+          nextRunAt: at(MINUTE),
+          lastRunAt: at(0),
+          skipClaimed: true,
+        }));
+        expect(state).toMatchObject({ hasActiveOccurrence: true });
+        // The new row to hand off, and the row it replaced, to report.
+        expect(rows).toHaveLength(2);
+        expect(rows).toEqual(
+          expect.arrayContaining([storedOccurrence(newest), { ...storedOccurrence(jittered), status: 'skipped' }]),
+        );
+        // A runner that still holds the replaced row cannot link it, and recovery never picks it up.
+        expect(await storage().cron.linkOccurrence(jittered.id, newId(), at(1))).toBe(false);
+        const lost = await storage().cron.claimLostOccurrences({
+          now: at(10 * MINUTE),
+          lostBefore: at(5 * MINUTE),
+          workflowNames: [wf.name],
+          limit: 10,
+          runnerId: 'r2',
+          leaseMs: MINUTE,
+        });
+        expect(lost.map(({ row }) => row.id).sort()).toEqual([newest.id, manual.id, elsewhere.id].sort());
+        expect((await storage().cron.getOccurrence(jittered.id))!.status).toBe('skipped');
+      });
+
+      it('skips the buffered rows of a deleted schedule, and only those, in the same call', async () => {
+        const wf = workflowFixture(storage, CHAIN);
+        const doomed = scheduleRow({ workflowName: wf.name, overlapPolicy: 'buffer_all' });
+        const kept = scheduleRow({ workflowName: wf.name, overlapPolicy: 'buffer_all' });
+        for (const row of [doomed, kept]) await storage().cron.insertSchedule(row);
+        await storage().cron.insertOccurrences([
+          occurrence(doomed, at(0)),
+          occurrence(doomed, at(MINUTE), { status: 'buffered' }),
+          occurrence(doomed, at(2 * MINUTE), { status: 'buffered' }),
+          occurrence(kept, at(MINUTE), { status: 'buffered' }),
+        ]);
+        expect(await storage().cron.deleteSchedule(doomed.id)).toBe(true);
+        expect(await storage().cron.getSchedule(doomed.id)).toBeNull();
+        const statuses = async (id: string) =>
+          (await storage().cron.listOccurrences(id, 10, 0)).map((row) => [row.scheduledTime, row.status]);
+        // The claimed row is recovery's (it abandons it: the schedule is gone).
+        expect(await statuses(doomed.id)).toEqual([
+          [at(2 * MINUTE), 'skipped'],
+          [at(MINUTE), 'skipped'],
+          [at(0), 'claimed'],
+        ]);
+        expect(await statuses(kept.id)).toEqual([[at(MINUTE), 'buffered']]);
+        expect(await storage().cron.deleteSchedule(doomed.id)).toBe(false);
+        // Terminal now: retention may delete them.
+        expect(await storage().cron.deleteTerminalOccurrences(at(DAY), 100)).toBe(2);
+      });
+
+      it('skips the buffered rows of a paused schedule instead of releasing them', async () => {
+        const wf = workflowFixture(storage, CHAIN);
+        const schedule = scheduleRow({ workflowName: wf.name, overlapPolicy: 'buffer_one', enabled: false });
+        await storage().cron.insertSchedule(schedule);
+        await storage().cron.insertOccurrences([occurrence(schedule, at(0), { status: 'buffered' })]);
+        const request = { now: at(MINUTE), workflowNames: [wf.name], runnerId: 'r2', limit: 10 };
+        expect(await storage().cron.releaseBuffered(request)).toEqual([]);
+        const ledger = await storage().cron.listOccurrences(schedule.id, 10, 0);
+        expect(ledger.map((stored) => stored.status)).toEqual(['skipped']);
       });
 
       it('releases the oldest buffered row once nothing is active, and counts it in runCount', async () => {

@@ -1,4 +1,5 @@
 import type { NewPipeline } from './execution-store.js';
+import type { PipelineStatus } from './executor.js';
 import type { JsonObject } from './json.js';
 
 /** What to do with occurrences that were missed while no runner was running. */
@@ -30,6 +31,12 @@ export interface ScheduleRow {
   jitterMs: number;
   /** A failed pipeline of the schedule disables it. */
   pauseOnFailure: boolean;
+  /**
+   * When the schedule was created, last enabled, or had `pauseOnFailure` switched on:
+   * `pauseOnFailure` counts only pipelines that failed after it, so a schedule resumed after
+   * a failure fires again.
+   */
+  enabledAt: Date;
   /** After this many scheduler hand-offs the schedule disables itself; null: no limit. */
   maxRuns: number | null;
   /** Occurrences the scheduler has claimed to run (what maxRuns counts). */
@@ -98,6 +105,18 @@ export interface SchedulePlan {
   disableNote?: string | null;
   /** Turn the schedule's stored `buffered` rows into `skipped` (buffer_one keeps only the newest). */
   skipBuffered?: boolean;
+  /**
+   * Turn the schedule's stored `claimed` scheduler rows (source `schedule` or `catchup`) into
+   * `skipped`: a newer `cancel_other` occurrence replaces them before they started anything.
+   */
+  skipClaimed?: boolean;
+}
+
+/** The newest pipeline a schedule started, as the claim reads it for `pauseOnFailure`. */
+export interface LatestSchedulePipeline {
+  id: string;
+  status: PipelineStatus;
+  completedAt: Date | null;
 }
 
 /** Facts about a due schedule that its plan depends on, read under its row lock. */
@@ -112,6 +131,12 @@ export interface DueScheduleState {
    * for a schedule whose nextRunAt is before {@link ClaimDueRequest.missedBefore}; else empty.
    */
   takenSlots?: readonly Date[];
+  /**
+   * For a `pauseOnFailure` schedule: its newest pipeline by creation (null when it has none),
+   * so that the plan pauses the schedule when that one ended `failed` after `enabledAt`, even
+   * if the runner that ended it died before pausing it. Absent for other schedules.
+   */
+  latestPipeline?: LatestSchedulePipeline | null;
 }
 
 /** Input of {@link CronStore.claimDueSchedules}. */
@@ -218,14 +243,19 @@ export interface CronStore {
     expectedVersion: number,
     patch: Partial<Omit<ScheduleRow, 'id' | 'version' | 'createdAt'>>,
   ): Promise<ScheduleRow | null>;
-  /** Deletes a schedule; its ledger stays. False when unknown. */
+  /**
+   * Deletes a schedule; its ledger stays. In the same transaction its `buffered` rows become
+   * `skipped`: nothing would ever release them, and they would count as waiting forever.
+   * False when unknown.
+   */
   deleteSchedule(id: string): Promise<boolean>;
   /**
    * Claim + phase 1 in one transaction: locks due enabled schedules (nextRunAt ≤ now; SKIP
    * LOCKED on Postgres), asks `plan` for each, inserts its rows ON CONFLICT DO NOTHING and
    * advances the schedule by compare-and-set on `version`. Returns the inserted rows to
    * hand off: `claimed`, or already `handed_off` (with `pipelineExecutionId`) when
-   * `prepareHandoff` created their pipelines in the transaction.
+   * `prepareHandoff` created their pipelines in the transaction; and the earlier rows a plan's
+   * `skipClaimed` turned `skipped`, to report.
    */
   claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]>;
   /**
@@ -234,8 +264,9 @@ export interface CronStore {
    * occurrence (`claimed`, or linked to a pending, running or paused pipeline), the oldest
    * buffered row becomes `claimed` by `runnerId` at `now` (fireAt = now; recovery treats it
    * like any claimed row from then on) and the schedule's runCount grows by one; a schedule
-   * whose maxRuns is already reached has its buffered rows `skipped` instead, and a schedule
-   * that reaches it is disabled with the note "maxRuns reached". Returns the rows to hand off.
+   * that is disabled (paused) or whose maxRuns is already reached has its buffered rows
+   * `skipped` instead, and a schedule that reaches maxRuns is disabled with the note "maxRuns
+   * reached". Returns the rows to hand off.
    */
   releaseBuffered(request: ReleaseBufferedRequest): Promise<CronExecutionRow[]>;
   /**

@@ -1,5 +1,5 @@
 import type { ContextDelta } from './context.js';
-import type { CronExecutionRow, NewCronExecution } from './cron-store.js';
+import type { CronExecutionRow, CronExecutionSource, NewCronExecution } from './cron-store.js';
 import { IdempotencyConflictError } from './errors.js';
 import type { NewPipeline, PipelineRow, RegisteredTasks, TaskOutcome } from './execution-store.js';
 import type { PipelineStatus, TaskStatus } from './executor.js';
@@ -31,6 +31,9 @@ export const TERMINAL_TASK_STATUSES = [
   'skipped',
   'cancelled',
 ] as const satisfies readonly TaskStatus[];
+
+/** Occurrences the scheduler created (not a manual trigger or a backfill, which are explicit requests). */
+export const SCHEDULER_OCCURRENCE_SOURCES = ['schedule', 'catchup'] as const satisfies readonly CronExecutionSource[];
 
 /** Column values an attempt's outcome writes to its task row; `failed` is 1 when it counts as a failed attempt. */
 export interface TaskOutcomeColumns {

@@ -12,7 +12,10 @@ export interface CronFiredEvent {
   lagMs: number;
 }
 
-/** An occurrence started nothing because an earlier one of its schedule was still active. */
+/**
+ * An occurrence started nothing because of overlap: an earlier one of its `skip` schedule was
+ * still active, or a newer one of its `cancel_other` schedule replaced it before its hand-off.
+ */
 export interface CronSkippedEvent {
   scheduleId: string;
   scheduleName: string | null;
@@ -85,7 +88,7 @@ export interface CronAbandonedEvent {
 export interface CronEvents {
   /** An occurrence was handed off (`lagMs` = handedOffAt − scheduledTime). */
   'cron:fired': [CronFiredEvent];
-  /** An occurrence of an `overlapPolicy: 'skip'` schedule was skipped. */
+  /** An occurrence was skipped for overlap (`skip`, or replaced under `cancel_other`). */
   'cron:skipped': [CronSkippedEvent];
   /** Missed slots were recorded as one `missed` ledger row (`missedCount` slots). */
   'cron:missed': [CronMissedEvent];

@@ -3,13 +3,14 @@ import type { CronServiceOptions } from './options.js';
 import { emitEvent } from './options.js';
 import { scheduleNameOf } from './schedule-context.js';
 
-type LinkDeps = Pick<CronServiceOptions, 'store' | 'clock' | 'logger' | 'emit'>;
+type LinkDeps = Pick<CronServiceOptions, 'store' | 'executor' | 'clock' | 'logger' | 'emit'>;
 
 /**
  * Phase 2 of the cron cycle: records the occurrence's pipeline (`claimed` → `handed_off`) and
  * reports `cron:fired`. Returns false, having logged why, when the row was no longer
  * `claimed` (recovery took it) or the write failed: the pipeline exists under the row's
  * idempotency key either way, so recovery links that same pipeline and never starts another.
+ * A row a newer `cancel_other` occurrence replaced meanwhile has its pipeline cancelled.
  */
 export async function linkOccurrence(
   deps: LinkDeps,
@@ -32,6 +33,7 @@ export async function linkOccurrence(
       { scheduleId: row.scheduleId, occurrenceId: row.id, pipelineExecutionId },
       'cron occurrence was no longer claimed at phase 2; recovery owns it',
     );
+    await cancelIfReplaced(deps, row, pipelineExecutionId);
     return false;
   }
   reportFired(deps, row, pipelineExecutionId, handedOffAt);
@@ -54,4 +56,30 @@ export function reportFired(
     pipelineExecutionId,
     lagMs: handedOffAt.getTime() - row.scheduledTime.getTime(),
   });
+}
+
+/**
+ * For a pipeline whose row turned out not to be `claimed` any more when it was to be linked:
+ * when a newer `cancel_other` occurrence replaced the row (`skipped`) while the pipeline was
+ * being created, the pipeline is cancelled, as cancel_other cancels whatever it replaces.
+ * Never throws: a failure is logged.
+ */
+export async function cancelIfReplaced(
+  deps: Pick<CronServiceOptions, 'store' | 'executor' | 'logger'>,
+  row: CronExecutionRow,
+  pipelineExecutionId: string,
+): Promise<void> {
+  try {
+    if ((await deps.store.getOccurrence(row.id))?.status !== 'skipped') return;
+    await deps.executor.cancelExecution(pipelineExecutionId);
+    deps.logger.info(
+      { scheduleId: row.scheduleId, occurrenceId: row.id, pipelineExecutionId },
+      'cron occurrence was replaced by a newer one while its pipeline started; cancelled it',
+    );
+  } catch (error) {
+    deps.logger.warn(
+      { err: error, scheduleId: row.scheduleId, occurrenceId: row.id, pipelineExecutionId },
+      'cron could not cancel the pipeline of a replaced occurrence',
+    );
+  }
 }

@@ -50,6 +50,10 @@ type Step =
  *   hold a ledger row (`state.takenSlots`, e.g. backfilled during the outage) are left out.
  * - `overlapPolicy: 'skip'`: the first slot to run is `skipped` when an earlier occurrence is
  *   still active, and every later one of the same tick is `skipped`: at most one is kept.
+ * - `cancel_other`: the newest slot runs; earlier ones of the same tick, and stored ones still
+ *   only `claimed` (`skipClaimed`), are `skipped`.
+ * - `pauseOnFailure`: when the schedule's newest pipeline ended `failed` after it was last
+ *   enabled, nothing runs and the schedule is disabled with the failure note.
  * - Slots at or after `endAt` never fire; past it `nextRunAt` becomes null.
  * - When the tick's budget runs out, `nextRunAt` stays at the first slot not decided, so the
  *   backlog drains over the following ticks; with nothing affordable the result is null and
@@ -61,7 +65,12 @@ export function planSchedule(
   context: PlanContext,
   budget: TickBudget,
 ): SchedulePlan | null {
-  if (schedule.nextRunAt === null || budget.rows <= 0 || budget.slots <= 0) return null;
+  if (schedule.nextRunAt === null) return null;
+  const failed = failedPipelineId(schedule, state);
+  // Written in the claim, so the pause holds even if the runner that ended the pipeline died before pausing.
+  if (failed !== null)
+    return { ...unchanged(schedule), occurrences: [], nextRunAt: null, disableNote: failurePauseNote(failed) };
+  if (budget.rows <= 0 || budget.slots <= 0) return null;
   let scan: SlotScan;
   try {
     scan = scanDueSlots(schedule, context.now, Math.min(budget.slots, SLOT_SCAN_LIMIT));
@@ -192,6 +201,8 @@ function applySteps(
           plan.runCount -= 1;
         }
       }
+      // Nor does a stored one still waiting for its handoff (jittered, or its runner died): it would start after this one.
+      if (state.hasActiveOccurrence) plan.skipClaimed = true;
     }
     if (policy !== 'allow') active = true;
     occurrences.push(runRow(schedule, step, status, context));
@@ -213,11 +224,35 @@ interface PlanCounters {
   runCount: number;
   disableNote: string | null;
   skipBuffered: boolean;
+  skipClaimed: boolean;
 }
 
 /** A plan that changes nothing yet: the schedule's own counters. */
 function unchanged(schedule: ScheduleRow): PlanCounters {
-  return { lastRunAt: schedule.lastRunAt, runCount: schedule.runCount, disableNote: null, skipBuffered: false };
+  return {
+    lastRunAt: schedule.lastRunAt,
+    runCount: schedule.runCount,
+    disableNote: null,
+    skipBuffered: false,
+    skipClaimed: false,
+  };
+}
+
+/** The note of a schedule that `pauseOnFailure` disabled. */
+export function failurePauseNote(executionId: string): string {
+  return `paused after failure of execution ${executionId}`;
+}
+
+/**
+ * The pipeline a `pauseOnFailure` schedule must pause for: its newest one, when that ended
+ * `failed` after the schedule was last enabled (an older failure was paused for already, and
+ * the schedule resumed since); null otherwise.
+ */
+export function failedPipelineId(schedule: ScheduleRow, state: DueScheduleState): string | null {
+  const latest = state.latestPipeline;
+  if (!schedule.pauseOnFailure || latest === undefined || latest === null || latest.status !== 'failed') return null;
+  if (latest.completedAt === null || latest.completedAt.getTime() <= schedule.enabledAt.getTime()) return null;
+  return latest.id;
 }
 
 /**

@@ -9,6 +9,7 @@ import {
 } from '@orreryjs/core';
 import { forEachConcurrently } from './concurrency.js';
 import { HANDOFF_CONCURRENCY } from './handoff.js';
+import { cancelIfReplaced } from './link.js';
 import type { CronServiceOptions } from './options.js';
 import { emitEvent } from './options.js';
 import { recoveryContext } from './schedule-context.js';
@@ -151,7 +152,10 @@ export class CronRecovery {
   }
 
   async #link(row: CronExecutionRow, pipelineExecutionId: string): Promise<Outcome> {
-    if (!(await this.#finish(row, { status: 'linked', pipelineExecutionId }))) return 'fenced';
+    if (!(await this.#finish(row, { status: 'linked', pipelineExecutionId }))) {
+      await cancelIfReplaced(this.#deps, row, pipelineExecutionId);
+      return 'fenced';
+    }
     emitEvent(this.#deps, 'cron:recovered', {
       scheduleId: row.scheduleId,
       occurrenceId: row.id,

@@ -1,10 +1,11 @@
-import { type CronExecutionRow, MAX_RUNS_NOTE, type NewCronExecution } from '@orreryjs/core';
+import type { CronExecutionRow, NewCronExecution } from '@orreryjs/core';
 import { DeferredHandoffs } from './deferred.js';
+import type { CronPausedEvent } from './events.js';
 import type { Handoff } from './handoff.js';
 import { reportFired } from './link.js';
 import type { CronServiceOptions } from './options.js';
 import { emitEvent } from './options.js';
-import { planSchedule, type TickBudget } from './plan.js';
+import { failedPipelineId, planSchedule, type TickBudget } from './plan.js';
 import { scheduleNameOf } from './schedule-context.js';
 
 /** Cron slots one tick may examine across all its schedules (about 0.25 s of evaluation). */
@@ -87,7 +88,7 @@ export class CronScheduler {
     const missed = new Map<string, NewCronExecution>();
     const buffered = new Map<string, NewCronExecution>();
     const toCancel = new Set<string>();
-    const exhausted = new Map<string, string | null>();
+    const paused: CronPausedEvent[] = [];
     let planned = 0;
     let moreDue = false;
     const rows = await store.claimDueSchedules({
@@ -112,7 +113,16 @@ export class CronScheduler {
         const replaces =
           schedule.overlapPolicy === 'cancel_other' && plan.occurrences.some((r) => r.status === 'claimed');
         if (replaces) for (const id of state.activePipelineIds ?? []) toCancel.add(id);
-        if (plan.disableNote !== null) exhausted.set(schedule.id, schedule.name);
+        if (plan.disableNote != null) {
+          const failed = failedPipelineId(schedule, state);
+          paused.push({
+            scheduleId: schedule.id,
+            scheduleName: schedule.name,
+            note: plan.disableNote,
+            reason: failed === null ? 'max_runs' : 'failure',
+            pipelineExecutionId: failed,
+          });
+        }
         return plan;
       },
       ...(inTransactionHandoff && {
@@ -121,10 +131,12 @@ export class CronScheduler {
     });
     this.#lastTickAt = now;
     this.#moreDue = moreDue || planned >= settings.batchSize;
+    // Besides the rows to hand off, the claim returns the stored ones a cancel_other occurrence replaced (`skipped`).
+    for (const row of rows) if (row.status === 'skipped') skipped.set(row.id, row);
     for (const row of skipped.values()) this.#reportSkipped(row);
     for (const row of missed.values()) this.#reportMissed(row);
     for (const row of buffered.values()) this.#reportBuffered(row);
-    for (const [scheduleId, scheduleName] of exhausted) this.#reportExhausted(scheduleId, scheduleName);
+    for (const event of paused) emitEvent(this.#deps, 'cron:paused', event);
     await this.#cancelReplaced(toCancel);
     const linkedInClaim = this.#reportHandedOff(rows);
     // Buffered occurrences whose active one has ended: claimed now, so recovery covers them from here on.
@@ -136,10 +148,37 @@ export class CronScheduler {
     });
     const claimed = [...rows.filter((row) => row.status === 'claimed'), ...released];
     await faults?.afterPhase1?.(claimed);
-    const due = this.#deferred.takeDue(now);
+    const due = await this.#stillToHandOff(this.#deferred.takeDue(now));
     const ready = this.#splitByFireTime(claimed, now, due);
     const handedOff = await this.#handoff.handOffAll(ready);
-    return { claimed: rows.length + released.length, handedOff: linkedInClaim + handedOff };
+    return { claimed: claimed.length + linkedInClaim, handedOff: linkedInClaim + handedOff };
+  }
+
+  /**
+   * The jittered occurrences, held in memory since their claim, that may still be handed off:
+   * each is re-read first, so one that a newer `cancel_other` occurrence replaced (`skipped`)
+   * or that recovery already linked never starts a pipeline. One whose schedule was deleted or
+   * disabled since is dropped too, still `claimed`: recovery abandons it and the ledger says why.
+   */
+  async #stillToHandOff(rows: readonly CronExecutionRow[]): Promise<CronExecutionRow[]> {
+    const { store, logger } = this.#deps;
+    const kept: CronExecutionRow[] = [];
+    for (const row of rows) {
+      try {
+        const current = await store.getOccurrence(row.id);
+        if (current?.status !== 'claimed') continue;
+        // Only scheduler occurrences are jittered, and recovery abandons those of a deleted or disabled schedule.
+        if ((await store.getSchedule(row.scheduleId))?.enabled !== true) continue;
+        kept.push(current);
+      } catch (error) {
+        // It stays claimed: recovery hands it off.
+        logger.warn(
+          { err: error, occurrenceId: row.id },
+          'cron could not re-read a jittered occurrence; left to recovery',
+        );
+      }
+    }
+    return kept;
   }
 
   /** Reports the occurrences the claim transaction already handed off; returns how many. */
@@ -181,16 +220,6 @@ export class CronScheduler {
       scheduleName: scheduleNameOf(row),
       occurrenceId: row.id,
       scheduledTime: row.scheduledTime,
-    });
-  }
-
-  #reportExhausted(scheduleId: string, scheduleName: string | null): void {
-    emitEvent(this.#deps, 'cron:paused', {
-      scheduleId,
-      scheduleName,
-      note: MAX_RUNS_NOTE,
-      reason: 'max_runs',
-      pipelineExecutionId: null,
     });
   }
 

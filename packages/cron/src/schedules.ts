@@ -8,6 +8,7 @@ import {
   ValidationError,
 } from '@orreryjs/core';
 import type { CronServiceOptions } from './options.js';
+import { failurePauseNote } from './plan.js';
 import { type CronSchedule, type CronScheduleInput, toCronSchedule } from './types.js';
 import { assertCanFire, checkNote, type ScheduleDefinition, validatePage, validateScheduleInput } from './validate.js';
 import { firstRunAt, sameTiming } from './window.js';
@@ -72,6 +73,7 @@ export class ScheduleManager {
       id: newId(),
       ...definition,
       enabled,
+      enabledAt: now,
       note: note ?? null,
       runCount: 0,
       nextRunAt: enabled ? firstRunAt(definition, now) : null,
@@ -159,7 +161,7 @@ export class ScheduleManager {
   async pauseAfterFailure(scheduleId: string, executionId: string): Promise<ScheduleRow | null> {
     const current = await this.#deps.store.getSchedule(scheduleId);
     if (current === null || !current.pauseOnFailure || !current.enabled) return null;
-    const note = `paused after failure of execution ${executionId}`;
+    const note = failurePauseNote(executionId);
     const paused = await this.#update(current, (row) =>
       row.enabled && row.pauseOnFailure ? { ...this.#enabledPatch(row, false, row), note } : {},
     );
@@ -167,7 +169,9 @@ export class ScheduleManager {
   }
 
   /**
-   * Deletes a schedule; its ledger stays.
+   * Deletes a schedule; its ledger stays. Its `buffered` occurrences become `skipped` (nothing
+   * would release them); a `claimed` one left behind is abandoned by recovery ("schedule was
+   * deleted") unless its pipeline already exists.
    * @throws ScheduleNotFoundError for an unknown id or name.
    */
   async delete(idOrName: string): Promise<void> {
@@ -196,10 +200,14 @@ export class ScheduleManager {
     return { workflows: this.#deps.workflows, maxContextBytes, maxRecoveryAttempts };
   }
 
-  /** The patch writing `definition` over `row`, re-timed when the timing changed. */
+  /**
+   * The patch writing `definition` over `row`, re-timed when the timing changed. Switching
+   * `pauseOnFailure` on counts failures from now: an older failure does not pause it.
+   */
   #retime(row: ScheduleRow, definition: ScheduleDefinition): SchedulePatch {
     const now = this.#deps.clock.now();
     const patch: SchedulePatch = { ...definition, updatedAt: now };
+    if (definition.pauseOnFailure && !row.pauseOnFailure) patch.enabledAt = now;
     if (sameTiming(row, definition)) return patch;
     assertCanFire(definition, now);
     if (row.enabled) patch.nextRunAt = firstRunAt(definition, now);
@@ -209,7 +217,9 @@ export class ScheduleManager {
   #enabledPatch(row: ScheduleRow, enabled: boolean, timing: ScheduleDefinition | ScheduleRow): SchedulePatch {
     if (row.enabled === enabled) return {};
     const now = this.#deps.clock.now();
-    return { enabled, nextRunAt: enabled ? firstRunAt(timing, now) : null, updatedAt: now };
+    if (!enabled) return { enabled, nextRunAt: null, updatedAt: now };
+    // A failure before now (the one it was paused for) no longer counts for pauseOnFailure.
+    return { enabled, nextRunAt: firstRunAt(timing, now), enabledAt: now, updatedAt: now };
   }
 
   /** Compare-and-set loop: recomputes the patch from the latest row until it lands. */

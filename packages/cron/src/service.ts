@@ -92,7 +92,9 @@ export class CronService {
   /**
    * Called when a pipeline a schedule started ended `failed`: a `pauseOnFailure` schedule is
    * disabled with the note "paused after failure of execution <id>" and `cron:paused` is
-   * emitted. Does nothing for other schedules. Never throws: a failure is logged.
+   * emitted. Does nothing for other schedules. Never throws: a failure is logged. This makes
+   * the pause immediate; should it never run (the runner died), the scheduler's claim of the
+   * schedule's next slot pauses it instead.
    */
   async pipelineFailed(scheduleId: string, executionId: string): Promise<void> {
     try {

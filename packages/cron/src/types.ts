@@ -53,13 +53,18 @@ export interface CronScheduleInput {
    * pipeline pending, running or paused): `allow` runs it anyway; `skip` records it `skipped`;
    * `buffer_one` keeps the newest `buffered` until the active one ends (an older buffered
    * one is skipped); `buffer_all` keeps every one, handed off one at a time, oldest first;
-   * `cancel_other` cancels the active pipeline and runs the new one at once.
+   * `cancel_other` cancels the active pipeline and runs the new one at once (an earlier
+   * occurrence still waiting for its hand-off is `skipped` and never starts). A disabled
+   * schedule's buffered occurrences are `skipped`.
    * @default 'allow'
    */
   overlapPolicy?: OverlapPolicy;
   /**
    * A failed pipeline of this schedule disables it, with the note "paused after failure of
-   * execution <id>" and a `cron:paused` event.
+   * execution <id>" and a `cron:paused` event: at once when the pipeline ends, and at the
+   * schedule's next due slot if that runner died first (its newest pipeline failed after it
+   * was last enabled), instead of running that slot. Only failures after the schedule was
+   * last enabled, or after `pauseOnFailure` was switched on, count.
    * @default false
    */
   pauseOnFailure?: boolean;

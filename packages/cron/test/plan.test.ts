@@ -20,6 +20,7 @@ function schedule(overrides: Partial<ScheduleRow> = {}): ScheduleRow {
     overlapPolicy: 'allow',
     jitterMs: 0,
     pauseOnFailure: false,
+    enabledAt: T0,
     maxRuns: null,
     runCount: 0,
     dst: null,
@@ -117,6 +118,7 @@ describe('planSchedule', () => {
       runCount: 0,
       disableNote: null,
       skipBuffered: false,
+      skipClaimed: false,
     });
   });
 });
@@ -159,6 +161,48 @@ describe('jitterDelayMs', () => {
       const { plan, statuses: result } = statuses('cancel_other', true);
       expect(result).toEqual(['skipped', 'skipped', 'claimed']);
       expect(plan.runCount).toBe(1);
+    });
+
+    it('cancel_other skips the stored claimed occurrences only when one may be there', () => {
+      expect(statuses('cancel_other', true).plan.skipClaimed).toBe(true);
+      expect(statuses('cancel_other', false).plan.skipClaimed).toBe(false);
+      expect(statuses('allow', true).plan.skipClaimed).toBe(false);
+    });
+  });
+
+  describe('pauseOnFailure', () => {
+    const watched = schedule({ pauseOnFailure: true, enabledAt: at(500) });
+    const failedAt = (completedAt: Date | null) => ({
+      hasActiveOccurrence: false,
+      latestPipeline: { id: 'p1', status: 'failed' as const, completedAt },
+    });
+
+    it('pauses instead of running when the newest pipeline failed after the schedule was enabled', () => {
+      const plan = planSchedule(watched, failedAt(at(900)), context(at(3500)), roomy());
+      expect(plan).toEqual({
+        occurrences: [],
+        nextRunAt: null,
+        lastRunAt: null,
+        runCount: 0,
+        disableNote: 'paused after failure of execution p1',
+        skipBuffered: false,
+        skipClaimed: false,
+      });
+      // Even with the tick's budget spent: a pause writes no ledger row.
+      expect(planSchedule(watched, failedAt(at(900)), context(at(3500)), { rows: 0, slots: 0 })).toMatchObject({
+        disableNote: 'paused after failure of execution p1',
+      });
+    });
+
+    it('runs on when the failure is not newer than the last enable, the newest pipeline did not fail, or the schedule does not watch', () => {
+      const runs = (row: ScheduleRow, state: Parameters<typeof planSchedule>[1]) =>
+        planSchedule(row, state, context(at(1500)), roomy())!.occurrences.map((occurrence) => occurrence.status);
+      expect(runs(watched, failedAt(at(500)))).toEqual(['claimed']);
+      expect(runs(watched, failedAt(at(100)))).toEqual(['claimed']);
+      expect(runs(watched, { hasActiveOccurrence: false, latestPipeline: null })).toEqual(['claimed']);
+      const completed = { id: 'p1', status: 'completed' as const, completedAt: at(900) };
+      expect(runs(watched, { hasActiveOccurrence: false, latestPipeline: completed })).toEqual(['claimed']);
+      expect(runs({ ...watched, pauseOnFailure: false }, failedAt(at(900)))).toEqual(['claimed']);
     });
   });
 

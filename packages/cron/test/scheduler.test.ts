@@ -1,6 +1,6 @@
 import { occurrenceId } from '@orreryjs/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { CronScheduleInput } from '../src/index.js';
+import { CRON_DEFAULTS, type CronScheduleInput } from '../src/index.js';
 import {
   allPipelines,
   type CronHarness,
@@ -311,5 +311,86 @@ describe('jitter', () => {
     const onTime = rows.filter((row) => row.source === 'schedule');
     const delays = new Set(onTime.map((row) => row.fireAt.getTime() - row.scheduledTime.getTime()));
     expect(delays.size).toBe(onTime.length);
+  });
+});
+
+describe('jittered occurrences held in memory', () => {
+  // A fixed schedule id, so that the jitter (jitterMs 50 s) is known: 24,675 ms for the slot at
+  // T0+1m, 30,901 ms for the one at T0+2m.
+  const ID = '5c0e4b8a-7d21-4f3e-9a6b-1c2d3e4f5a6b';
+  const FIRST_DELAY = 24_675;
+  const first = occurrenceId(ID, at(MINUTE));
+
+  async function setUpJittered(options: HarnessOptions = {}): Promise<CronHarness> {
+    const harness = await openHarness(options);
+    h = harness;
+    await harness.cron.addSchedule({
+      name: 's',
+      workflowName: 'wf',
+      cronExpression: '* * * * *',
+      overlapPolicy: 'cancel_other',
+      jitterMs: 50_000,
+    });
+    const row = (await harness.storage.cron.getScheduleByName('s'))!;
+    await harness.storage.cron.deleteSchedule(row.id);
+    await harness.storage.cron.insertSchedule({ ...row, id: ID });
+    return harness;
+  }
+
+  it('never hands off one that a newer cancel_other occurrence replaced on another runner', async () => {
+    const h = await setUpJittered();
+    const other = h.another({ runnerId: 'runner-b' });
+    h.clock.set(at(MINUTE));
+    expect(await h.cron.tick()).toEqual({ claimed: 1, handedOff: 0 });
+    h.clock.set(at(2 * MINUTE));
+    // The slot at T0+2m, jittered too, replaces the one this runner still holds.
+    expect(await other.cron.tick()).toEqual({ claimed: 1, handedOff: 0 });
+    expect(other.eventsOf('cron:skipped')).toEqual([
+      { scheduleId: ID, scheduleName: 's', occurrenceId: first, scheduledTime: at(MINUTE), reason: 'overlap' },
+    ]);
+    expect(await h.cron.tick()).toEqual({ claimed: 0, handedOff: 0 });
+    expect(h.executor.calls).toBe(0);
+    expect(await allPipelines(h.storage)).toEqual([]);
+    expect((await h.storage.cron.getOccurrence(first))!.status).toBe('skipped');
+  });
+
+  it('cancels the pipeline of one replaced while its handoff was under way', async () => {
+    let other: CronHarness | undefined;
+    const h = await setUpJittered({
+      faults: {
+        // Between executeAsync and phase 2, another runner claims the next slot.
+        afterHandoff: async () => {
+          h.clock.set(at(2 * MINUTE));
+          await other!.cron.tick();
+        },
+      },
+    });
+    other = h.another({ runnerId: 'runner-b', faults: {} });
+    h.clock.set(at(MINUTE));
+    await h.cron.tick();
+    h.clock.set(at(MINUTE + FIRST_DELAY));
+    expect(await h.cron.tick()).toEqual({ claimed: 0, handedOff: 0 });
+    const [pipeline] = await allPipelines(h.storage);
+    expect(pipeline).toMatchObject({ idempotencyKey: first, status: 'cancelled' });
+    expect((await h.storage.cron.getOccurrence(first))!).toMatchObject({
+      status: 'skipped',
+      pipelineExecutionId: null,
+    });
+  });
+
+  it('leaves one whose schedule was deleted to recovery, which abandons it', async () => {
+    const h = await setUpJittered();
+    h.clock.set(at(MINUTE));
+    await h.cron.tick();
+    await h.cron.deleteSchedule('s');
+    h.clock.set(at(MINUTE + FIRST_DELAY));
+    expect(await h.cron.tick()).toEqual({ claimed: 0, handedOff: 0 });
+    expect(h.executor.calls).toBe(0);
+    h.clock.set(at(MINUTE + FIRST_DELAY + CRON_DEFAULTS.lostThresholdMs + 1));
+    expect(await h.cron.recover()).toMatchObject({ recovered: 0, abandoned: 1 });
+    expect(h.eventsOf('cron:abandoned')).toEqual([
+      expect.objectContaining({ occurrenceId: first, reason: 'schedule was deleted' }),
+    ]);
+    expect(await allPipelines(h.storage)).toEqual([]);
   });
 });

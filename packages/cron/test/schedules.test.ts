@@ -342,6 +342,23 @@ describe('operator fields', () => {
     expect(again).toEqual(schedule);
   });
 
+  it('counts failures for pauseOnFailure from creation, each enable and switching it on, never from other edits', async () => {
+    const enabledAt = async () => (await h.storage.cron.getScheduleByName('p'))!.enabledAt;
+    h.clock.set(at(1000));
+    await h.cron.addSchedule({ name: 'p', workflowName: 'wf', cronExpression: '* * * * *' });
+    expect(await enabledAt()).toEqual(at(1000));
+    h.clock.set(at(2000));
+    await h.cron.updateSchedule('p', { pauseOnFailure: true });
+    expect(await enabledAt()).toEqual(at(2000));
+    h.clock.set(at(3000));
+    await h.cron.updateSchedule('p', { context: { a: 1 } });
+    await h.cron.setEnabled('p', false);
+    expect(await enabledAt()).toEqual(at(2000));
+    h.clock.set(at(4000));
+    await h.cron.setEnabled('p', true);
+    expect(await enabledAt()).toEqual(at(4000));
+  });
+
   it('stores a pause note when disabled with one and clears it when enabled', async () => {
     await h.cron.addSchedule({ name: 'p', workflowName: 'wf', cronExpression: '* * * * *' });
     expect(await h.cron.setEnabled('p', false, { note: 'vendor outage, INC-42' })).toMatchObject({

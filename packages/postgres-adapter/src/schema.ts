@@ -112,6 +112,8 @@ function defineTables(table: TableFn) {
       overlapPolicy: text('overlap_policy').$type<OverlapPolicy>().notNull(),
       jitterMs: integer('jitter_ms').notNull(),
       pauseOnFailure: boolean('pause_on_failure').notNull().default(false),
+      // The default only fills the rows that predate the column; a later migration sets them to updated_at.
+      enabledAt: timestamp('enabled_at').notNull().default(sql`'epoch'`),
       maxRuns: integer('max_runs'),
       runCount: integer('run_count').notNull().default(0),
       dst: json<ScheduleDst>('dst'),

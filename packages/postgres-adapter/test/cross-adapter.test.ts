@@ -58,6 +58,7 @@ function schedule(instant: Date, overrides: Partial<ScheduleRow> = {}): Schedule
     overlapPolicy: 'skip',
     jitterMs: 1500,
     pauseOnFailure: false,
+    enabledAt: instant,
     maxRuns: null,
     runCount: 0,
     dst: null,

@@ -49,6 +49,7 @@ async function tenant() {
     overlapPolicy: 'allow',
     jitterMs: 0,
     pauseOnFailure: false,
+    enabledAt: now,
     maxRuns: null,
     runCount: 0,
     dst: null,

@@ -8,7 +8,9 @@ import {
   advanceNextRunAt,
   selectActiveSchedules,
   selectDueSchedules,
+  selectLatestPipelines,
   selectTakenSlots,
+  skipClaimedRows,
 } from '../src/cron-store/claim.js';
 import { linkOccurrences } from '../src/cron-store/handoff.js';
 import { prepareCronStore } from '../src/cron-store/index.js';
@@ -69,6 +71,8 @@ const stores = {
         selectActiveSchedules: selectActiveSchedules(db, tables, [id]),
         selectTakenSlots: selectTakenSlots(db, tables, [schedule], now, now),
         advanceNextRunAt: advanceNextRunAt(db, tables, [{ schedule, nextRunAt: now, lastRunAt: now }], now),
+        skipClaimedRows: skipClaimedRows(db, tables, [id]),
+        selectLatestPipelines: selectLatestPipelines(db, tables, [id]),
       },
       buffer: { selectAnyBuffered: selectAnyBuffered(db, tables) },
       handoff: { linkOccurrences: linkOccurrences(db, tables, new Map([[id, id]]), now) },

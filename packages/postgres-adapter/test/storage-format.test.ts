@@ -34,6 +34,7 @@ function schedule(overrides: Partial<ScheduleRow> = {}): ScheduleRow {
     overlapPolicy: 'allow',
     jitterMs: 0,
     pauseOnFailure: false,
+    enabledAt: NOW,
     maxRuns: null,
     runCount: 0,
     dst: null,

@@ -90,7 +90,8 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
   }
 
   /**
-   * Deletes a schedule; its ledger (`getCronExecutionHistory`) is kept.
+   * Deletes a schedule; its ledger (`getCronExecutionHistory`) is kept, its `buffered`
+   * occurrences recorded as `skipped`.
    * @throws ScheduleNotFoundError for an unknown id or name.
    */
   async deleteCronSchedule(idOrName: string): Promise<void> {

@@ -1,8 +1,11 @@
+import { newId, occurrenceId, type Storage } from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   type CronBufferedEvent,
   type CronFiredEvent,
   type CronPausedEvent,
+  type CronRecoveredEvent,
+  type CronSkippedEvent,
   DefaultRunner,
   type DefaultRunnerConfig,
   defineWorkflow,
@@ -100,7 +103,10 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
     runners.push(runner);
     return runner;
   };
-  const events = <E>(runner: DefaultRunner, name: 'cron:fired' | 'cron:buffered' | 'cron:paused') => {
+  const events = <E>(
+    runner: DefaultRunner,
+    name: 'cron:fired' | 'cron:buffered' | 'cron:paused' | 'cron:skipped' | 'cron:recovered',
+  ) => {
     const seen: E[] = [];
     runner.on(name, (event) => seen.push(event as E));
     return seen;
@@ -109,6 +115,19 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
   /** Waits until the runner's cron tick has run at the clock's current time. */
   const ticked = (runner: DefaultRunner) =>
     waitFor(async () => (await runner.health()).lastTickAt?.getTime() === clock.now().getTime());
+  /** Waits until the runner's recovery pass has run at the clock's current time. */
+  const recovered = (runner: DefaultRunner) =>
+    waitFor(async () => (await runner.health()).lastRecoveryAt?.getTime() === clock.now().getTime());
+
+  /** Runs `work` on a second connection to the runner's database: what another (dead) runner wrote. */
+  const directly = async <T>(work: (storage: Storage) => Promise<T>): Promise<T> => {
+    const storage = await db.storage();
+    try {
+      return await work(storage);
+    } finally {
+      await storage.close();
+    }
+  };
 
   beforeEach(() => {
     db = adapter.open();
@@ -206,6 +225,175 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
     expect(fired).toHaveLength(1);
     // Enabling clears the note.
     expect(await runner.setCronScheduleEnabled('careful', true)).toMatchObject({ enabled: true, note: null });
+  });
+
+  it('pauseOnFailure pauses at the next claim when the runner that ended a pipeline failed died before pausing', async () => {
+    const runner = await open();
+    const fired = events<CronFiredEvent>(runner, 'cron:fired');
+    const paused = events<CronPausedEvent>(runner, 'cron:paused');
+    const schedule = await runner.addCronSchedule({
+      name: 'careful',
+      workflowName: 'quick',
+      cronExpression: '* * * * *',
+      pauseOnFailure: true,
+    });
+    // A pipeline of the schedule fails under another runner, which dies before it can pause the schedule.
+    const failedAt = new Date(T0.getTime() + 30_000);
+    const failed = await directly(async (storage) => {
+      const { pipeline } = await storage.executions.createPipeline({
+        id: newId(),
+        workflowName: 'quick',
+        workflowVersion: 'v1',
+        input: {},
+        idempotencyKey: null,
+        scheduledTime: T0,
+        scheduleId: schedule.id,
+        now: T0,
+        tasks: [{ id: newId(), taskId: 'only', position: 0, pendingDeps: 0 }],
+      });
+      const registered = [{ workflowName: 'quick', taskIds: ['only'] }];
+      const [claimed] = await storage.executions.claimTasks({
+        runnerId: 'dead',
+        registered,
+        limit: 1,
+        leaseMs: MINUTE,
+        now: T0,
+      });
+      const { finishedPipeline } = await storage.executions.finishTask({
+        runnerId: 'dead',
+        taskExecutionId: claimed!.task.id,
+        pipelineExecutionId: pipeline.id,
+        attempt: claimed!.task.attempt,
+        outcome: { status: 'failed', error: 'the warehouse is down' },
+        dependents: [],
+        now: failedAt,
+      });
+      expect(finishedPipeline).toMatchObject({ status: 'failed' });
+      return pipeline.id;
+    });
+
+    clock.set(minutes(1));
+    await runner.start();
+    await waitFor(() => paused.length === 1);
+    const note = `paused after failure of execution ${failed}`;
+    expect(paused[0]).toEqual({
+      scheduleId: schedule.id,
+      scheduleName: 'careful',
+      note,
+      reason: 'failure',
+      pipelineExecutionId: failed,
+    });
+    expect(await runner.getCronSchedule('careful')).toMatchObject({ enabled: false, nextRunAt: null, note });
+    expect(await runner.getCronExecutionHistory('careful')).toEqual([]);
+    expect(fired).toEqual([]);
+
+    // Resumed, it fires again: the failure it was paused for is older than the resume.
+    await runner.setCronScheduleEnabled('careful', true);
+    clock.set(minutes(2));
+    await waitFor(() => fired.length === 1);
+    expect(fired[0]).toMatchObject({ scheduledTime: minutes(2) });
+    await waitFor(async () => (await runner.getExecutionStatus(fired[0]!.pipelineExecutionId)) === 'completed');
+    clock.set(minutes(3));
+    await waitFor(() => fired.length === 2);
+    expect(paused).toHaveLength(1);
+    expect(await runner.getCronSchedule('careful')).toMatchObject({ enabled: true, note: null });
+  });
+
+  it('cancel_other: a newer slot replaces an occurrence a dead runner had claimed, which then never starts', async () => {
+    const runner = await open({ cronLostThresholdMs: 5 * MINUTE, cronRecoveryIntervalMs: 20 });
+    const fired = events<CronFiredEvent>(runner, 'cron:fired');
+    const skipped = events<CronSkippedEvent>(runner, 'cron:skipped');
+    const recoveredEvents = events<CronRecoveredEvent>(runner, 'cron:recovered');
+    const schedule = await runner.addCronSchedule({
+      name: 'latest-wins',
+      workflowName: 'quick',
+      cronExpression: '* * * * *',
+      overlapPolicy: 'cancel_other',
+      endAt: new Date(minutes(2).getTime() + 1),
+    });
+    // Another runner claimed the slot at T0+1m (phase 1) and died before handing it off.
+    const stranded = occurrenceId(schedule.id, minutes(1));
+    await directly((storage) =>
+      storage.cron.claimDueSchedules({
+        now: minutes(1),
+        workflowNames: ['quick'],
+        limit: 1,
+        plan: (row) => ({
+          occurrences: [
+            {
+              id: stranded,
+              scheduleId: row.id,
+              workflowName: 'quick',
+              context: { schedule_name: 'latest-wins' },
+              scheduledTime: minutes(1),
+              fireAt: minutes(1),
+              claimedAt: minutes(1),
+              claimedBy: 'dead',
+              status: 'claimed',
+              source: 'schedule',
+              missedCount: 0,
+            },
+          ],
+          nextRunAt: minutes(2),
+          lastRunAt: minutes(1),
+          runCount: 1,
+        }),
+      }),
+    );
+
+    clock.set(minutes(2));
+    await runner.start();
+    await waitFor(() => fired.length === 1 && skipped.length === 1);
+    expect(fired[0]).toMatchObject({ scheduledTime: minutes(2) });
+    expect(skipped[0]).toEqual({
+      scheduleId: schedule.id,
+      scheduleName: 'latest-wins',
+      occurrenceId: stranded,
+      scheduledTime: minutes(1),
+      reason: 'overlap',
+    });
+    // Long past the lost threshold: recovery finds nothing to start.
+    clock.set(minutes(10));
+    await recovered(runner);
+    expect(recoveredEvents).toEqual([]);
+    expect(fired).toHaveLength(1);
+    const history = await runner.getCronExecutionHistory('latest-wins');
+    expect(history.map((row) => [row.scheduledTime, row.status, row.pipelineExecutionId])).toEqual([
+      [minutes(2), 'handed_off', fired[0]!.pipelineExecutionId],
+      [minutes(1), 'skipped', null],
+    ]);
+    expect(await runner.listExecutions({ scheduleId: schedule.id })).toHaveLength(1);
+  });
+
+  it('deleting a schedule skips its buffered occurrence, which never runs', async () => {
+    const runner = await open();
+    const fired = events<CronFiredEvent>(runner, 'cron:fired');
+    const buffered = events<CronBufferedEvent>(runner, 'cron:buffered');
+    const schedule = await runner.addCronSchedule({
+      name: 'doomed',
+      workflowName: 'held',
+      cronExpression: '* * * * *',
+      overlapPolicy: 'buffer_one',
+    });
+    await runner.start();
+    clock.set(minutes(1));
+    await waitFor(() => fired.length === 1 && heldGates.has(fired[0]!.pipelineExecutionId));
+    clock.set(minutes(2));
+    await waitFor(() => buffered.length === 1);
+    await runner.deleteCronSchedule('doomed');
+
+    // The active pipeline ends: nothing is left to release.
+    const first = fired[0]!.pipelineExecutionId;
+    heldGates.get(first)!.open();
+    await waitFor(async () => (await runner.getExecutionStatus(first)) === 'completed');
+    clock.set(minutes(3));
+    await ticked(runner);
+    expect(fired).toHaveLength(1);
+    const ledger = await directly((storage) => storage.cron.listOccurrences(schedule.id, 10, 0));
+    expect(ledger.map((row) => [row.scheduledTime, row.status])).toEqual([
+      [minutes(2), 'skipped'],
+      [minutes(1), 'handed_off'],
+    ]);
   });
 
   it('maxRuns: 3 hands off exactly three occurrences, then disables the schedule', async () => {

@@ -99,6 +99,8 @@ export const cronSchedules = sqliteTable(
     overlapPolicy: text('overlap_policy').$type<OverlapPolicy>().notNull(),
     jitterMs: integer('jitter_ms').notNull(),
     pauseOnFailure: bool('pause_on_failure').notNull().default(false),
+    // The default only fills the rows that predate the column; a later migration sets them to updated_at.
+    enabledAt: timestamp('enabled_at').notNull().default(sql`0`),
     maxRuns: integer('max_runs'),
     runCount: integer('run_count').notNull().default(0),
     dst: json<ScheduleDst>('dst'),

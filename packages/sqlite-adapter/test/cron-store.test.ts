@@ -31,6 +31,7 @@ function schedule(overrides: Partial<ScheduleRow> = {}): ScheduleRow {
     overlapPolicy: 'allow',
     jitterMs: 0,
     pauseOnFailure: false,
+    enabledAt: T0,
     maxRuns: null,
     runCount: 0,
     dst: null,

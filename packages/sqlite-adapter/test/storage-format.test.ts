@@ -51,6 +51,7 @@ describe('SQLite storage format', () => {
       overlapPolicy: 'allow',
       jitterMs: 0,
       pauseOnFailure: false,
+      enabledAt: now,
       maxRuns: null,
       runCount: 0,
       dst: null,
@@ -86,6 +87,14 @@ describe('SQLite storage format', () => {
       "SELECT id FROM task_executions WHERE task_executions.status = 'ready' AND available_at <= 0 ORDER BY available_at LIMIT 10",
     );
     expect(claim).toContain('task_executions_claim_idx');
+  });
+
+  it("finds a schedule's newest pipeline in one step of its partial index (pauseOnFailure, at every claim)", () => {
+    const latest = queryPlan(
+      "SELECT id FROM pipeline_executions WHERE pipeline_executions.schedule_id = x'00' ORDER BY created_at DESC LIMIT 1",
+    );
+    expect(latest).toContain('pipeline_executions_schedule_id_created_at_idx');
+    expect(latest).not.toContain('TEMP B-TREE');
   });
 
   it('wraps a driver failure as DatabaseError naming the port method, keeping the cause', async () => {

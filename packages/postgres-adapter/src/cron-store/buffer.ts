@@ -58,7 +58,7 @@ export function claimBufferedRow(db: PostgresDb, tables: PostgresTables, id: str
     .returning();
 }
 
-/** The buffered rows of a schedule whose maxRuns is spent become `skipped`. */
+/** The buffered rows of a schedule that is paused or whose maxRuns is spent become `skipped`. */
 export function skipBufferedOf(db: PostgresDb, tables: PostgresTables, scheduleId: string) {
   const c = tables.cronExecutions;
   return db
@@ -101,7 +101,8 @@ export async function releaseBuffered(
   const released: CronExecutionRow[] = [];
   for (const schedule of schedules) {
     if (active.has(schedule.id)) continue;
-    if (schedule.maxRuns !== null && schedule.runCount >= schedule.maxRuns) {
+    // A paused schedule runs nothing more (recovery abandons its claimed rows alike); a spent one neither.
+    if (!schedule.enabled || (schedule.maxRuns !== null && schedule.runCount >= schedule.maxRuns)) {
       await skipBufferedOf(tx, tables, schedule.id);
       continue;
     }

@@ -1,11 +1,17 @@
-import type { ClaimDueRequest, CronExecutionRow, ScheduleRow } from '@orreryjs/core';
-import { and, asc, eq, gte, lt, lte, sql } from 'drizzle-orm';
-import { arrayParam, dateToIso, encodeUuidList, inTextList } from '../codec.js';
+import {
+  type ClaimDueRequest,
+  type CronExecutionRow,
+  type LatestSchedulePipeline,
+  SCHEDULER_OCCURRENCE_SOURCES,
+  type ScheduleRow,
+} from '@orreryjs/core';
+import { and, asc, desc, eq, gte, lt, lte, sql } from 'drizzle-orm';
+import { arrayParam, dateToIso, encodeUuidList, inTextList, statusIn } from '../codec.js';
 import type { InsertPipelines } from '../execution-store/pipelines.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
 import { handOffInTransaction } from './handoff.js';
-import { insertOccurrenceRows } from './ledger.js';
+import { insertOccurrenceRows, isClaimed } from './ledger.js';
 import { isEnabled } from './schedules.js';
 
 /*
@@ -98,6 +104,61 @@ export function skipBufferedRows(db: PostgresDb, tables: PostgresTables, schedul
         sql`${c.status} = 'buffered'`,
       ),
     );
+}
+
+/**
+ * cancel_other: the stored `claimed` scheduler rows of these schedules become `skipped`, returned
+ * to report: a newer occurrence replaces them before they started anything.
+ */
+export function skipClaimedRows(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[]) {
+  const c = tables.cronExecutions;
+  return db
+    .update(c)
+    .set({ status: 'skipped' })
+    .where(
+      and(
+        isClaimed(tables),
+        // Raw SQL: a uuid array parameter, which drizzle's inArray would expand into one parameter per id.
+        sql`${c.scheduleId} = ANY(${arrayParam(encodeUuidList(scheduleIds))}::uuid[])`,
+        statusIn(c.source, SCHEDULER_OCCURRENCE_SOURCES),
+      ),
+    )
+    .returning();
+}
+
+/**
+ * pauseOnFailure: the newest pipeline of each of these schedules (none for a schedule that has
+ * none), one step down the schedule's pipeline index per schedule.
+ */
+export function selectLatestPipelines(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[]) {
+  const { cronSchedules: s, pipelineExecutions: p } = tables;
+  const latest = db
+    .select({ id: p.id, status: p.status, completedAt: p.completedAt })
+    .from(p)
+    .where(eq(p.scheduleId, s.id))
+    .orderBy(desc(p.createdAt))
+    .limit(1)
+    .as('latest');
+  return db
+    .select({ scheduleId: s.id, id: latest.id, status: latest.status, completedAt: latest.completedAt })
+    .from(s)
+    .crossJoinLateral(latest)
+    .where(sql`${s.id} = ANY(${arrayParam(encodeUuidList(scheduleIds))}::uuid[])`);
+}
+
+/** The newest pipeline of each `pauseOnFailure` schedule among `due`, null for one that has none. */
+async function latestPipelinesOf(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  due: readonly ScheduleRow[],
+): Promise<Map<string, LatestSchedulePipeline | null>> {
+  const watched = due.filter((schedule) => schedule.pauseOnFailure).map((schedule) => schedule.id);
+  const latest = new Map<string, LatestSchedulePipeline | null>(watched.map((id) => [id, null]));
+  if (watched.length === 0) return latest;
+  for (const { scheduleId, ...pipeline } of await selectLatestPipelines(tx, tables, watched)) {
+    latest.set(scheduleId, pipeline);
+  }
+  return latest;
 }
 
 /**
@@ -210,14 +271,17 @@ export async function claimDueSchedules(
       activePipelines.set(row.scheduleId, [...(activePipelines.get(row.scheduleId) ?? []), row.pipelineId]);
   }
   const taken = await takenSlotsOf(tx, tables, due, request.missedBefore);
+  const latestPipelines = await latestPipelinesOf(tx, tables, due);
   const plans = [];
   for (const schedule of due) {
     const takenSlots = taken.get(schedule.id);
     const pipelines = activePipelines.get(schedule.id);
+    const latestPipeline = latestPipelines.get(schedule.id);
     const plan = request.plan(schedule, {
       hasActiveOccurrence: active.has(schedule.id),
       ...(takenSlots !== undefined && { takenSlots }),
       ...(pipelines !== undefined && { activePipelineIds: pipelines }),
+      ...(latestPipeline !== undefined && { latestPipeline }),
     });
     if (plan !== null) plans.push({ schedule, ...plan });
   }
@@ -229,9 +293,11 @@ export async function claimDueSchedules(
   const landed = plans.filter((plan) => advanced.has(plan.schedule.id));
   const replaced = landed.filter((plan) => plan.skipBuffered === true).map((plan) => plan.schedule.id);
   if (replaced.length > 0) await skipBufferedRows(tx, tables, replaced);
+  const superseded = landed.filter((plan) => plan.skipClaimed === true).map((plan) => plan.schedule.id);
+  const skipped = superseded.length === 0 ? [] : await skipClaimedRows(tx, tables, superseded);
   const occurrences = landed.flatMap((plan) => plan.occurrences);
   const claimed = (await insertOccurrenceRows(tx, tables, occurrences)).filter((row) => row.status === 'claimed');
   const { prepareHandoff } = request;
-  if (prepareHandoff === undefined) return claimed;
-  return handOffInTransaction(tx, tables, insert, claimed, prepareHandoff, request.now);
+  if (prepareHandoff === undefined) return [...claimed, ...skipped];
+  return [...(await handOffInTransaction(tx, tables, insert, claimed, prepareHandoff, request.now)), ...skipped];
 }

@@ -20,6 +20,7 @@ import { prepareHandoff } from './handoff.js';
 import { occurrenceStats, prepareLedger } from './ledger.js';
 import { claimLostOccurrences, finishRecovery, prepareRecover } from './recover.js';
 import {
+  deleteSchedule,
   insertSchedule,
   prepareSchedules,
   selectSchedules,
@@ -78,10 +79,7 @@ export class PostgresCronStore implements CronStore {
   }
 
   deleteSchedule(id: string): Promise<boolean> {
-    return statement(
-      'deleteSchedule',
-      async () => ((await this.#q.schedules.deleteSchedule.execute({ id })).rowCount ?? 0) > 0,
-    );
+    return statement('deleteSchedule', () => deleteSchedule(this.#q.schedules, id));
   }
 
   claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {

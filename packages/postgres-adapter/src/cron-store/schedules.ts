@@ -15,7 +15,15 @@ export function isEnabled({ cronSchedules: s }: PostgresTables) {
 
 /** Builds the schedule statements once; each is named, so each connection parses it once. */
 export function prepareSchedules({ db, tables, named }: PostgresHandle) {
-  const s = tables.cronSchedules;
+  const { cronSchedules: s, cronExecutions: c } = tables;
+  // Deleting a schedule turns its buffered rows `skipped` in the same statement: nothing would ever release them.
+  const skippedBuffered = db.$with('skipped_buffered').as(
+    db
+      .update(c)
+      .set({ status: 'skipped' })
+      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'id')), sql`${c.status} = 'buffered'`))
+      .returning({ id: c.id }),
+  );
   return {
     insertSchedule: db
       .insert(s)
@@ -34,6 +42,7 @@ export function prepareSchedules({ db, tables, named }: PostgresHandle) {
       .where(eq(s.name, bind(s.name, 'name')))
       .prepare(named('orrery_select_schedule_by_name')),
     deleteSchedule: db
+      .with(skippedBuffered)
       .delete(s)
       .where(eq(s.id, bind(s.id, 'id')))
       .prepare(named('orrery_delete_schedule')),
@@ -52,6 +61,14 @@ export async function insertSchedule(
   const [existing] = schedule.name === null ? [] : await q.selectScheduleByName.execute({ name: schedule.name });
   if (existing === undefined) throw new DatabaseError(`insertSchedule failed: schedule ${schedule.id} already exists`);
   return { schedule: existing, created: false };
+}
+
+/**
+ * Deletes a schedule, one statement; its ledger stays, but its `buffered` rows become
+ * `skipped`: nothing would ever release them. False when unknown.
+ */
+export async function deleteSchedule(q: ScheduleStatements, id: string): Promise<boolean> {
+  return ((await q.deleteSchedule.execute({ id })).rowCount ?? 0) > 0;
 }
 
 /** One page of schedules, oldest first. */

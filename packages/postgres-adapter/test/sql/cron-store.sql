@@ -1,23 +1,26 @@
 -- schedules/insertSchedule
-insert into "tenant"."cron_schedules" ("id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at")
-  values ($1::uuid, $2::text, $3::text, $4::text, $5::text, $6::boolean, $7::jsonb, $8::text, $9::text, $10::integer, $11::boolean, $12::integer, $13::integer, $14::jsonb, $15::text, $16::timestamp (3) with time zone, $17::timestamp (3) with time zone, $18::timestamp (3) with time zone, $19::timestamp (3) with time zone, $20::integer, $21::timestamp (3) with time zone, $22::timestamp (3) with time zone)
+insert into "tenant"."cron_schedules" ("id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at")
+  values ($1::uuid, $2::text, $3::text, $4::text, $5::text, $6::boolean, $7::jsonb, $8::text, $9::text, $10::integer, $11::boolean, $12::timestamp (3) with time zone, $13::integer, $14::integer, $15::jsonb, $16::text, $17::timestamp (3) with time zone, $18::timestamp (3) with time zone, $19::timestamp (3) with time zone, $20::timestamp (3) with time zone, $21::integer, $22::timestamp (3) with time zone, $23::timestamp (3) with time zone)
   on conflict do nothing
-  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
+  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
 
 -- schedules/selectSchedule
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "tenant"."cron_schedules"
   where "tenant"."cron_schedules"."id" = $1::uuid;
 
 -- schedules/selectScheduleByName
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "tenant"."cron_schedules"
   where "tenant"."cron_schedules"."name" = $1::text;
 
 -- schedules/deleteSchedule
-delete
-  from "tenant"."cron_schedules"
-  where "tenant"."cron_schedules"."id" = $1::uuid;
+with "skipped_buffered" as (update "tenant"."cron_executions"
+  set "status" = $1
+  where ("tenant"."cron_executions"."schedule_id" = $2::uuid and "tenant"."cron_executions"."status" = 'buffered')
+  returning "id")
+  delete from "tenant"."cron_schedules"
+  where "tenant"."cron_schedules"."id" = $3::uuid;
 
 -- handoff/insertPipelines
 WITH inserted AS (
@@ -61,7 +64,7 @@ with "lost" as (update "tenant"."cron_executions"
   limit $8
   for update skip locked)
   returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason")
-  select "lost"."id", "lost"."schedule_id", "lost"."workflow_name", "lost"."context", "lost"."scheduled_time", "lost"."fire_at", "lost"."claimed_at", "lost"."claimed_by", "lost"."status", "lost"."source", "lost"."missed_count", "lost"."pipeline_execution_id", "lost"."handed_off_at", "lost"."recovery_attempts", "lost"."recovered", "lost"."next_recovery_at", "lost"."recovery_lease_owner", "lost"."recovery_lease_expires_at", "lost"."abandon_reason", "tenant"."cron_schedules"."id", "tenant"."cron_schedules"."name", "tenant"."cron_schedules"."workflow_name", "tenant"."cron_schedules"."cron_expression", "tenant"."cron_schedules"."timezone", "tenant"."cron_schedules"."enabled", "tenant"."cron_schedules"."context", "tenant"."cron_schedules"."catchup_policy", "tenant"."cron_schedules"."overlap_policy", "tenant"."cron_schedules"."jitter_ms", "tenant"."cron_schedules"."pause_on_failure", "tenant"."cron_schedules"."max_runs", "tenant"."cron_schedules"."run_count", "tenant"."cron_schedules"."dst", "tenant"."cron_schedules"."note", "tenant"."cron_schedules"."start_at", "tenant"."cron_schedules"."end_at", "tenant"."cron_schedules"."next_run_at", "tenant"."cron_schedules"."last_run_at", "tenant"."cron_schedules"."version", "tenant"."cron_schedules"."created_at", "tenant"."cron_schedules"."updated_at"
+  select "lost"."id", "lost"."schedule_id", "lost"."workflow_name", "lost"."context", "lost"."scheduled_time", "lost"."fire_at", "lost"."claimed_at", "lost"."claimed_by", "lost"."status", "lost"."source", "lost"."missed_count", "lost"."pipeline_execution_id", "lost"."handed_off_at", "lost"."recovery_attempts", "lost"."recovered", "lost"."next_recovery_at", "lost"."recovery_lease_owner", "lost"."recovery_lease_expires_at", "lost"."abandon_reason", "tenant"."cron_schedules"."id", "tenant"."cron_schedules"."name", "tenant"."cron_schedules"."workflow_name", "tenant"."cron_schedules"."cron_expression", "tenant"."cron_schedules"."timezone", "tenant"."cron_schedules"."enabled", "tenant"."cron_schedules"."context", "tenant"."cron_schedules"."catchup_policy", "tenant"."cron_schedules"."overlap_policy", "tenant"."cron_schedules"."jitter_ms", "tenant"."cron_schedules"."pause_on_failure", "tenant"."cron_schedules"."enabled_at", "tenant"."cron_schedules"."max_runs", "tenant"."cron_schedules"."run_count", "tenant"."cron_schedules"."dst", "tenant"."cron_schedules"."note", "tenant"."cron_schedules"."start_at", "tenant"."cron_schedules"."end_at", "tenant"."cron_schedules"."next_run_at", "tenant"."cron_schedules"."last_run_at", "tenant"."cron_schedules"."version", "tenant"."cron_schedules"."created_at", "tenant"."cron_schedules"."updated_at"
   from "lost"
   left join "tenant"."cron_schedules" on "tenant"."cron_schedules"."id" = "lost"."schedule_id"
   order by "lost"."fire_at" asc;
@@ -124,7 +127,7 @@ delete
   for update skip locked);
 
 -- schedules/selectSchedules
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "tenant"."cron_schedules"
   where ("tenant"."cron_schedules"."enabled" and "tenant"."cron_schedules"."workflow_name" = $1)
   order by "tenant"."cron_schedules"."created_at" asc, "tenant"."cron_schedules"."id" asc
@@ -134,10 +137,10 @@ select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", 
 update "tenant"."cron_schedules"
   set "enabled" = $1, "version" = "tenant"."cron_schedules"."version" + 1, "updated_at" = $2
   where ("tenant"."cron_schedules"."id" = $3 and "tenant"."cron_schedules"."version" = $4)
-  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
+  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
 
 -- claim/selectDueSchedules
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "tenant"."cron_schedules"
   where ("tenant"."cron_schedules"."enabled" and "tenant"."cron_schedules"."next_run_at" <= $1 and "tenant"."cron_schedules"."workflow_name" = ANY($2::text[]))
   order by "tenant"."cron_schedules"."next_run_at" asc
@@ -171,6 +174,21 @@ update "tenant"."cron_schedules"
       AS v(id, version, next_run_at, last_run_at, run_count, disable_note)
   where ("tenant"."cron_schedules"."id" = v.id and "tenant"."cron_schedules"."version" = v.version)
   returning "tenant"."cron_schedules"."id";
+
+-- claim/skipClaimedRows
+update "tenant"."cron_executions"
+  set "status" = $1
+  where ("tenant"."cron_executions"."status" = 'claimed' and "tenant"."cron_executions"."schedule_id" = ANY($2::uuid[]) and "tenant"."cron_executions"."source" IN ('schedule', 'catchup'))
+  returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
+
+-- claim/selectLatestPipelines
+select "tenant"."cron_schedules"."id", "latest"."id", "latest"."status", "latest"."completed_at"
+  from "tenant"."cron_schedules" cross join lateral (select "id", "status", "completed_at"
+  from "tenant"."pipeline_executions"
+  where "tenant"."pipeline_executions"."schedule_id" = "tenant"."cron_schedules"."id"
+  order by "tenant"."pipeline_executions"."created_at" desc
+  limit $1) "latest"
+  where "tenant"."cron_schedules"."id" = ANY($2::uuid[]);
 
 -- buffer/selectAnyBuffered
 select "id"

@@ -80,7 +80,8 @@ export function releaseBuffered(
   for (const schedule of schedules) {
     // A buffered row is not itself what it waits for: only a claimed row or an unfinished pipeline.
     if (q.claim.selectActiveSchedule.get({ scheduleId: schedule.id })?.active === 1) continue;
-    if (schedule.maxRuns !== null && schedule.runCount >= schedule.maxRuns) {
+    // A paused schedule runs nothing more (recovery abandons its claimed rows alike); a spent one neither.
+    if (!schedule.enabled || (schedule.maxRuns !== null && schedule.runCount >= schedule.maxRuns)) {
       q.claim.skipBufferedRows.run({ scheduleId: schedule.id });
       continue;
     }

@@ -1,15 +1,16 @@
 import {
   type ClaimDueRequest,
   type CronExecutionRow,
+  SCHEDULER_OCCURRENCE_SOURCES,
   type ScheduleRow,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
-import { and, asc, eq, gte, lt, lte, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, lt, lte, sql } from 'drizzle-orm';
 import { bind, encodeTextList, statusIn, textListSql } from '../codec.js';
 import type { PipelineStatements } from '../execution-store/pipelines.js';
 import type { SqliteHandle } from '../transaction.js';
 import { type HandoffStatements, handOffInTransaction } from './handoff.js';
-import { insertOccurrenceRow, type LedgerStatements } from './ledger.js';
+import { insertOccurrenceRow, isClaimed, type LedgerStatements } from './ledger.js';
 import { isEnabled } from './schedules.js';
 
 /*
@@ -75,6 +76,28 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
         ),
       )
       .prepare(),
+    // cancel_other: a newer occurrence replaces the scheduler's stored claimed ones before they start anything;
+    // the unary `+` keeps SQLite on the recovery index (what is in flight), off the schedule's history.
+    skipClaimedRows: db
+      .update(c)
+      .set({ status: 'skipped' })
+      .where(
+        and(
+          isClaimed(tables),
+          sql`+${c.scheduleId} = ${bind(c.scheduleId, 'scheduleId')}`,
+          statusIn(c.source, SCHEDULER_OCCURRENCE_SOURCES),
+        ),
+      )
+      .returning()
+      .prepare(),
+    // pauseOnFailure: the schedule's newest pipeline, one step down the schedule's pipeline index.
+    selectLatestPipeline: db
+      .select({ id: p.id, status: p.status, completedAt: p.completedAt })
+      .from(p)
+      .where(eq(p.scheduleId, bind(p.scheduleId, 'scheduleId')))
+      .orderBy(desc(p.createdAt))
+      .limit(1)
+      .prepare(),
     // buffer_one: a newer occurrence replaces the stored buffered one.
     skipBufferedRows: db
       .update(c)
@@ -136,6 +159,7 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
     limit: request.limit,
   });
   const claimed: CronExecutionRow[] = [];
+  const replaced: CronExecutionRow[] = [];
   for (const schedule of due) {
     const hasActiveOccurrence =
       schedule.overlapPolicy !== 'allow' &&
@@ -146,10 +170,14 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
         ? q.claim.selectActivePipelines.all({ scheduleId: schedule.id }).map((row) => row.pipelineId)
         : undefined;
     const takenSlots = takenSlotsOf(q.claim, schedule, request.missedBefore);
+    const latestPipeline = schedule.pauseOnFailure
+      ? (q.claim.selectLatestPipeline.get({ scheduleId: schedule.id }) ?? null)
+      : undefined;
     const plan = request.plan(schedule, {
       hasActiveOccurrence,
       ...(takenSlots !== undefined && { takenSlots }),
       ...(activePipelineIds !== undefined && { activePipelineIds }),
+      ...(latestPipeline !== undefined && { latestPipeline }),
     });
     if (plan === null) continue;
     const advanced = q.claim.advanceNextRunAt.run({
@@ -164,12 +192,13 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
     // Cannot miss under BEGIN IMMEDIATE; if it ever did, the schedule stays due and writes nothing.
     if (advanced.changes === 0) continue;
     if (plan.skipBuffered === true) q.claim.skipBufferedRows.run({ scheduleId: schedule.id });
+    if (plan.skipClaimed === true) replaced.push(...q.claim.skipClaimedRows.all({ scheduleId: schedule.id }));
     for (const occurrence of plan.occurrences) {
       const inserted = insertOccurrenceRow(q.ledger, occurrence);
       if (inserted?.status === 'claimed') claimed.push(inserted);
     }
   }
   const { prepareHandoff } = request;
-  if (prepareHandoff === undefined) return claimed;
-  return handOffInTransaction(q.handoff, q.pipelines, claimed, prepareHandoff, request.now);
+  if (prepareHandoff === undefined) return [...claimed, ...replaced];
+  return [...handOffInTransaction(q.handoff, q.pipelines, claimed, prepareHandoff, request.now), ...replaced];
 }

@@ -21,6 +21,7 @@ import { prepareHandoff } from './handoff.js';
 import { occurrenceStats, prepareLedger } from './ledger.js';
 import { claimLostOccurrences, finishRecovery, prepareRecover } from './recover.js';
 import {
+  deleteSchedule,
   insertSchedule,
   prepareSchedules,
   selectSchedules,
@@ -87,11 +88,7 @@ export class SqliteCronStore implements CronStore {
   }
 
   deleteSchedule(id: string): Promise<boolean> {
-    return writeTransaction(
-      this.#handle,
-      'deleteSchedule',
-      () => this.#q.schedules.deleteSchedule.run({ id }).changes > 0,
-    );
+    return writeTransaction(this.#handle, 'deleteSchedule', () => deleteSchedule(this.#q, id));
   }
 
   claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {

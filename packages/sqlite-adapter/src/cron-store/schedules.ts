@@ -3,6 +3,7 @@ import { and, asc, eq, lte, notInArray, sql } from 'drizzle-orm';
 import { bind, bindAllColumns } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
+import type { ClaimStatements } from './claim.js';
 
 /*
  * Schedules: insert (idempotent by name), read, list, compare-and-set update, delete.
@@ -47,6 +48,15 @@ export function insertSchedule(
   const existing = schedule.name === null ? undefined : q.selectScheduleByName.get({ name: schedule.name });
   if (existing === undefined) throw new DatabaseError(`insertSchedule failed: schedule ${schedule.id} already exists`);
   return { schedule: existing, created: false };
+}
+
+/**
+ * Deletes a schedule, inside the caller's write transaction; its ledger stays, but its
+ * `buffered` rows become `skipped`: nothing would ever release them. False when unknown.
+ */
+export function deleteSchedule(q: { schedules: ScheduleStatements; claim: ClaimStatements }, id: string): boolean {
+  q.claim.skipBufferedRows.run({ scheduleId: id });
+  return q.schedules.deleteSchedule.run({ id }).changes > 0;
 }
 
 /** One page of schedules, oldest first. */

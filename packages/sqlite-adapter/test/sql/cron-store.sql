@@ -1,16 +1,16 @@
 -- schedules/insertSchedule
-insert into "cron_schedules" ("id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+insert into "cron_schedules" ("id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   on conflict do nothing
-  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
+  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
 
 -- schedules/selectSchedule
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
   where "cron_schedules"."id" = ?;
 
 -- schedules/selectScheduleByName
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
   where "cron_schedules"."name" = ?;
 
@@ -20,7 +20,7 @@ delete
   where "cron_schedules"."id" = ?;
 
 -- claim/selectDueSchedules
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
   where ("cron_schedules"."enabled" = 1 and "cron_schedules"."next_run_at" <= ? and "cron_schedules"."workflow_name" IN (SELECT value FROM json_each(?)))
   order by "cron_schedules"."next_run_at" asc
@@ -49,6 +49,19 @@ select "pipeline_executions"."id"
   inner join "pipeline_executions" on "pipeline_executions"."id" = "cron_executions"."pipeline_execution_id"
   where ("cron_executions"."schedule_id" = ? and "cron_executions"."status" = 'handed_off' and "pipeline_executions"."status" IN ('pending', 'running', 'paused'));
 
+-- claim/skipClaimedRows
+update "cron_executions"
+  set "status" = ?
+  where ("cron_executions"."status" = 'claimed' and +"cron_executions"."schedule_id" = ? and "cron_executions"."source" IN ('schedule', 'catchup'))
+  returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
+
+-- claim/selectLatestPipeline
+select "id", "status", "completed_at"
+  from "pipeline_executions"
+  where "pipeline_executions"."schedule_id" = ?
+  order by "pipeline_executions"."created_at" desc
+  limit ?;
+
 -- claim/skipBufferedRows
 update "cron_executions"
   set "status" = ?
@@ -72,7 +85,7 @@ select "id"
   limit ?;
 
 -- buffer/selectBufferingSchedules
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
   where ("cron_schedules"."id" IN (SELECT ce.schedule_id FROM "cron_executions" ce WHERE ce.status = 'buffered') and "cron_schedules"."workflow_name" IN (SELECT value FROM json_each(?)))
   order by "cron_schedules"."id" asc
@@ -128,7 +141,7 @@ update "cron_executions"
   returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
 
 -- recover/selectSchedulesById
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
   where "cron_schedules"."id" IN (SELECT unhex(value) FROM json_each(?));
 
@@ -229,7 +242,7 @@ select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "s
   order by "task_executions"."position" asc;
 
 -- schedules/selectSchedules
-select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
   where ("cron_schedules"."enabled" = 1 and "cron_schedules"."workflow_name" = ?)
   order by "cron_schedules"."created_at" asc, "cron_schedules".rowid
@@ -239,4 +252,4 @@ select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", 
 update "cron_schedules"
   set "enabled" = ?, "version" = "cron_schedules"."version" + 1, "updated_at" = ?
   where ("cron_schedules"."id" = ? and "cron_schedules"."version" = ?)
-  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
+  returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";

@@ -1,0 +1,1 @@
+ALTER TABLE "cron_schedules" ADD COLUMN "enabled_at" timestamp (3) with time zone DEFAULT 'epoch' NOT NULL;

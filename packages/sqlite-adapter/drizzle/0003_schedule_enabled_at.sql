@@ -1,0 +1,1 @@
+ALTER TABLE `cron_schedules` ADD `enabled_at` integer DEFAULT 0 NOT NULL;
