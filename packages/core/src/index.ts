@@ -62,6 +62,7 @@ export type {
   ClaimTasksRequest,
   CreatePipelinesOptions,
   ExecutionStore,
+  FinishAndClaimResult,
   FinishTaskRequest,
   FinishTaskResult,
   LeaseRef,
@@ -103,6 +104,7 @@ export {
 export {
   ACTIVE_PIPELINE_STATUSES,
   assertKeysHeldBySameWorkflow,
+  claimsNothing,
   idempotencyConflictError,
   newCronExecutionRow,
   newTaskStatus,

@@ -40,7 +40,7 @@ async function drain(storage: Storage, count: number, limit: number): Promise<vo
         pipelineExecutionId: pipeline.id,
         runnerId,
         attempt: task.attempt,
-        outcome: { status: 'completed', output: {} },
+        outcome: { status: 'completed', output: { set: {}, deleted: [] } },
         dependents: [],
         now: new Date(),
       })),
