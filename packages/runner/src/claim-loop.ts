@@ -129,9 +129,14 @@ export class ClaimLoop extends BackgroundLoop {
     };
   }
 
-  /** The claim that rides along with the next batch of outcomes, while the loop runs. */
+  /**
+   * The claim that rides along with the next batch of outcomes, while the loop runs and is not
+   * saturated. A worker that waits for work (its last claim left slots free) saves a commit per
+   * task this way. A saturated one claims on its own, in parallel with the outcomes' commit:
+   * riding along would make each cycle wait for the previous one's commit.
+   */
   #claimAlong(): ClaimAlong | null {
-    if (!this.running) return null;
+    if (!this.running || this.#saturated) return null;
     const claim = this.#reserveClaim();
     if (claim === null) return null;
     return {
@@ -146,7 +151,7 @@ export class ClaimLoop extends BackgroundLoop {
 
   protected async tick(signal: AbortSignal): Promise<void> {
     // Outcomes waiting for their write will claim along with it, in the same transaction.
-    if (signal.aborted || this.#writer.queued > 0) return;
+    if (signal.aborted || (this.#writer.queued > 0 && !this.#saturated)) return;
     const claim = this.#reserveClaim();
     if (claim === null) {
       this.#saturated = this.#freeSlots() <= 0;

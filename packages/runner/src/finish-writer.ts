@@ -9,6 +9,13 @@ import type {
 /** Most task outcomes committed in one transaction. */
 export const MAX_FINISHES_PER_WRITE = 100;
 
+/**
+ * Writes in flight at once. Two, so that a busy worker's cycles overlap: while one batch of
+ * outcomes (and the claim riding along) commits, the tasks of the previous claim finish and
+ * their batch starts on a second connection. One would make every cycle wait for the last.
+ */
+export const MAX_WRITES_IN_FLIGHT = 2;
+
 interface PendingFinish {
   request: FinishTaskRequest;
   resolve(result: FinishTaskResult): void;
@@ -28,8 +35,8 @@ export interface ClaimAlong {
 /**
  * Group commit for task outcomes, as {@link PipelineWriter} is for `executeAsync`: outcomes
  * that end in one turn of the event loop are committed together, and outcomes that end while
- * a commit is in flight are committed together by the next one, in a single transaction
- * (`ExecutionStore.finishTasks`). Ten tasks ending together pay one commit instead of ten.
+ * {@link MAX_WRITES_IN_FLIGHT} commits are in flight are committed together by the next one,
+ * in a single transaction (`ExecutionStore.finishTasks`). Ten tasks ending together pay one commit instead of ten.
  * When `claimAlong` offers a claim (free slots, the claim loop running), the same transaction
  * also leases the next tasks (`finishTasksAndClaim`): one commit per cycle of a busy worker
  * instead of two. Each outcome in a batch stays fenced on its own (lease owner, attempt): a
@@ -41,7 +48,7 @@ export class FinishWriter {
   readonly #store: ExecutionStore;
   readonly #claimAlong: () => ClaimAlong | null;
   readonly #queue: PendingFinish[] = [];
-  #writing = false;
+  #inFlight = 0;
 
   constructor(store: ExecutionStore, claimAlong: () => ClaimAlong | null = () => null) {
     this.#store = store;
@@ -58,17 +65,17 @@ export class FinishWriter {
     return new Promise((resolve, reject) => {
       this.#queue.push({ request, resolve, reject });
       // The first outcome waits for the rest of this turn: tasks ending together share the write.
-      if (this.#queue.length === 1 && !this.#writing) setImmediate(() => void this.#drain());
+      if (this.#queue.length === 1) setImmediate(() => this.#drain());
     });
   }
 
-  async #drain(): Promise<void> {
-    if (this.#writing) return;
-    this.#writing = true;
-    try {
-      while (this.#queue.length > 0) await this.#write(this.#queue.splice(0, MAX_FINISHES_PER_WRITE), true);
-    } finally {
-      this.#writing = false;
+  #drain(): void {
+    while (this.#queue.length > 0 && this.#inFlight < MAX_WRITES_IN_FLIGHT) {
+      this.#inFlight += 1;
+      void this.#write(this.#queue.splice(0, MAX_FINISHES_PER_WRITE), true).finally(() => {
+        this.#inFlight -= 1;
+        this.#drain();
+      });
     }
   }
 
