@@ -1,4 +1,4 @@
-import { type ClaimedTask, IdempotencyConflictError, newId, type TaskOutcome } from '@orreryjs/core';
+import { type ClaimedTask, IdempotencyConflictError, newId, type TaskOutcome, ValidationError } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import {
   at,
@@ -6,6 +6,7 @@ import {
   completed,
   DIAMOND,
   dependentsOf,
+  LEASE_MS,
   newPipeline,
   type OpenStorage,
   SINGLE,
@@ -648,6 +649,94 @@ export function describeExecutionStore(open: OpenStorage): void {
             failedTasks: 2,
             error: expect.stringMatching(/^task (a|b) failed: first/),
           });
+        });
+      });
+
+      describe('finishTasksAndClaim', () => {
+        const request = (
+          wf: WorkflowFixture,
+          claimed: ClaimedTask,
+          outcome: TaskOutcome,
+          now: Date,
+          runnerId?: string,
+        ) => ({
+          runnerId: runnerId ?? claimed.task.leaseOwner!,
+          taskExecutionId: claimed.task.id,
+          pipelineExecutionId: claimed.task.pipelineExecutionId,
+          attempt: claimed.task.attempt,
+          outcome,
+          dependents: dependentsOf(wf.dag, claimed.task.taskId),
+          now,
+        });
+        const claimOf = (wf: WorkflowFixture, now: Date, limit = 10) => ({
+          runnerId: 'r1',
+          registered: wf.registered,
+          limit,
+          leaseMs: LEASE_MS,
+          now,
+        });
+
+        it('commits the outcomes, then claims in the same transaction, seeing the tasks they readied', async () => {
+          const wf = fixture(CHAIN);
+          const [one, two] = [await wf.create(), await wf.create()];
+          const claimed = await wf.claim('r1', at(1), { limit: 1 });
+          const [a1] = claimed;
+          const { finished, claimed: next } = await store().finishTasksAndClaim(
+            [request(wf, a1!, completed({ n: 1 }), at(2)), request(wf, a1!, completed(), at(2), 'r2')],
+            claimOf(wf, at(2)),
+          );
+          expect(finished).toEqual([
+            { accepted: true, readied: 1, finishedPipeline: null },
+            { accepted: false, readied: 0, finishedPipeline: null },
+          ]);
+          // The child the outcome readied, and the other pipeline's first task: leased to the claimer.
+          const other = one.id === a1!.task.pipelineExecutionId ? two : one;
+          expect(
+            next.map((c) => [c.task.pipelineExecutionId, c.task.taskId, c.task.status, c.task.leaseOwner]).sort(),
+          ).toEqual(
+            [
+              [a1!.task.pipelineExecutionId, 'b', 'running', 'r1'],
+              [other.id, 'a', 'running', 'r1'],
+            ].sort(),
+          );
+          const child = next.find((c) => c.task.taskId === 'b')!;
+          expect(child.terminalTasks.map((t) => [t.taskId, t.output])).toEqual([['a', { set: { n: 1 }, deleted: [] }]]);
+          expect(await wf.claim('r2', at(3))).toEqual([]);
+        });
+
+        it('claims at most `limit` tasks, only claims with no outcome, and only finishes with no slot', async () => {
+          const wf = fixture(CHAIN);
+          for (let i = 0; i < 3; i += 1) await wf.create();
+          const first = await store().finishTasksAndClaim([], claimOf(wf, at(1), 2));
+          expect(first.finished).toEqual([]);
+          expect(first.claimed).toHaveLength(2);
+          const [a] = first.claimed;
+          const { finished, claimed } = await store().finishTasksAndClaim(
+            [request(wf, a!, completed(), at(2))],
+            claimOf(wf, at(2), 0),
+          );
+          expect(finished).toEqual([{ accepted: true, readied: 1, finishedPipeline: null }]);
+          expect(claimed).toEqual([]);
+          expect(await wf.claim('r1', at(3))).toHaveLength(2);
+        });
+
+        it('writes nothing when an outcome is refused as a whole: the claim does not happen either', async () => {
+          const wf = fixture(CHAIN);
+          const pipeline = await wf.create();
+          await wf.create();
+          const [a] = await wf.claim('r1', at(1), { limit: 1 });
+          const before = await store().listTasks(pipeline.id);
+          await expect(
+            store().finishTasksAndClaim(
+              [
+                request(wf, a!, completed(), at(2)),
+                { ...request(wf, a!, completed(), at(2)), taskExecutionId: 'not-a-uuid' },
+              ],
+              claimOf(wf, at(2)),
+            ),
+          ).rejects.toBeInstanceOf(ValidationError);
+          expect(await store().listTasks(pipeline.id)).toEqual(before);
+          expect(await wf.claim('r1', at(3))).toHaveLength(1);
         });
       });
 

@@ -86,6 +86,12 @@ export interface RegisteredTasks {
   taskIds: readonly string[];
 }
 
+/** Result of {@link ExecutionStore.finishTasksAndClaim}: the outcomes' results in input order, then the tasks claimed. */
+export interface FinishAndClaimResult {
+  finished: FinishTaskResult[];
+  claimed: ClaimedTask[];
+}
+
 /** Input of {@link ExecutionStore.claimTasks}. */
 export interface ClaimTasksRequest {
   runnerId: string;
@@ -208,6 +214,12 @@ export interface ExecutionStore {
    * concurrent batches cannot deadlock on them.
    */
   finishTasks(requests: readonly FinishTaskRequest[]): Promise<FinishTaskResult[]>;
+  /**
+   * {@link finishTasks}, then {@link claimTasks}, in one transaction: a worker whose slots free
+   * up commits the outcomes and leases its next tasks with one commit instead of two. The claim
+   * sees what the outcomes readied. A failure rolls back both.
+   */
+  finishTasksAndClaim(requests: readonly FinishTaskRequest[], claim: ClaimTasksRequest): Promise<FinishAndClaimResult>;
   /** Cancels a non-terminal pipeline and its non-terminal tasks; null when unknown. */
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null>;
   /** Pauses a pending or running pipeline; running tasks go back to ready (not a failure). */

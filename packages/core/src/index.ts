@@ -63,6 +63,7 @@ export type {
   ClaimTasksRequest,
   CreatePipelinesOptions,
   ExecutionStore,
+  FinishAndClaimResult,
   FinishTaskRequest,
   FinishTaskResult,
   LeaseRef,
@@ -104,6 +105,7 @@ export {
 export {
   ACTIVE_PIPELINE_STATUSES,
   assertKeysHeldBySameWorkflow,
+  claimsNothing,
   idempotencyConflictError,
   newCronExecutionRow,
   newTaskStatus,

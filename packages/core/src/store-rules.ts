@@ -1,7 +1,7 @@
 import type { ContextDelta } from './context.js';
 import type { CronExecutionRow, CronExecutionSource, NewCronExecution } from './cron-store.js';
 import { IdempotencyConflictError } from './errors.js';
-import type { NewPipeline, PipelineRow, RegisteredTasks, TaskOutcome } from './execution-store.js';
+import type { ClaimTasksRequest, NewPipeline, PipelineRow, RegisteredTasks, TaskOutcome } from './execution-store.js';
 import type { PipelineStatus, TaskStatus } from './executor.js';
 
 /*
@@ -99,6 +99,11 @@ export const TASK_KEY_SEPARATOR = '\u001f';
 /** `workflow<US>task` keys of every registered (workflow, task) pair: what a claim matches tasks against. */
 export function registeredTaskKeys(registered: readonly RegisteredTasks[]): string[] {
   return registered.flatMap((r) => r.taskIds.map((id) => `${r.workflowName}${TASK_KEY_SEPARATOR}${id}`));
+}
+
+/** A claim that can lease nothing (no registered task or no slot): adapters answer it without a statement. */
+export function claimsNothing(request: ClaimTasksRequest): boolean {
+  return request.limit <= 0 || !request.registered.some((r) => r.taskIds.length > 0);
 }
 
 /** The error for an idempotency key that belongs to an execution of another workflow. */

@@ -212,6 +212,8 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     application_name: applicationName,
     // Idle pooled connections must not keep a script alive that never calls close().
     allowExitOnIdle: true,
+    // Awaited before the new connection is handed out; a failure fails that checkout, and the connection is closed.
+    ...(preparedStatements && { onConnect: (client: pg.ClientBase) => client.query(INDEX_PLANS_ONLY) }),
   });
   // An idle connection that the server drops emits 'error' on the pool, which would crash the process
   // without a listener; the pool discards that connection and the next query opens a fresh one.
@@ -220,12 +222,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   // at the wrong moment (between the pool's own listener and a caller's, seen under load with
   // pg_terminate_backend) must never crash the process. The statement in flight still fails, and the
   // pool discards the connection, which pg marks not queryable.
-  pool.on('connect', (client) => {
-    client.on('error', () => undefined);
-    // Queued before the first statement of whoever checked the connection out; a failure here
-    // (the connection dropped) fails that statement too, as any lost connection does.
-    if (preparedStatements) client.query(INDEX_PLANS_ONLY).catch(() => undefined);
-  });
+  pool.on('connect', (client) => client.on('error', () => undefined));
   let connected = false;
   try {
     await withClient(pool, async (client) => {

@@ -1,6 +1,13 @@
-import { BackgroundLoop, type Clock, type ExecutionStore, type Logger } from '@orreryjs/core';
+import {
+  BackgroundLoop,
+  type ClaimedTask,
+  type ClaimTasksRequest,
+  type Clock,
+  type ExecutionStore,
+  type Logger,
+} from '@orreryjs/core';
 import type { ActiveTask, ActiveTasks } from './active-tasks.js';
-import { FinishWriter } from './finish-writer.js';
+import { type ClaimAlong, FinishWriter } from './finish-writer.js';
 import type { WorkflowRegistry } from './registry.js';
 import { type AttemptEnvironment, startAttempt } from './task-attempt.js';
 
@@ -34,6 +41,9 @@ export class ClaimLoop extends BackgroundLoop {
    * claim does not wait for the previous outcomes' commit.
    */
   readonly #committing = new Set<ActiveTask>();
+  readonly #writer: FinishWriter;
+  /** Slots promised to claims in flight (this loop's, or one riding along with outcomes). */
+  #reserved = 0;
   #nudgeQueued = false;
   /** The last claim filled every free slot, so more work may be waiting for the next free one. */
   #saturated = false;
@@ -41,7 +51,8 @@ export class ClaimLoop extends BackgroundLoop {
   constructor(options: ClaimLoopOptions) {
     super({ name: 'task-claim', intervalMs: options.pollIntervalMs, logger: options.logger });
     this.#options = options;
-    const writer = new FinishWriter(options.store);
+    const writer = new FinishWriter(options.store, () => this.#claimAlong());
+    this.#writer = writer;
     const committing = this.#committing;
     this.#environment = {
       ...options.environment,
@@ -88,24 +99,69 @@ export class ClaimLoop extends BackgroundLoop {
     this.wakeIn(atMs - this.#options.clock.now().getTime());
   }
 
-  protected async tick(signal: AbortSignal): Promise<void> {
-    const { active, registry, store, maxConcurrentTasks } = this.#options;
-    const free = maxConcurrentTasks - (active.size - this.#committing.size);
-    if (free <= 0 || signal.aborted) {
-      this.#saturated = free <= 0;
-      return;
-    }
-    const registered = registry.registeredTasks();
-    if (registered.length === 0) return;
-    const claimed = await store.claimTasks({
+  /** Slots neither running task code nor promised to a claim in flight. */
+  #freeSlots(): number {
+    const { active, maxConcurrentTasks } = this.#options;
+    return maxConcurrentTasks - (active.size - this.#committing.size) - this.#reserved;
+  }
+
+  /** A claim for every free slot, their reservation held until `started` runs; null when none is free. */
+  #reserveClaim(): { request: ClaimTasksRequest; started(tasks: readonly ClaimedTask[]): void } | null {
+    const limit = this.#freeSlots();
+    const registered = this.#options.registry.registeredTasks();
+    if (limit <= 0 || registered.length === 0) return null;
+    this.#reserved += limit;
+    const request = {
       runnerId: this.#options.runnerId,
       registered,
-      limit: free,
+      limit,
       leaseMs: this.#options.taskLeaseMs,
       now: this.#options.clock.now(),
-    });
-    this.#saturated = claimed.length === free;
-    // Claimed even if the loop is stopping: shutdown drains or releases them like any other running task.
-    for (const task of claimed) startAttempt(task, this.#environment);
+    };
+    return {
+      request,
+      started: (tasks) => {
+        this.#reserved -= limit;
+        this.#saturated = tasks.length === limit;
+        // Started even if the loop is stopping: shutdown drains or releases them like any other running task.
+        for (const task of tasks) startAttempt(task, this.#environment);
+      },
+    };
+  }
+
+  /**
+   * The claim that rides along with the next batch of outcomes, while the loop runs and is not
+   * saturated. A worker that waits for work (its last claim left slots free) saves a commit per
+   * task this way. A saturated one claims on its own, in parallel with the outcomes' commit:
+   * riding along would make each cycle wait for the previous one's commit.
+   */
+  #claimAlong(): ClaimAlong | null {
+    if (!this.running || this.#saturated) return null;
+    const claim = this.#reserveClaim();
+    if (claim === null) return null;
+    return {
+      request: claim.request,
+      claimed: (tasks) => {
+        claim.started(tasks);
+        // A failed write claimed nothing: the loop claims on its own.
+        if (tasks.length === 0) this.nudge();
+      },
+    };
+  }
+
+  protected async tick(signal: AbortSignal): Promise<void> {
+    // Outcomes waiting for their write will claim along with it, in the same transaction.
+    if (signal.aborted || (this.#writer.queued > 0 && !this.#saturated)) return;
+    const claim = this.#reserveClaim();
+    if (claim === null) {
+      this.#saturated = this.#freeSlots() <= 0;
+      return;
+    }
+    let claimed: ClaimedTask[] = [];
+    try {
+      claimed = await this.#options.store.claimTasks(claim.request);
+    } finally {
+      claim.started(claimed);
+    }
   }
 }

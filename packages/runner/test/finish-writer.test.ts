@@ -43,6 +43,9 @@ function recording(store: ExecutionStore): { store: ExecutionStore; batches: num
   return { store: recorded, batches };
 }
 
+/** Lets the writer start the write of what it has queued (it waits for the end of the current turn). */
+const writeStarted = () => new Promise((resolve) => setImmediate(resolve));
+
 function completion(claimed: ClaimedTask, output: Record<string, number> = {}): FinishTaskRequest {
   return {
     runnerId: claimed.task.leaseOwner!,
@@ -76,23 +79,51 @@ describe.each(ADAPTERS)('FinishWriter on $name', (adapter) => {
     await db.remove();
   });
 
-  it('commits a lone outcome at once and those ending while a commit is in flight together', async () => {
+  it('commits outcomes ending in one turn together, and those ending while a commit is in flight together', async () => {
     const pipelines = Array.from({ length: 20 }, diamond);
     await storage.executions.createPipelines(pipelines);
     const claimed = await claim();
     expect(claimed).toHaveLength(40);
     const { store, batches } = recording(storage.executions);
     const writer = new FinishWriter(store);
-    const results = await Promise.all(claimed.map((c, n) => writer.finish(completion(c, { n }))));
+    const lone = writer.finish(completion(claimed[0]!, { n: 0 }));
+    await writeStarted();
+    const rest = claimed.slice(1).map((c, n) => writer.finish(completion(c, { n: n + 1 })));
+    const results = await Promise.all([lone, ...rest]);
     expect(results.every((r) => r.accepted)).toBe(true);
     expect(results.reduce((sum, r) => sum + r.readied, 0)).toBe(20);
-    expect(batches[0]).toBe(1);
-    expect(batches.reduce((a, b) => a + b, 0)).toBe(40);
-    expect(batches.length).toBeLessThan(40);
+    expect(batches).toEqual([1, 39]);
     const children = await claim();
     expect(children.map((c) => c.task.taskId)).toEqual(Array(20).fill('c'));
     const ends = await Promise.all(children.map((c) => writer.finish(completion(c))));
     expect(ends.map((r) => r.finishedPipeline?.status)).toEqual(Array(20).fill('completed'));
+    expect(batches).toEqual([1, 39, 20]);
+  });
+
+  it('claims along with a batch when offered a claim, in the same transaction, and only then', async () => {
+    await storage.executions.createPipelines([diamond(), diamond()]);
+    const [a1, b1] = await claim(2);
+    const claimedAlong: string[][] = [];
+    let offers = 0;
+    const writer = new FinishWriter(storage.executions, () => {
+      offers += 1;
+      if (offers > 1) return null;
+      return {
+        request: {
+          runnerId: 'r1',
+          registered: [{ workflowName: WORKFLOW, taskIds: ['a', 'b', 'c'] }],
+          limit: 10,
+          leaseMs: 60_000,
+          now: T0,
+        },
+        claimed: (tasks) => void claimedAlong.push(tasks.map((t) => t.task.taskId).sort()),
+      };
+    });
+    const results = await Promise.all([writer.finish(completion(a1!)), writer.finish(completion(b1!))]);
+    expect(results.map((r) => r.accepted)).toEqual([true, true]);
+    // The child the batch readied and the second pipeline's first tasks, leased in the outcomes' transaction.
+    expect(claimedAlong).toEqual([['a', 'b', 'c']]);
+    expect(await claim()).toEqual([]);
   });
 
   it('refuses a stale outcome of a batch alone and commits the others', async () => {
@@ -101,6 +132,7 @@ describe.each(ADAPTERS)('FinishWriter on $name', (adapter) => {
     const [a, b] = await claim();
     const writer = new FinishWriter(storage.executions);
     const lone = writer.finish(completion(a!));
+    await writeStarted();
     const stale = writer.finish({ ...completion(b!), runnerId: 'r2' });
     const fresh = writer.finish(completion(b!));
     expect(await lone).toMatchObject({ accepted: true, readied: 0 });
@@ -119,6 +151,7 @@ describe.each(ADAPTERS)('FinishWriter on $name', (adapter) => {
     const { store, batches } = recording(storage.executions);
     const writer = new FinishWriter(store);
     const lone = writer.finish(completion(a1!));
+    await writeStarted();
     const good = writer.finish(completion(b1!));
     // A pipeline id that is not a UUID: the database refuses the statement.
     const bad = writer

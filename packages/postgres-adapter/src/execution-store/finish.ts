@@ -6,6 +6,7 @@ import {
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, eq, getTableColumns, type SQL, sql } from 'drizzle-orm';
+import type pg from 'pg';
 import {
   aliasColumns,
   bind,
@@ -235,8 +236,9 @@ function prepareFinishTasks({ tables, named, pool }: PostgresHandle) {
   return {
     // The snapshot test reads the text through getQuery().
     getQuery: () => ({ sql: query() }),
-    async execute(values: unknown[]): Promise<FinishTasksRow[]> {
-      return (await pool.query<FinishTasksRow>({ name, text: query(), values })).rows;
+    /** On the pool (a transaction of its own), or on `client` inside the caller's transaction. */
+    async execute(values: unknown[], client: pg.Pool | pg.PoolClient = pool): Promise<FinishTasksRow[]> {
+      return (await client.query<FinishTasksRow>({ name, text: query(), values })).rows;
     },
   };
 }
@@ -246,30 +248,34 @@ export async function finishTasks(
   q: FinishStatements,
   tables: PostgresTables,
   requests: readonly FinishTaskRequest[],
+  client?: pg.Pool | pg.PoolClient,
 ): Promise<FinishTaskResult[]> {
   if (requests.length === 0) return [];
   const columns = requests.map((request) => taskOutcomeColumns(request.outcome, request.now));
   const dependents = requests.flatMap((request, ord) => request.dependents.map((taskId) => ({ ord, taskId })));
   // One `now` for the statement: a batch's outcomes are committed at one instant, the latest asked for.
   const now = new Date(Math.max(...requests.map((request) => request.now.getTime())));
-  const rows = await q.finishTasks.execute([
-    dateToIso(now),
-    requests.map((_, ord) => ord),
-    encodeUuidList(requests.map((r) => r.taskExecutionId)),
-    encodeUuidList(requests.map((r) => r.pipelineExecutionId)),
-    requests.map((r) => r.runnerId),
-    requests.map((r) => r.attempt),
-    columns.map((c) => c.status),
-    columns.map((c) => (c.output === null ? null : encodeJson(c.output))),
-    columns.map((c) => (c.error === null ? null : storableText(c.error))),
-    columns.map((c) => c.failed),
-    columns.map((c) => (c.availableAt === null ? null : dateToIso(c.availableAt))),
-    columns.map((c) => (c.completedAt === null ? null : dateToIso(c.completedAt))),
-    requests.map((r) => r.outcome.status !== 'retry'),
-    requests.map((r) => (r.outcome.status === 'failed' ? storableText(r.outcome.error) : null)),
-    dependents.map((d) => d.ord),
-    dependents.map((d) => d.taskId),
-  ]);
+  const rows = await q.finishTasks.execute(
+    [
+      dateToIso(now),
+      requests.map((_, ord) => ord),
+      encodeUuidList(requests.map((r) => r.taskExecutionId)),
+      encodeUuidList(requests.map((r) => r.pipelineExecutionId)),
+      requests.map((r) => r.runnerId),
+      requests.map((r) => r.attempt),
+      columns.map((c) => c.status),
+      columns.map((c) => (c.output === null ? null : encodeJson(c.output))),
+      columns.map((c) => (c.error === null ? null : storableText(c.error))),
+      columns.map((c) => c.failed),
+      columns.map((c) => (c.availableAt === null ? null : dateToIso(c.availableAt))),
+      columns.map((c) => (c.completedAt === null ? null : dateToIso(c.completedAt))),
+      requests.map((r) => r.outcome.status !== 'retry'),
+      requests.map((r) => (r.outcome.status === 'failed' ? storableText(r.outcome.error) : null)),
+      dependents.map((d) => d.ord),
+      dependents.map((d) => d.taskId),
+    ],
+    client,
+  );
   const pipelineRow = getTableColumns(tables.pipelineExecutions);
   return rows.map((row) =>
     row.accepted

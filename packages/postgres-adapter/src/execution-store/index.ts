@@ -3,7 +3,9 @@ import {
   type ClaimedTask,
   type ClaimTasksRequest,
   type CreatePipelinesOptions,
+  claimsNothing,
   type ExecutionStore,
+  type FinishAndClaimResult,
   type FinishTaskRequest,
   type FinishTaskResult,
   type LeaseRef,
@@ -11,11 +13,10 @@ import {
   type PipelineFilter,
   type PipelineRow,
   type RetriedTask,
-  registeredTaskKeys,
   type TaskRow,
 } from '@orreryjs/core';
-import { type PostgresHandle, statement, transaction } from '../transaction.js';
-import { claimTasks, prepareClaim } from './claim.js';
+import { type PostgresDb, type PostgresHandle, statement, transaction } from '../transaction.js';
+import { type ClaimStatements, claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTask, finishTasks, prepareFinish } from './finish.js';
 import { prepareLease, releaseLeases, renewLeases } from './lease.js';
@@ -38,6 +39,7 @@ export function prepareExecutionStore(handle: PostgresHandle) {
 export class PostgresExecutionStore implements ExecutionStore {
   readonly #handle: PostgresHandle;
   readonly #q: ReturnType<typeof prepareExecutionStore>;
+  readonly #claimByConnection = new WeakMap<PostgresDb, ClaimStatements>();
 
   /** Builds every statement for `handle`; the schema must be migrated. */
   constructor(handle: PostgresHandle) {
@@ -91,7 +93,7 @@ export class PostgresExecutionStore implements ExecutionStore {
   }
 
   claimTasks(request: ClaimTasksRequest): Promise<ClaimedTask[]> {
-    if (registeredTaskKeys(request.registered).length === 0 || request.limit <= 0) return Promise.resolve([]);
+    if (claimsNothing(request)) return Promise.resolve([]);
     return statement('claimTasks', () => claimTasks(this.#q.claim, this.#handle.tables, request));
   }
 
@@ -108,6 +110,27 @@ export class PostgresExecutionStore implements ExecutionStore {
   finishTasks(requests: readonly FinishTaskRequest[]): Promise<FinishTaskResult[]> {
     if (requests.length === 0) return Promise.resolve([]);
     return statement('finishTasks', () => finishTasks(this.#q.finish, this.#handle.tables, requests));
+  }
+
+  finishTasksAndClaim(requests: readonly FinishTaskRequest[], claim: ClaimTasksRequest): Promise<FinishAndClaimResult> {
+    if (requests.length === 0) return this.claimTasks(claim).then((claimed) => ({ finished: [], claimed }));
+    if (claimsNothing(claim)) return this.finishTasks(requests).then((finished) => ({ finished, claimed: [] }));
+    const { tables } = this.#handle;
+    // Two statements, one commit: BEGIN and COMMIT cost two round trips, the commit they save a WAL flush.
+    return transaction(this.#handle, 'finishTasksAndClaim', async (tx) => ({
+      finished: await finishTasks(this.#q.finish, tables, requests, tx.$client),
+      claimed: await claimTasks(this.#claimOn(tx), tables, claim),
+    }));
+  }
+
+  /** The claim statement bound to a transaction's connection, built once per connection. */
+  #claimOn(tx: PostgresDb): ClaimStatements {
+    let statements = this.#claimByConnection.get(tx);
+    if (statements === undefined) {
+      statements = prepareClaim({ ...this.#handle, db: tx });
+      this.#claimByConnection.set(tx, statements);
+    }
+    return statements;
   }
 
   finishTask(request: FinishTaskRequest): Promise<FinishTaskResult> {

@@ -3,7 +3,9 @@ import {
   type ClaimedTask,
   type ClaimTasksRequest,
   type CreatePipelinesOptions,
+  claimsNothing,
   type ExecutionStore,
+  type FinishAndClaimResult,
   type FinishTaskRequest,
   type FinishTaskResult,
   type LeaseRef,
@@ -11,7 +13,6 @@ import {
   type PipelineFilter,
   type PipelineRow,
   type RetriedTask,
-  registeredTaskKeys,
   type TaskRow,
 } from '@orreryjs/core';
 import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
@@ -86,7 +87,7 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   claimTasks(request: ClaimTasksRequest): Promise<ClaimedTask[]> {
-    if (registeredTaskKeys(request.registered).length === 0 || request.limit <= 0) return Promise.resolve([]);
+    if (claimsNothing(request)) return Promise.resolve([]);
     return writeTransaction(this.#handle, 'claimTasks', () => claimTasks(this.#q.claim, request));
   }
 
@@ -108,6 +109,14 @@ export class SqliteExecutionStore implements ExecutionStore {
     return writeTransaction(this.#handle, 'finishTasks', () =>
       requests.map((request) => finishTask(this.#q.finish, request)),
     );
+  }
+
+  finishTasksAndClaim(requests: readonly FinishTaskRequest[], claim: ClaimTasksRequest): Promise<FinishAndClaimResult> {
+    // One BEGIN IMMEDIATE: the outcomes in order, then the claim, which sees what they readied.
+    return writeTransaction(this.#handle, 'finishTasksAndClaim', () => ({
+      finished: requests.map((request) => finishTask(this.#q.finish, request)),
+      claimed: claimsNothing(claim) ? [] : claimTasks(this.#q.claim, claim),
+    }));
   }
 
   finishTask(request: FinishTaskRequest): Promise<FinishTaskResult> {
