@@ -44,6 +44,10 @@ export class ClaimLoop extends BackgroundLoop {
   readonly #writer: FinishWriter;
   /** Slots promised to claims in flight (this loop's, or one riding along with outcomes). */
   #reserved = 0;
+  /** The last claim along found work, or a claim found work while outcomes were committing (see {@link #ridesAlong}). */
+  #workKeepsComing = true;
+  /** A tick found every free slot promised to a claim in flight: it runs again once that claim is done. */
+  #claimAgain = false;
   #nudgeQueued = false;
   /** The last claim filled every free slot, so more work may be waiting for the next free one. */
   #saturated = false;
@@ -123,6 +127,10 @@ export class ClaimLoop extends BackgroundLoop {
       started: (tasks) => {
         this.#reserved -= limit;
         this.#saturated = tasks.length === limit;
+        if (this.#claimAgain) {
+          this.#claimAgain = false;
+          this.nudge();
+        }
         // Started even if the loop is stopping: shutdown drains or releases them like any other running task.
         for (const task of tasks) startAttempt(task, this.#environment);
       },
@@ -130,38 +138,49 @@ export class ClaimLoop extends BackgroundLoop {
   }
 
   /**
-   * The claim that rides along with the next batch of outcomes, while the loop runs and is not
-   * saturated. A worker that waits for work (its last claim left slots free) saves a commit per
-   * task this way. A saturated one claims on its own, in parallel with the outcomes' commit:
-   * riding along would make each cycle wait for the previous one's commit.
+   * Whether the next batch of outcomes takes a claim along, in its transaction. Yes for a worker
+   * that keeps finding work as it finishes (one job at a time, end to end): it saves a commit
+   * per task. No for a saturated one, which claims on its own in parallel with the outcomes'
+   * commit (riding along would make each cycle wait for the previous one's commit), and no for
+   * an idle one whose last claim along found nothing: the outcome commits alone, at once.
    */
+  #ridesAlong(): boolean {
+    return this.running && !this.#saturated && this.#workKeepsComing;
+  }
+
   #claimAlong(): ClaimAlong | null {
-    if (!this.running || this.#saturated) return null;
+    if (!this.#ridesAlong()) return null;
     const claim = this.#reserveClaim();
     if (claim === null) return null;
     return {
       request: claim.request,
-      claimed: (tasks) => {
+      claimed: (tasks, failed) => {
         claim.started(tasks);
-        // A failed write claimed nothing: the loop claims on its own.
-        if (tasks.length === 0) this.nudge();
+        this.#workKeepsComing = tasks.length > 0;
+        // The write failed and claimed nothing: the loop claims on its own.
+        if (failed) this.nudge();
       },
     };
   }
 
   protected async tick(signal: AbortSignal): Promise<void> {
     // Outcomes waiting for their write will claim along with it, in the same transaction.
-    if (signal.aborted || (this.#writer.queued > 0 && !this.#saturated)) return;
+    if (signal.aborted || (this.#writer.queued > 0 && this.#ridesAlong())) return;
     const claim = this.#reserveClaim();
     if (claim === null) {
-      this.#saturated = this.#freeSlots() <= 0;
+      // Slots promised to a claim in flight, whose snapshot may predate the work that woke us: claim again after it.
+      if (this.#reserved > 0) this.#claimAgain = true;
+      else this.#saturated = this.#freeSlots() <= 0;
       return;
     }
     let claimed: ClaimedTask[] = [];
+    // Work found while earlier tasks still commit: more is likely to be waiting when they are done.
+    const busy = this.#committing.size > 0;
     try {
       claimed = await this.#options.store.claimTasks(claim.request);
     } finally {
       claim.started(claimed);
     }
+    if (claimed.length > 0 && busy) this.#workKeepsComing = true;
   }
 }

@@ -29,7 +29,7 @@ interface PendingFinish {
  */
 export interface ClaimAlong {
   request: ClaimTasksRequest;
-  claimed(tasks: readonly ClaimedTask[]): void;
+  claimed(tasks: readonly ClaimedTask[], failed: boolean): void;
 }
 
 /**
@@ -89,10 +89,10 @@ export class FinishWriter {
       } else {
         const { finished, claimed } = await this.#store.finishTasksAndClaim(requests, along.request);
         results = finished;
-        along.claimed(claimed);
+        along.claimed(claimed, false);
       }
     } catch (error) {
-      along?.claimed([]);
+      along?.claimed([], true);
       if (batch.length === 1 && along === null) {
         batch[0]!.reject(error);
         return;
