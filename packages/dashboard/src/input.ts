@@ -1,3 +1,4 @@
+import { MAX_NOTE_LENGTH } from '@orreryjs/cron';
 import { type PipelineStatus, ValidationError } from '@orreryjs/runner';
 
 /** The pipeline statuses a filter accepts. */
@@ -71,13 +72,13 @@ export function parseInstant(name: string, value: unknown): Date {
 }
 
 /**
- * An optional free-text field (a pause note or reason), at most 1,000 characters.
+ * An optional free-text field (a pause note or reason), at most {@link MAX_NOTE_LENGTH} characters.
  * @throws ValidationError for a non-string or an over-long value.
  */
 export function parseText(name: string, value: unknown): string | undefined {
   if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value !== 'string' || value.length > 1000) {
-    throw new ValidationError(`${name} must be text of at most 1,000 characters.`);
+  if (typeof value !== 'string' || value.length > MAX_NOTE_LENGTH) {
+    throw new ValidationError(`${name} must be text of at most ${MAX_NOTE_LENGTH.toLocaleString('en')} characters.`);
   }
   return value;
 }
