@@ -704,6 +704,23 @@ export function describeExecutionStore(open: OpenStorage): void {
           expect(await wf.claim('r2', at(3))).toEqual([]);
         });
 
+        it('readies a fan-in child once when both parents finish together, and claims it once', async () => {
+          const wf = fixture(DIAMOND);
+          const pipeline = await wf.create();
+          const claimed = await wf.claim('r1', at(1));
+          const [a, b] = ['a', 'b'].map((id) => claimed.find((c) => c.task.taskId === id)!);
+          const { finished, claimed: next } = await store().finishTasksAndClaim(
+            [request(wf, a!, completed({ a: 1 }), at(2)), request(wf, b!, completed({ b: 1 }), at(2))],
+            claimOf(wf, at(2)),
+          );
+          expect(finished.map((r) => r.accepted)).toEqual([true, true]);
+          expect(finished.reduce((sum, r) => sum + r.readied, 0)).toBe(1);
+          expect(next.map((c) => [c.task.pipelineExecutionId, c.task.taskId, c.task.attempt])).toEqual([
+            [pipeline.id, 'c', 1],
+          ]);
+          expect(await wf.claim('r2', at(3))).toEqual([]);
+        });
+
         it('claims at most `limit` tasks, only claims with no outcome, and only finishes with no slot', async () => {
           const wf = fixture(CHAIN);
           for (let i = 0; i < 3; i += 1) await wf.create();

@@ -5,7 +5,7 @@ import {
   SCHEDULER_OCCURRENCE_SOURCES,
   type ScheduleRow,
 } from '@orreryjs/core';
-import { and, asc, desc, eq, gte, lt, lte, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, lt, lte, type SQL, sql } from 'drizzle-orm';
 import { arrayParam, dateToIso, encodeUuidList, inTextList, statusIn } from '../codec.js';
 import type { InsertPipelines } from '../execution-store/pipelines.js';
 import type { PostgresTables } from '../schema.js';
@@ -92,18 +92,24 @@ export function selectActivePipelines(db: PostgresDb, tables: PostgresTables, sc
     );
 }
 
-/** buffer_one: the stored `buffered` rows of these schedules become `skipped` (a newer one replaces them). */
-export function skipBufferedRows(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[]) {
+/** These schedules' ledger rows matching `condition` become `skipped`. */
+function skipRows(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[], condition: SQL) {
   const c = tables.cronExecutions;
   return db
     .update(c)
     .set({ status: 'skipped' })
     .where(
       and(
+        // Raw SQL: a uuid array parameter, which drizzle's inArray would expand into one parameter per id.
         sql`${c.scheduleId} = ANY(${arrayParam(encodeUuidList(scheduleIds))}::uuid[])`,
-        sql`${c.status} = 'buffered'`,
+        condition,
       ),
     );
+}
+
+/** buffer_one: the stored `buffered` rows of these schedules become `skipped` (a newer one replaces them). */
+export function skipBufferedRows(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[]) {
+  return skipRows(db, tables, scheduleIds, sql`${tables.cronExecutions.status} = 'buffered'`);
 }
 
 /**
@@ -111,19 +117,8 @@ export function skipBufferedRows(db: PostgresDb, tables: PostgresTables, schedul
  * to report: a newer occurrence replaces them before they started anything.
  */
 export function skipClaimedRows(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[]) {
-  const c = tables.cronExecutions;
-  return db
-    .update(c)
-    .set({ status: 'skipped' })
-    .where(
-      and(
-        isClaimed(tables),
-        // Raw SQL: a uuid array parameter, which drizzle's inArray would expand into one parameter per id.
-        sql`${c.scheduleId} = ANY(${arrayParam(encodeUuidList(scheduleIds))}::uuid[])`,
-        statusIn(c.source, SCHEDULER_OCCURRENCE_SOURCES),
-      ),
-    )
-    .returning();
+  const condition = and(isClaimed(tables), statusIn(tables.cronExecutions.source, SCHEDULER_OCCURRENCE_SOURCES))!;
+  return skipRows(db, tables, scheduleIds, condition).returning();
 }
 
 /**

@@ -178,7 +178,7 @@ update "tenant"."cron_schedules"
 -- claim/skipClaimedRows
 update "tenant"."cron_executions"
   set "status" = $1
-  where ("tenant"."cron_executions"."status" = 'claimed' and "tenant"."cron_executions"."schedule_id" = ANY($2::uuid[]) and "tenant"."cron_executions"."source" IN ('schedule', 'catchup'))
+  where ("tenant"."cron_executions"."schedule_id" = ANY($2::uuid[]) and ("tenant"."cron_executions"."status" = 'claimed' and "tenant"."cron_executions"."source" IN ('schedule', 'catchup')))
   returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
 
 -- claim/selectLatestPipelines
