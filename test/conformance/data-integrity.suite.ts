@@ -174,7 +174,8 @@ export function describeDataIntegrity(open: OpenStorage): void {
       it('leaves no pipeline behind when one of its task rows cannot be written', async () => {
         const key = uniqueName('key');
         const pipeline = newPipeline(uniqueName(), { a: [], b: [] }, { idempotencyKey: key });
-        pipeline.tasks[1]!.id = pipeline.tasks[0]!.id;
+        // Two rows under one (pipeline, task id) key: the second insert fails.
+        pipeline.tasks[1]!.taskId = pipeline.tasks[0]!.taskId;
         const failure = await storage()
           .executions.createPipeline(pipeline)
           .catch((error: unknown) => error);
@@ -184,7 +185,7 @@ export function describeDataIntegrity(open: OpenStorage): void {
         expect(await storage().executions.getPipeline(pipeline.id)).toBeNull();
         expect(await storage().executions.getPipelineByIdempotencyKey(key)).toBeNull();
         expect(await storage().executions.listTasks(pipeline.id)).toEqual([]);
-        pipeline.tasks[1]!.id = newId();
+        pipeline.tasks[1]!.taskId = 'b';
         expect((await storage().executions.createPipeline(pipeline)).created).toBe(true);
       });
 

@@ -1,4 +1,11 @@
-import { type ClaimedTask, IdempotencyConflictError, newId, type TaskOutcome, ValidationError } from '@orreryjs/core';
+import {
+  type ClaimedTask,
+  IdempotencyConflictError,
+  leaseOfTask,
+  newId,
+  type TaskOutcome,
+  ValidationError,
+} from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import {
   at,
@@ -367,10 +374,7 @@ export function describeExecutionStore(open: OpenStorage): void {
           const pipeline = await wf.create();
           const claimed = await wf.claim('r1', at(0));
           const [a, b] = ['a', 'b'].map((id) => claimed.find((c) => c.task.taskId === id)!.task);
-          const leases = [
-            { taskExecutionId: a!.id, attempt: 1 },
-            { taskExecutionId: b!.id, attempt: 2 },
-          ];
+          const leases = [leaseOfTask(a!), { ...leaseOfTask(b!), attempt: 2 }];
           expect(await store().renewLeases('r1', leases, 5000, at(500))).toEqual([a!.id]);
           expect(await store().renewLeases('r2', leases, 5000, at(500))).toEqual([]);
           expect(await store().renewLeases('r1', [], 5000, at(500))).toEqual([]);
@@ -379,7 +383,7 @@ export function describeExecutionStore(open: OpenStorage): void {
           const [takeover, ...rest] = await wf.claim('r2', at(1001));
           expect(rest).toEqual([]);
           expect(takeover!.task.id).toBe(b!.id);
-          expect(await store().renewLeases('r1', [{ taskExecutionId: b!.id, attempt: 1 }], 5000, at(1002))).toEqual([]);
+          expect(await store().renewLeases('r1', [{ ...leaseOfTask(b!), attempt: 1 }], 5000, at(1002))).toEqual([]);
         });
       });
 
@@ -388,7 +392,7 @@ export function describeExecutionStore(open: OpenStorage): void {
           const wf = fixture();
           const pipeline = await wf.create();
           const [first] = await wf.claim('r1', at(0));
-          const lease = { taskExecutionId: first!.task.id, attempt: 1 };
+          const lease = leaseOfTask(first!.task);
           expect(await store().releaseLeases('r2', [lease], at(10))).toBe(0);
           expect(await store().releaseLeases('r1', [{ ...lease, attempt: 2 }], at(10))).toBe(0);
           expect(await store().releaseLeases('r1', [], at(10))).toBe(0);
@@ -573,8 +577,7 @@ export function describeExecutionStore(open: OpenStorage): void {
           fence: { runnerId?: string; attempt?: number } = {},
         ) => ({
           runnerId: fence.runnerId ?? claimed.task.leaseOwner!,
-          taskExecutionId: claimed.task.id,
-          pipelineExecutionId: claimed.task.pipelineExecutionId,
+          ...leaseOfTask(claimed.task),
           attempt: fence.attempt ?? claimed.task.attempt,
           outcome,
           dependents: dependentsOf(wf.dag, claimed.task.taskId),
@@ -661,9 +664,7 @@ export function describeExecutionStore(open: OpenStorage): void {
           runnerId?: string,
         ) => ({
           runnerId: runnerId ?? claimed.task.leaseOwner!,
-          taskExecutionId: claimed.task.id,
-          pipelineExecutionId: claimed.task.pipelineExecutionId,
-          attempt: claimed.task.attempt,
+          ...leaseOfTask(claimed.task),
           outcome,
           dependents: dependentsOf(wf.dag, claimed.task.taskId),
           now,

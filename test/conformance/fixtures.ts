@@ -2,6 +2,7 @@ import {
   type ClaimedTask,
   type FinishTaskResult,
   type JsonObject,
+  leaseOfTask,
   type NewCronExecution,
   type NewPipeline,
   newId,
@@ -164,8 +165,7 @@ export function workflowFixture(storage: () => Storage, dag: Dag): WorkflowFixtu
     finish: (claimed, outcome, now, fence = {}) =>
       storage().executions.finishTask({
         runnerId: fence.runnerId ?? claimed.task.leaseOwner!,
-        taskExecutionId: claimed.task.id,
-        pipelineExecutionId: claimed.task.pipelineExecutionId,
+        ...leaseOfTask(claimed.task),
         attempt: fence.attempt ?? claimed.task.attempt,
         outcome,
         dependents: dependentsOf(dag, claimed.task.taskId),

@@ -112,9 +112,16 @@ export interface ClaimedTask {
   leaseExpired: boolean;
 }
 
-/** A lease to renew or release: fenced by owner and attempt. */
+/**
+ * A lease to renew or release: fenced by owner and attempt. It names the task both by its
+ * row id and by (pipeline, task id): an adapter may reach rows by the latter only, as
+ * Postgres does, so that the task row carries one index fewer and every update writes less.
+ */
 export interface LeaseRef {
   taskExecutionId: string;
+  pipelineExecutionId: string;
+  /** The task's id in its workflow. */
+  taskId: string;
   attempt: number;
 }
 
@@ -126,11 +133,8 @@ export type TaskOutcome =
   | { status: 'retry'; error: string; availableAt: Date };
 
 /** Input of {@link ExecutionStore.finishTask}. */
-export interface FinishTaskRequest {
+export interface FinishTaskRequest extends LeaseRef {
   runnerId: string;
-  taskExecutionId: string;
-  pipelineExecutionId: string;
-  attempt: number;
   outcome: TaskOutcome;
   /** Task ids that depend directly on this one: their pending counts drop when it ends. */
   dependents: readonly string[];

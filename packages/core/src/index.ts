@@ -107,6 +107,7 @@ export {
   assertKeysHeldBySameWorkflow,
   claimsNothing,
   idempotencyConflictError,
+  leaseOfTask,
   newCronExecutionRow,
   newTaskStatus,
   registeredTaskKeys,

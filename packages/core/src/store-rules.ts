@@ -1,7 +1,15 @@
 import type { ContextDelta } from './context.js';
 import type { CronExecutionRow, CronExecutionSource, NewCronExecution } from './cron-store.js';
 import { IdempotencyConflictError } from './errors.js';
-import type { ClaimTasksRequest, NewPipeline, PipelineRow, RegisteredTasks, TaskOutcome } from './execution-store.js';
+import type {
+  ClaimTasksRequest,
+  LeaseRef,
+  NewPipeline,
+  PipelineRow,
+  RegisteredTasks,
+  TaskOutcome,
+  TaskRow,
+} from './execution-store.js';
 import type { PipelineStatus, TaskStatus } from './executor.js';
 
 /*
@@ -99,6 +107,16 @@ export const TASK_KEY_SEPARATOR = '\u001f';
 /** `workflow<US>task` keys of every registered (workflow, task) pair: what a claim matches tasks against. */
 export function registeredTaskKeys(registered: readonly RegisteredTasks[]): string[] {
   return registered.flatMap((r) => r.taskIds.map((id) => `${r.workflowName}${TASK_KEY_SEPARATOR}${id}`));
+}
+
+/** The lease a claimed task row stands for, at the row's attempt. */
+export function leaseOfTask(task: TaskRow): LeaseRef {
+  return {
+    taskExecutionId: task.id,
+    pipelineExecutionId: task.pipelineExecutionId,
+    taskId: task.taskId,
+    attempt: task.attempt,
+  };
 }
 
 /** A claim that can lease nothing (no registered task or no slot): adapters answer it without a statement. */

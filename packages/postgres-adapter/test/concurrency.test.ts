@@ -43,6 +43,7 @@ function finish(storage: Storage, claimed: ClaimedTask, dependents: string[]) {
     runnerId: claimed.task.leaseOwner!,
     taskExecutionId: claimed.task.id,
     pipelineExecutionId: claimed.task.pipelineExecutionId,
+    taskId: claimed.task.taskId,
     attempt: claimed.task.attempt,
     outcome: completed,
     dependents,

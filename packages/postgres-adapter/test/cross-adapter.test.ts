@@ -106,6 +106,7 @@ async function writeAndRead(storage: Storage, schedules: ScheduleRow[], pipeline
     runnerId: 'runner ✓',
     taskExecutionId: claimed!.task.id,
     pipelineExecutionId: pipelineId,
+    taskId: claimed!.task.taskId,
     attempt: 1,
     outcome: { status: 'completed', output: { set: AWKWARD, deleted: ['gone', ''] } },
     dependents: ['b'],

@@ -38,6 +38,7 @@ async function drain(storage: Storage, count: number, limit: number): Promise<vo
       claimed.map(({ task, pipeline }) => ({
         taskExecutionId: task.id,
         pipelineExecutionId: pipeline.id,
+        taskId: task.taskId,
         runnerId,
         attempt: task.attempt,
         outcome: { status: 'completed', output: { set: {}, deleted: [] } },

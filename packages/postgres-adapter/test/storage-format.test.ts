@@ -162,6 +162,7 @@ describe('Postgres storage format', () => {
       runnerId: 'r1',
       taskExecutionId: claimed!.task.id,
       pipelineExecutionId: pipelineId,
+      taskId: claimed!.task.taskId,
       attempt: 1,
       outcome: { status: 'failed', error: 'bad\u0000byte' },
       dependents: [],
@@ -185,7 +186,7 @@ describe('Postgres storage format', () => {
         now: NOW,
         tasks: [
           { id: row.id, taskId: 'a', position: 0, pendingDeps: 0 },
-          { id: row.id, taskId: 'b', position: 1, pendingDeps: 0 },
+          { id: row.id, taskId: 'a', position: 1, pendingDeps: 0 },
         ],
       })
       .catch((error: unknown) => error);

@@ -13,7 +13,6 @@ const ABORT_MESSAGES: Record<AbortCause, string> = {
 
 /** One attempt this process is running: its lease, its abort switch and when it settles. */
 export interface ActiveTask extends LeaseRef {
-  pipelineExecutionId: string;
   /** Epoch ms (runner clock) when the lease runs out unless renewed. */
   leaseExpiresAtMs: number;
   readonly controller: AbortController;
@@ -21,6 +20,11 @@ export interface ActiveTask extends LeaseRef {
   abortCause: AbortCause | null;
   /** Settles when the attempt is over (committed, released or abandoned). */
   done: Promise<void>;
+}
+
+/** The lease an attempt holds, without the attempt's own state. */
+export function leaseOf({ taskExecutionId, pipelineExecutionId, taskId, attempt }: LeaseRef): LeaseRef {
+  return { taskExecutionId, pipelineExecutionId, taskId, attempt };
 }
 
 /**
@@ -62,7 +66,7 @@ export class ActiveTasks {
 
   /** Leases of every attempt running now (fenced by attempt). */
   leases(): LeaseRef[] {
-    return this.list().map(({ taskExecutionId, attempt }) => ({ taskExecutionId, attempt }));
+    return this.list().map(leaseOf);
   }
 
   /** Aborts one attempt's signal; the first cause wins. */

@@ -1,5 +1,5 @@
 import { BackgroundLoop, type Clock, type ExecutionStore, type Logger } from '@orreryjs/core';
-import type { ActiveTasks } from './active-tasks.js';
+import { type ActiveTasks, leaseOf } from './active-tasks.js';
 
 /** Settings of {@link LeaseLoop}. */
 export interface LeaseLoopOptions {
@@ -37,7 +37,7 @@ export class LeaseLoop extends BackgroundLoop {
     if (tasks.length === 0) return;
     try {
       const now = clock.now();
-      const leases = tasks.map(({ taskExecutionId, attempt }) => ({ taskExecutionId, attempt }));
+      const leases = tasks.map(leaseOf);
       const held = new Set(await store.renewLeases(runnerId, leases, taskLeaseMs, now));
       for (const task of tasks) {
         if (held.has(task.taskExecutionId)) task.leaseExpiresAtMs = now.getTime() + taskLeaseMs;

@@ -6,6 +6,7 @@ import {
   type FinishTaskRequest,
   type FinishTaskResult,
   type Logger,
+  leaseOfTask,
   type PipelineRow,
   setLongTimeout,
   sleep,
@@ -14,7 +15,7 @@ import {
   type TaskRow,
   type TaskRunInfo,
 } from '@orreryjs/core';
-import type { ActiveTask, ActiveTasks } from './active-tasks.js';
+import { type ActiveTask, type ActiveTasks, leaseOf } from './active-tasks.js';
 import type { RunnerEvents } from './events.js';
 import type { FinishWriter } from './finish-writer.js';
 import type { WorkflowRegistry } from './registry.js';
@@ -73,9 +74,7 @@ interface AttemptRef {
 export function startAttempt(claimed: ClaimedTask, env: AttemptEnvironment): ActiveTask {
   const { task } = claimed;
   const entry: ActiveTask = {
-    taskExecutionId: task.id,
-    attempt: task.attempt,
-    pipelineExecutionId: task.pipelineExecutionId,
+    ...leaseOfTask(task),
     leaseExpiresAtMs: task.leaseExpiresAt?.getTime() ?? 0,
     controller: new AbortController(),
     abortCause: null,
@@ -190,9 +189,7 @@ async function commit(
   env.outcomeReady?.(entry);
   const result = await finishWithRetries(env, {
     runnerId: env.runnerId,
-    taskExecutionId: entry.taskExecutionId,
-    pipelineExecutionId: ref.executionId,
-    attempt: ref.attempt,
+    ...leaseOf(entry),
     outcome,
     dependents: workflow.dependents.get(ref.taskId) ?? [],
     now,

@@ -51,6 +51,7 @@ function completion(claimed: ClaimedTask, output: Record<string, number> = {}): 
     runnerId: claimed.task.leaseOwner!,
     taskExecutionId: claimed.task.id,
     pipelineExecutionId: claimed.task.pipelineExecutionId,
+    taskId: claimed.task.taskId,
     attempt: claimed.task.attempt,
     outcome: { status: 'completed', output: { set: output, deleted: [] } },
     dependents: claimed.task.taskId === 'c' ? [] : ['c'],

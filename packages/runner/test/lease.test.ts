@@ -13,6 +13,7 @@ function runningTask(leaseExpiresAtMs: number): ActiveTask {
   return {
     taskExecutionId: newId(),
     pipelineExecutionId: newId(),
+    taskId: 'a',
     attempt: 1,
     leaseExpiresAtMs,
     controller: new AbortController(),

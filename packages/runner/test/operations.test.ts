@@ -263,6 +263,7 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
         runnerId: 'dead',
         taskExecutionId: claimed!.task.id,
         pipelineExecutionId: pipeline.id,
+        taskId: claimed!.task.taskId,
         attempt: claimed!.task.attempt,
         outcome: { status: 'failed', error: 'the warehouse is down' },
         dependents: [],

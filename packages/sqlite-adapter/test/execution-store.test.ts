@@ -1,4 +1,4 @@
-import { newId, type Storage } from '@orreryjs/core';
+import { leaseOfTask, newId, type Storage } from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteStorage } from '../src/index.js';
 
@@ -52,7 +52,13 @@ describe('SqliteExecutionStore', () => {
     expect(claimed[0]!.pipeline.status).toBe('running');
     const finish = (taskId: string, outcome: Parameters<Storage['executions']['finishTask']>[0]['outcome']) => {
       const task = claimed.find((c) => c.task.taskId === taskId)!.task;
-      const request = { runnerId: 'r1', taskExecutionId: task.id, pipelineExecutionId: pipeline.id, attempt: 1 };
+      const request = {
+        runnerId: 'r1',
+        taskExecutionId: task.id,
+        pipelineExecutionId: pipeline.id,
+        taskId,
+        attempt: 1,
+      };
       return storage.executions.finishTask({ ...request, outcome, dependents: ['c'], now: at(2) });
     };
     expect(await finish('a', { status: 'completed', output: { set: { a: 1 }, deleted: [] } })).toMatchObject({
@@ -69,6 +75,7 @@ describe('SqliteExecutionStore', () => {
       runnerId: 'r1',
       taskExecutionId: child!.task.id,
       pipelineExecutionId: pipeline.id,
+      taskId: child!.task.taskId,
       attempt: 1,
       outcome: { status: 'skipped', reason: 'trigger all_success not met' },
       dependents: [],
@@ -99,13 +106,14 @@ describe('SqliteExecutionStore', () => {
       runnerId: 'r1',
       taskExecutionId: first!.task.id,
       pipelineExecutionId: first!.pipeline.id,
+      taskId: first!.task.taskId,
       attempt: 1,
       outcome: { status: 'completed', output: { set: {}, deleted: [] } },
       dependents: ['c'],
       now: at(5001),
     });
     expect(stale).toEqual({ accepted: false, readied: 0, finishedPipeline: null });
-    const lease = { taskExecutionId: first!.task.id, attempt: 2 };
+    const lease = { ...leaseOfTask(first!.task), attempt: 2 };
     expect(await storage.executions.renewLeases('r1', [lease], 1000, at(5002))).toEqual([]);
     expect(await storage.executions.renewLeases('r2', [lease], 1000, at(5002))).toEqual([first!.task.id]);
     expect(await storage.executions.releaseLeases('r2', [lease], at(5003))).toBe(1);

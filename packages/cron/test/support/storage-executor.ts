@@ -121,6 +121,7 @@ export class StorageExecutor implements PipelineExecutor {
         runnerId: 'test-executor',
         taskExecutionId: task.id,
         pipelineExecutionId: task.pipelineExecutionId,
+        taskId: task.taskId,
         attempt: task.attempt,
         outcome: { status: 'completed', output: { set: {}, deleted: [] } },
         dependents: [],

@@ -60,7 +60,13 @@ function isReady({ taskExecutions: t }: PostgresTables) {
 function selectClaimable(db: PostgresDb, tables: PostgresTables, condition: SQL | undefined) {
   const { pipelineExecutions: p, taskExecutions: t } = tables;
   return db
-    .select({ id: t.id, status: t.status, availableAt: t.availableAt, ...aliasColumns(getTableColumns(p), 'p_') })
+    .select({
+      pipelineExecutionId: t.pipelineExecutionId,
+      taskId: t.taskId,
+      status: t.status,
+      availableAt: t.availableAt,
+      ...aliasColumns(getTableColumns(p), 'p_'),
+    })
     .from(t)
     .innerJoin(p, eq(p.id, t.pipelineExecutionId))
     .where(
@@ -114,7 +120,8 @@ export function prepareClaim({ db, tables, named }: PostgresHandle) {
         updatedAt: now,
       })
       .from(candidates)
-      .where(eq(t.id, candidates.id))
+      // By the task's key: `id` has no index (see schema.ts).
+      .where(and(eq(t.pipelineExecutionId, candidates.pipelineExecutionId), eq(t.taskId, candidates.taskId)))
       .returning({
         ...taskRow,
         leaseExpired: sql<boolean>`${candidates.status} = 'running'`.as('lease_expired'),

@@ -68,12 +68,15 @@ export function prepareFinish(handle: PostgresHandle) {
       })
       .where(
         and(
+          // By the task's key (`id` has no index), then the row id as a check.
+          eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'pipelineId')),
+          eq(t.taskId, bind(t.taskId, 'taskId')),
           eq(t.id, bind(t.id, 'id')),
           eq(t.leaseOwner, bind(t.leaseOwner, 'runnerId')),
           eq(t.attempt, sql`${placeholder('attempt')}::int`),
           isRunning(tables),
           // Referencing the lock makes it happen first.
-          sql`${t.pipelineExecutionId} IN (SELECT ${locked.id} FROM ${locked})`,
+          sql`EXISTS (SELECT 1 FROM ${locked})`,
         ),
       )
       .returning({ taskId: t.taskId }),
@@ -144,6 +147,7 @@ export async function finishTask(q: FinishStatements, request: FinishTaskRequest
     failed,
     id: request.taskExecutionId,
     pipelineId: request.pipelineExecutionId,
+    taskId: request.taskId,
     runnerId: request.runnerId,
     attempt: request.attempt,
     terminal: outcome.status !== 'retry',
@@ -164,9 +168,10 @@ export async function finishTask(q: FinishStatements, request: FinishTaskRequest
 function finishTasksSql({ pipelineExecutions: p, taskExecutions: t }: PostgresTables): SQL {
   const unfinished = statusIn(sql.raw('p.status'), UNFINISHED_PIPELINE_STATUSES);
   return sql`WITH req AS (
-  SELECT * FROM unnest($2::int[], $3::uuid[], $4::uuid[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[],
-    $10::int[], $11::timestamptz[], $12::timestamptz[], $13::boolean[], $14::text[])
-    AS r(ord, id, pipeline_id, runner_id, attempt, status, output, error, failed, available_at, completed_at, terminal, failure)
+  SELECT * FROM unnest($2::int[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[],
+    $10::text[], $11::int[], $12::timestamptz[], $13::timestamptz[], $14::boolean[], $15::text[])
+    AS r(ord, id, pipeline_id, task_id, runner_id, attempt, status, output, error, failed, available_at, completed_at, terminal,
+      failure)
 ), locked AS (
   SELECT p.id, p.status AS locked_status FROM ${p} p
   WHERE p.id IN (SELECT pipeline_id FROM req) ORDER BY p.id FOR NO KEY UPDATE
@@ -175,13 +180,13 @@ function finishTasksSql({ pipelineExecutions: p, taskExecutions: t }: PostgresTa
     failed_attempts = t.failed_attempts + r.failed, available_at = coalesce(r.available_at, t.available_at),
     completed_at = r.completed_at, lease_owner = NULL, lease_expires_at = NULL, updated_at = $1
   FROM req r
-  WHERE t.id = r.id AND t.lease_owner = r.runner_id AND t.attempt = r.attempt AND t.status = 'running'
-    AND t.pipeline_execution_id = r.pipeline_id
+  WHERE t.pipeline_execution_id = r.pipeline_id AND t.task_id = r.task_id AND t.id = r.id
+    AND t.lease_owner = r.runner_id AND t.attempt = r.attempt AND t.status = 'running'
     AND (SELECT count(*) FROM locked) >= 0
   RETURNING r.ord, t.pipeline_execution_id, t.task_id, r.failed, r.terminal, r.failure
 ), deps AS (
   SELECT f.pipeline_execution_id AS pipeline_id, d.task_id, count(*)::int AS n, min(f.ord) AS ord
-  FROM fenced f JOIN unnest($15::int[], $16::text[]) AS d(ord, task_id) ON d.ord = f.ord
+  FROM fenced f JOIN unnest($16::int[], $17::text[]) AS d(ord, task_id) ON d.ord = f.ord
   WHERE f.terminal GROUP BY 1, 2
 ), released AS (
   UPDATE ${t} t SET pending_deps = t.pending_deps - d.n,
@@ -261,6 +266,7 @@ export async function finishTasks(
       requests.map((_, ord) => ord),
       encodeUuidList(requests.map((r) => r.taskExecutionId)),
       encodeUuidList(requests.map((r) => r.pipelineExecutionId)),
+      requests.map((r) => r.taskId),
       requests.map((r) => r.runnerId),
       requests.map((r) => r.attempt),
       columns.map((c) => c.status),

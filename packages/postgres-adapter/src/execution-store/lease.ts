@@ -23,12 +23,13 @@ export function later(now: Date, ms: number): Date {
 export function prepareLease({ db, tables, named }: PostgresHandle) {
   const t = tables.taskExecutions;
   const now = bind(t.updatedAt, 'now');
-  // The id list lets Postgres reach rows through the primary key; the (id, attempt) pairs are the fence.
+  // The pipeline list lets Postgres reach rows through the (pipeline, task id) key; the
+  // (pipeline, task id, attempt) triples are the fence.
   const leaseFence = and(
     eq(t.leaseOwner, bind(t.leaseOwner, 'runnerId')),
     isRunning(tables),
-    inUuidList(t.id, sql.placeholder('ids')),
-    sql`(${t.id}, ${t.attempt}) IN (SELECT * FROM unnest(${sql.placeholder('ids')}::uuid[], ${sql.placeholder('attempts')}::int[]))`,
+    inUuidList(t.pipelineExecutionId, sql.placeholder('pipelineIds')),
+    sql`(${t.pipelineExecutionId}, ${t.taskId}, ${t.attempt}) IN (SELECT * FROM unnest(${sql.placeholder('pipelineIds')}::uuid[], ${sql.placeholder('taskIds')}::text[], ${sql.placeholder('attempts')}::int[]))`,
   );
   return {
     renewLeases: db
@@ -52,6 +53,15 @@ export function prepareLease({ db, tables, named }: PostgresHandle) {
 
 export type LeaseStatements = ReturnType<typeof prepareLease>;
 
+/** The fence's parameters: each lease's task key and attempt, as parallel arrays. */
+function leaseKeys(leases: readonly LeaseRef[]) {
+  return {
+    pipelineIds: encodeUuidList(leases.map((l) => l.pipelineExecutionId)),
+    taskIds: leases.map((l) => l.taskId),
+    attempts: leases.map((l) => l.attempt),
+  };
+}
+
 /** Extends the leases `runnerId` still holds; returns their task ids. */
 export async function renewLeases(
   q: LeaseStatements,
@@ -62,8 +72,7 @@ export async function renewLeases(
 ): Promise<string[]> {
   const rows = await q.renewLeases.execute({
     runnerId,
-    ids: encodeUuidList(leases.map((l) => l.taskExecutionId)),
-    attempts: leases.map((l) => l.attempt),
+    ...leaseKeys(leases),
     leaseExpiresAt: later(now, leaseMs),
     now,
   });
@@ -79,8 +88,7 @@ export async function releaseLeases(
 ): Promise<number> {
   const result = await q.releaseLeases.execute({
     runnerId,
-    ids: encodeUuidList(leases.map((l) => l.taskExecutionId)),
-    attempts: leases.map((l) => l.attempt),
+    ...leaseKeys(leases),
     now,
   });
   return result.rowCount ?? 0;
