@@ -55,8 +55,8 @@ export interface PostgresStorageOptions extends OpenStorageOptions {
    * Send named prepared statements, so that each connection parses and plans a statement once.
    * Set false behind a transaction pooler that cannot route them (PgBouncer before 1.21 in
    * `pool_mode = transaction`): every statement is then sent unnamed, and planned per call.
-   * With named statements each pooled connection also turns `enable_seqscan` off for its
-   * session (see {@link INDEX_PLANS_ONLY}).
+   * With named statements each pooled connection also turns `enable_seqscan` and `jit` off for
+   * its session (see {@link PLAN_SETTINGS}).
    * @default true
    */
   preparedStatements?: boolean;
@@ -91,10 +91,14 @@ export const POSTGRES_DEFAULTS = Object.freeze({
  * until the next ANALYZE (bench/README.md: 3× the buffers per claim on 1,000 pipelines).
  * Every access path of Orrery's statements is an index, so the planner is told never to prefer
  * a sequential scan: a plan kept from an almost empty table stays right when the table is large.
+ * JIT compilation goes off with it: a sequential scan that no index can replace (the retention
+ * sweep's) is then costed above `jit_above_cost`, and Postgres compiled and optimised that
+ * statement with LLVM on every call (200 ms of a core per sweep, seen in pg_stat_statements);
+ * no statement of Orrery's runs long enough for compiled expressions to pay back.
  * Unnamed statements (behind a transaction pooler, where a session setting would leak to
  * other clients) are planned per call with the table's current size and need no setting.
  */
-export const INDEX_PLANS_ONLY = 'SET enable_seqscan = off';
+export const PLAN_SETTINGS = 'SET enable_seqscan = off; SET jit = off';
 
 /** SQLSTATEs of a refused login: the URL names a user, password or database the server does not accept. */
 const CONFIGURATION_STATES: Record<string, string> = {
@@ -217,7 +221,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     allowExitOnIdle: true,
     // Awaited before a new connection is handed out; a failure fails that checkout, and the connection is closed.
     ...(preparedStatements && {
-      onConnect: (client: pg.ClientBase) => (migrated ? client.query(INDEX_PLANS_ONLY) : undefined),
+      onConnect: (client: pg.ClientBase) => (migrated ? client.query(PLAN_SETTINGS) : undefined),
     }),
   });
   // An idle connection that the server drops emits 'error' on the pool, which would crash the process
@@ -235,7 +239,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
       await assertIsoDateStyle(client);
       if (migrate) await applyMigrations(client, schema);
       else await assertSchemaCurrent(client, schema);
-      if (preparedStatements) await client.query(INDEX_PLANS_ONLY);
+      if (preparedStatements) await client.query(PLAN_SETTINGS);
       migrated = true;
     });
   } catch (error) {

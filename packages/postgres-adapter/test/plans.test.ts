@@ -3,6 +3,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { openPostgresStorage } from '../src/index.js';
+import { PLAN_SETTINGS } from '../src/open.js';
 
 const schemas: string[] = [];
 afterAll(async () => {
@@ -91,5 +92,30 @@ describe('plans of the hot statements (Postgres)', () => {
       await storage.close();
     }
     expect(await pipelineSeqScans(schema, 'pipeline_executions', 2_006)).toBe(afterMigrations);
+  });
+
+  it('never JIT-compiles: a sequential scan no index can replace is not compiled on every call', async () => {
+    const schema = freshSchemaName();
+    schemas.push(schema);
+    await (await openPostgresStorage({ connectionString: postgresUrl(), schema })).close();
+    const client = new pg.Client({ connectionString: postgresUrl() });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ available: boolean }>('SELECT pg_jit_available() AS available');
+      // The shape of the retention sweep's runners statement: no index serves heartbeat_at.
+      const compiled = async () => {
+        const plan = await client.query(
+          `EXPLAIN (ANALYZE, FORMAT JSON) DELETE FROM "${schema}".runners WHERE heartbeat_at < now() - interval '1 day'`,
+        );
+        return 'JIT' in plan.rows[0]['QUERY PLAN'][0];
+      };
+      // Sequential scans off alone: the scan is costed as disabled, far above jit_above_cost.
+      await client.query('SET enable_seqscan = off');
+      expect(await compiled()).toBe(rows[0]!.available);
+      await client.query(PLAN_SETTINGS);
+      expect(await compiled()).toBe(false);
+    } finally {
+      await client.end();
+    }
   });
 });
