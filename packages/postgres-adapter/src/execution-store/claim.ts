@@ -2,22 +2,26 @@ import {
   ACTIVE_PIPELINE_STATUSES,
   type ClaimedTask,
   type ClaimTasksRequest,
+  type PipelineRow,
   registeredTaskKeys,
   type TaskRow,
   TERMINAL_TASK_STATUSES,
 } from '@orreryjs/core';
 import { and, asc, eq, getTableColumns, lt, lte, type SQL, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
+import type pg from 'pg';
 import {
   aliasColumns,
   bind,
   carryAliased,
+  DRIVER_TEXT_TYPES,
   dateToIso,
   decodeJsonRow,
   fieldsOf,
   inTextList,
   lockOf,
   pickAliased,
+  renderBuilt,
   statusIn,
 } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
@@ -86,7 +90,7 @@ function selectClaimable(db: PostgresDb, tables: PostgresTables, condition: SQL 
  * their partial indexes), lease the oldest `limit` of them, start their pending pipelines, and
  * return each leased task with its locked pipeline row and its pipeline's terminal tasks.
  */
-export function prepareClaim({ db, tables, named }: PostgresHandle) {
+export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
   const { pipelineExecutions: p, taskExecutions: t } = tables;
   const pipelineRow = getTableColumns(p);
   const taskRow = taskRowColumns(tables);
@@ -154,8 +158,8 @@ export function prepareClaim({ db, tables, named }: PostgresHandle) {
       )
       .groupBy(tt.pipelineExecutionId),
   );
-  return {
-    claimTasks: db
+  const rendered = renderBuilt(
+    db
       .with(ready, expired, candidates, leased, started, terminal)
       .select({
         task: fieldsOf(leased, taskRow),
@@ -167,26 +171,51 @@ export function prepareClaim({ db, tables, named }: PostgresHandle) {
       .from(leased)
       .leftJoin(started, eq(started.startedId, leased.pipelineExecutionId))
       .leftJoin(terminal, eq(terminal.pipelineId, leased.pipelineExecutionId))
-      .orderBy(asc(leased.availableAt))
-      .prepare(named('orrery_claim_tasks')),
+      .orderBy(asc(leased.availableAt)),
+  );
+  const name = named('orrery_claim_tasks');
+  return {
+    claimTasks: {
+      // The snapshot test reads the text through getQuery().
+      getQuery: () => ({ sql: rendered.text() }),
+      /** On the pool (a transaction of its own), or on `client` inside the caller's transaction. */
+      async execute(
+        placeholders: Record<string, unknown>,
+        client: pg.Pool | pg.PoolClient = pool,
+      ): Promise<Array<Record<string, unknown>>> {
+        const query = { name, text: rendered.text(), values: rendered.values(placeholders), types: DRIVER_TEXT_TYPES };
+        return (await client.query<Record<string, unknown>>(query)).rows;
+      },
+    },
   };
 }
 
 export type ClaimStatements = ReturnType<typeof prepareClaim>;
+
+/** A row of the claim: the leased task's columns, its pipeline's as `p_<column>`, and what the CTEs add. */
+type ClaimRow = Record<string, unknown> & {
+  lease_expired: boolean;
+  started_id: string | null;
+  terminal_tasks: Array<Record<string, unknown>> | null;
+};
 
 /** Leases up to `limit` claimable tasks to the claimer, with their pipelines and terminal tasks. */
 export async function claimTasks(
   q: ClaimStatements,
   tables: PostgresTables,
   request: ClaimTasksRequest,
+  client?: pg.Pool | pg.PoolClient,
 ): Promise<ClaimedTask[]> {
-  const rows = await q.claimTasks.execute({
-    now: request.now,
-    registered: registeredTaskKeys(request.registered),
-    limit: request.limit,
-    runnerId: request.runnerId,
-    leaseExpiresAt: later(request.now, request.leaseMs),
-  });
+  const rows = (await q.claimTasks.execute(
+    {
+      now: request.now,
+      registered: registeredTaskKeys(request.registered),
+      limit: request.limit,
+      runnerId: request.runnerId,
+      leaseExpiresAt: later(request.now, request.leaseMs),
+    },
+    client,
+  )) as ClaimRow[];
   // A pipeline this claim started reads as the statement wrote it: running, started and updated now.
   const startedAt = new Date(dateToIso(request.now));
   const taskRow = taskRowColumns(tables);
@@ -200,11 +229,18 @@ export async function claimTasks(
     }
     return decoded;
   };
-  return rows.map((row) => ({
-    task: row.task,
-    pipeline:
-      row.startedId === null ? row.pipeline : { ...row.pipeline, status: 'running', startedAt, updatedAt: startedAt },
-    terminalTasks: terminalTasks(row.task.pipelineExecutionId, row.terminal),
-    leaseExpired: row.leaseExpired,
-  }));
+  const pipelineRow = getTableColumns(tables.pipelineExecutions);
+  return rows.map((row) => {
+    const task = decodeJsonRow<TaskRow>(taskRow, row);
+    const pipeline = decodeJsonRow<PipelineRow>(pipelineRow, row, 'p_');
+    return {
+      task,
+      pipeline:
+        row.started_id === null
+          ? pipeline
+          : { ...pipeline, status: 'running' as const, startedAt, updatedAt: startedAt },
+      terminalTasks: terminalTasks(task.pipelineExecutionId, row.terminal_tasks),
+      leaseExpired: row.lease_expired,
+    };
+  });
 }

@@ -15,8 +15,8 @@ import {
   type RetriedTask,
   type TaskRow,
 } from '@orreryjs/core';
-import { type PostgresDb, type PostgresHandle, statement, transaction } from '../transaction.js';
-import { type ClaimStatements, claimTasks, prepareClaim } from './claim.js';
+import { type PostgresHandle, statement, transaction } from '../transaction.js';
+import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTask, finishTasks, prepareFinish } from './finish.js';
 import { prepareLease, releaseLeases, renewLeases } from './lease.js';
@@ -39,7 +39,6 @@ export function prepareExecutionStore(handle: PostgresHandle) {
 export class PostgresExecutionStore implements ExecutionStore {
   readonly #handle: PostgresHandle;
   readonly #q: ReturnType<typeof prepareExecutionStore>;
-  readonly #claimByConnection = new WeakMap<PostgresDb, ClaimStatements>();
 
   /** Builds every statement for `handle`; the schema must be migrated. */
   constructor(handle: PostgresHandle) {
@@ -119,18 +118,8 @@ export class PostgresExecutionStore implements ExecutionStore {
     // Two statements, one commit: BEGIN and COMMIT cost two round trips, the commit they save a WAL flush.
     return transaction(this.#handle, 'finishTasksAndClaim', async (tx) => ({
       finished: await finishTasks(this.#q.finish, tables, requests, tx.$client),
-      claimed: await claimTasks(this.#claimOn(tx), tables, claim),
+      claimed: await claimTasks(this.#q.claim, tables, claim, tx.$client),
     }));
-  }
-
-  /** The claim statement bound to a transaction's connection, built once per connection. */
-  #claimOn(tx: PostgresDb): ClaimStatements {
-    let statements = this.#claimByConnection.get(tx);
-    if (statements === undefined) {
-      statements = prepareClaim({ ...this.#handle, db: tx });
-      this.#claimByConnection.set(tx, statements);
-    }
-    return statements;
   }
 
   finishTask(request: FinishTaskRequest): Promise<FinishTaskResult> {
