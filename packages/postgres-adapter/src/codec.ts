@@ -196,7 +196,7 @@ export function bindAllColumns<T extends PgTable>(table: T): PgInsertValue<T> {
  * {@link DRIVER_TEXT_TYPES}, with the codecs of `columns`: keys are column names (after
  * `prefix`), values what `to_json` or the driver returned for each type. Other keys are ignored.
  */
-export function decodeJsonRow<T>(columns: Record<string, PgColumn>, row: Record<string, unknown>, prefix = ''): T {
+export function decodeRow<T>(columns: Record<string, PgColumn>, row: Record<string, unknown>, prefix = ''): T {
   const decoded: Record<string, unknown> = {};
   for (const [field, column] of Object.entries(columns)) {
     const value = row[`${prefix}${column.name}`];
@@ -277,7 +277,7 @@ export const DRIVER_TEXT_TYPES = {
 
 /**
  * A statement built with drizzle's query builder, rendered once, for sending straight through
- * pg under one name and decoding its rows with {@link decodeJsonRow}. drizzle's own execution
+ * pg under one name and decoding its rows with {@link decodeRow}. drizzle's own execution
  * classifies every selected field of every row again (prototype walks in `is()`): on the claim's
  * 35 columns that was an eighth of a busy worker's CPU.
  */

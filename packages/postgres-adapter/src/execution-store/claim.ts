@@ -16,7 +16,7 @@ import {
   carryAliased,
   DRIVER_TEXT_TYPES,
   dateToIso,
-  decodeJsonRow,
+  decodeRow,
   fieldsOf,
   inTextList,
   lockOf,
@@ -224,15 +224,15 @@ export async function claimTasks(
   const terminalTasks = (pipelineId: string, rows: Array<Record<string, unknown>> | null) => {
     let decoded = terminalOf.get(pipelineId);
     if (decoded === undefined) {
-      decoded = (rows ?? []).map((task) => decodeJsonRow<TaskRow>(taskRow, task));
+      decoded = (rows ?? []).map((task) => decodeRow<TaskRow>(taskRow, task));
       terminalOf.set(pipelineId, decoded);
     }
     return decoded;
   };
   const pipelineRow = getTableColumns(tables.pipelineExecutions);
   return rows.map((row) => {
-    const task = decodeJsonRow<TaskRow>(taskRow, row);
-    const pipeline = decodeJsonRow<PipelineRow>(pipelineRow, row, 'p_');
+    const task = decodeRow<TaskRow>(taskRow, row);
+    const pipeline = decodeRow<PipelineRow>(pipelineRow, row, 'p_');
     return {
       task,
       pipeline:

@@ -11,7 +11,7 @@ import {
   aliasColumns,
   bind,
   dateToIso,
-  decodeJsonRow,
+  decodeRow,
   encodeJson,
   encodeUuidList,
   inTextList,
@@ -288,7 +288,7 @@ export async function finishTasks(
       ? {
           accepted: true,
           readied: row.readied,
-          finishedPipeline: row.ended && row.row !== null ? decodeJsonRow<PipelineRow>(pipelineRow, row.row) : null,
+          finishedPipeline: row.ended && row.row !== null ? decodeRow<PipelineRow>(pipelineRow, row.row) : null,
         }
       : { accepted: false, readied: 0, finishedPipeline: null },
   );

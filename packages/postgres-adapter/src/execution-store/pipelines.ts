@@ -4,7 +4,7 @@ import {
   bind,
   canonicalUuid,
   dateToIso,
-  decodeJsonRow,
+  decodeRow,
   encodeJson,
   encodeUuidList,
   inTextList,
@@ -158,7 +158,7 @@ export async function createPipelinesIn(
   const p = tables.pipelineExecutions;
   const rows = await insert.execute(db, pipelines);
   const created = new Map(
-    rows.map((row) => decodeJsonRow<PipelineRow>(getTableColumns(p), row)).map((row) => [row.id, row]),
+    rows.map((row) => decodeRow<PipelineRow>(getTableColumns(p), row)).map((row) => [row.id, row]),
   );
   const takenKeys = pipelines.filter((x) => !created.has(x.id)).map((x) => x.idempotencyKey ?? '');
   const holders =
