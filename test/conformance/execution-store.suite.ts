@@ -1,18 +1,10 @@
-import {
-  type ClaimedTask,
-  IdempotencyConflictError,
-  leaseOfTask,
-  newId,
-  type TaskOutcome,
-  ValidationError,
-} from '@orreryjs/core';
+import { IdempotencyConflictError, leaseOfTask, newId, ValidationError } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import {
   at,
   CHAIN,
   completed,
   DIAMOND,
-  dependentsOf,
   LEASE_MS,
   newPipeline,
   type OpenStorage,
@@ -569,21 +561,6 @@ export function describeExecutionStore(open: OpenStorage): void {
       });
 
       describe('finishTasks', () => {
-        const request = (
-          wf: WorkflowFixture,
-          claimed: ClaimedTask,
-          outcome: TaskOutcome,
-          now: Date,
-          fence: { runnerId?: string; attempt?: number } = {},
-        ) => ({
-          runnerId: fence.runnerId ?? claimed.task.leaseOwner!,
-          ...leaseOfTask(claimed.task),
-          attempt: fence.attempt ?? claimed.task.attempt,
-          outcome,
-          dependents: dependentsOf(wf.dag, claimed.task.taskId),
-          now,
-        });
-
         it('commits outcomes of several pipelines together, results in input order, and refuses a stale owner inside the batch alone', async () => {
           const wf = fixture(CHAIN);
           const [one, two] = [await wf.create(), await wf.create()];
@@ -591,9 +568,9 @@ export function describeExecutionStore(open: OpenStorage): void {
           const [a1, a2] = [one, two].map((p) => claimed.find((c) => c.task.pipelineExecutionId === p.id)!);
           const twoBefore = await store().listTasks(two.id);
           const results = await store().finishTasks([
-            request(wf, a1!, completed({ n: 1 }), at(2)),
-            request(wf, a2!, completed({ stale: true }), at(2), { runnerId: 'r2' }),
-            request(wf, a2!, completed({ stale: true }), at(2), { attempt: a2!.task.attempt + 1 }),
+            wf.request(a1!, completed({ n: 1 }), at(2)),
+            wf.request(a2!, completed({ stale: true }), at(2), { runnerId: 'r2' }),
+            wf.request(a2!, completed({ stale: true }), at(2), { attempt: a2!.task.attempt + 1 }),
           ]);
           expect(results).toEqual([
             { accepted: true, readied: 1, finishedPipeline: null },
@@ -615,8 +592,8 @@ export function describeExecutionStore(open: OpenStorage): void {
           const claimed = await wf.claim('r1', at(1));
           const [a, b] = ['a', 'b'].map((id) => claimed.find((c) => c.task.taskId === id)!);
           const results = await store().finishTasks([
-            request(wf, a!, completed({ a: 1 }), at(2)),
-            request(wf, b!, completed({ b: 1 }), at(2)),
+            wf.request(a!, completed({ a: 1 }), at(2)),
+            wf.request(b!, completed({ b: 1 }), at(2)),
           ]);
           expect(results.map((r) => r.accepted)).toEqual([true, true]);
           expect(results.reduce((sum, r) => sum + r.readied, 0)).toBe(1);
@@ -625,7 +602,7 @@ export function describeExecutionStore(open: OpenStorage): void {
           const [c] = await wf.claim('r1', at(3));
           expect(c!.task.taskId).toBe('c');
           expect(await wf.claim('r1', at(3))).toEqual([]);
-          const [last] = await store().finishTasks([request(wf, c!, completed(), at(4))]);
+          const [last] = await store().finishTasks([wf.request(c!, completed(), at(4))]);
           expect(last!.finishedPipeline).toMatchObject({ id: pipeline.id, status: 'completed', remainingTasks: 0 });
         });
 
@@ -634,14 +611,14 @@ export function describeExecutionStore(open: OpenStorage): void {
           const pipeline = await wf.create();
           const claimed = await wf.claim('r1', at(1));
           const [a, b] = ['a', 'b'].map((id) => claimed.find((c) => c.task.taskId === id)!);
-          await store().finishTasks([request(wf, a!, completed(), at(2)), request(wf, b!, completed(), at(2))]);
+          await store().finishTasks([wf.request(a!, completed(), at(2)), wf.request(b!, completed(), at(2))]);
           const [c] = await wf.claim('r1', at(3));
           const other = await wf.create();
           const [otherA, otherB] = await wf.claim('r1', at(3));
           const results = await store().finishTasks([
-            request(wf, c!, { status: 'failed', error: 'boom' }, at(4)),
-            request(wf, otherA!, { status: 'failed', error: 'first' }, at(4)),
-            request(wf, otherB!, { status: 'failed', error: 'second' }, at(4)),
+            wf.request(c!, { status: 'failed', error: 'boom' }, at(4)),
+            wf.request(otherA!, { status: 'failed', error: 'first' }, at(4)),
+            wf.request(otherB!, { status: 'failed', error: 'second' }, at(4)),
           ]);
           expect(results[0]!.finishedPipeline).toMatchObject({ id: pipeline.id, status: 'failed', failedTasks: 1 });
           expect(results[0]!.finishedPipeline!.error).toMatch(/^task c failed: boom/);
@@ -656,19 +633,6 @@ export function describeExecutionStore(open: OpenStorage): void {
       });
 
       describe('finishTasksAndClaim', () => {
-        const request = (
-          wf: WorkflowFixture,
-          claimed: ClaimedTask,
-          outcome: TaskOutcome,
-          now: Date,
-          runnerId?: string,
-        ) => ({
-          runnerId: runnerId ?? claimed.task.leaseOwner!,
-          ...leaseOfTask(claimed.task),
-          outcome,
-          dependents: dependentsOf(wf.dag, claimed.task.taskId),
-          now,
-        });
         const claimOf = (wf: WorkflowFixture, now: Date, limit = 10) => ({
           runnerId: 'r1',
           registered: wf.registered,
@@ -683,7 +647,7 @@ export function describeExecutionStore(open: OpenStorage): void {
           const claimed = await wf.claim('r1', at(1), { limit: 1 });
           const [a1] = claimed;
           const { finished, claimed: next } = await store().finishTasksAndClaim(
-            [request(wf, a1!, completed({ n: 1 }), at(2)), request(wf, a1!, completed(), at(2), 'r2')],
+            [wf.request(a1!, completed({ n: 1 }), at(2)), wf.request(a1!, completed(), at(2), { runnerId: 'r2' })],
             claimOf(wf, at(2)),
           );
           expect(finished).toEqual([
@@ -711,7 +675,7 @@ export function describeExecutionStore(open: OpenStorage): void {
           const claimed = await wf.claim('r1', at(1));
           const [a, b] = ['a', 'b'].map((id) => claimed.find((c) => c.task.taskId === id)!);
           const { finished, claimed: next } = await store().finishTasksAndClaim(
-            [request(wf, a!, completed({ a: 1 }), at(2)), request(wf, b!, completed({ b: 1 }), at(2))],
+            [wf.request(a!, completed({ a: 1 }), at(2)), wf.request(b!, completed({ b: 1 }), at(2))],
             claimOf(wf, at(2)),
           );
           expect(finished.map((r) => r.accepted)).toEqual([true, true]);
@@ -730,7 +694,7 @@ export function describeExecutionStore(open: OpenStorage): void {
           expect(first.claimed).toHaveLength(2);
           const [a] = first.claimed;
           const { finished, claimed } = await store().finishTasksAndClaim(
-            [request(wf, a!, completed(), at(2))],
+            [wf.request(a!, completed(), at(2))],
             claimOf(wf, at(2), 0),
           );
           expect(finished).toEqual([{ accepted: true, readied: 1, finishedPipeline: null }]);
@@ -747,8 +711,8 @@ export function describeExecutionStore(open: OpenStorage): void {
           await expect(
             store().finishTasksAndClaim(
               [
-                request(wf, a!, completed(), at(2)),
-                { ...request(wf, a!, completed(), at(2)), taskExecutionId: 'not-a-uuid' },
+                wf.request(a!, completed(), at(2)),
+                { ...wf.request(a!, completed(), at(2)), taskExecutionId: 'not-a-uuid' },
               ],
               claimOf(wf, at(2)),
             ),

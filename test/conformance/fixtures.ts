@@ -1,5 +1,6 @@
 import {
   type ClaimedTask,
+  type FinishTaskRequest,
   type FinishTaskResult,
   type JsonObject,
   leaseOfTask,
@@ -133,7 +134,14 @@ export interface WorkflowFixture {
   create(overrides?: Partial<Omit<NewPipeline, 'workflowName' | 'tasks'>>): Promise<PipelineRow>;
   /** Claims this workflow's tasks (all its task ids registered). */
   claim(runnerId: string, now: Date, options?: { limit?: number; leaseMs?: number }): Promise<ClaimedTask[]>;
-  /** Commits `outcome` for a claimed task, fenced by its lease unless `fence` says otherwise. */
+  /** The finish request for a claimed task, fenced by its lease unless `fence` says otherwise. */
+  request(
+    claimed: ClaimedTask,
+    outcome: TaskOutcome,
+    now: Date,
+    fence?: { runnerId?: string; attempt?: number },
+  ): FinishTaskRequest;
+  /** Commits {@link request}'s outcome for a claimed task. */
   finish(
     claimed: ClaimedTask,
     outcome: TaskOutcome,
@@ -162,15 +170,16 @@ export function workflowFixture(storage: () => Storage, dag: Dag): WorkflowFixtu
         leaseMs: options.leaseMs ?? LEASE_MS,
         now,
       }),
-    finish: (claimed, outcome, now, fence = {}) =>
-      storage().executions.finishTask({
-        runnerId: fence.runnerId ?? claimed.task.leaseOwner!,
-        ...leaseOfTask(claimed.task),
-        attempt: fence.attempt ?? claimed.task.attempt,
-        outcome,
-        dependents: dependentsOf(dag, claimed.task.taskId),
-        now,
-      }),
+    request: (claimed, outcome, now, fence = {}) => ({
+      runnerId: fence.runnerId ?? claimed.task.leaseOwner!,
+      ...leaseOfTask(claimed.task),
+      attempt: fence.attempt ?? claimed.task.attempt,
+      outcome,
+      dependents: dependentsOf(dag, claimed.task.taskId),
+      now,
+    }),
+    finish: (claimed, outcome, now, fence) =>
+      storage().executions.finishTask(fixture.request(claimed, outcome, now, fence)),
     runAll: async (now, outcome = completed()) => {
       const finished: PipelineRow[] = [];
       for (

@@ -112,6 +112,26 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
     return seen;
   };
 
+  /**
+   * A started runner with a minutely schedule of the `held` workflow under `overlapPolicy`,
+   * once its first occurrence (minute 1) has fired and its pipeline is held running.
+   */
+  const holdingSchedule = async (name: string, overlapPolicy: 'buffer_one' | 'cancel_other') => {
+    const runner = await open();
+    const fired = events<CronFiredEvent>(runner, 'cron:fired');
+    const buffered = events<CronBufferedEvent>(runner, 'cron:buffered');
+    const schedule = await runner.addCronSchedule({
+      name,
+      workflowName: 'held',
+      cronExpression: '* * * * *',
+      overlapPolicy,
+    });
+    await runner.start();
+    clock.set(minutes(1));
+    await waitFor(() => fired.length === 1 && heldGates.has(fired[0]!.pipelineExecutionId));
+    return { runner, schedule, fired, buffered };
+  };
+
   /** Waits until the runner's cron tick has run at the clock's current time. */
   const ticked = (runner: DefaultRunner) =>
     waitFor(async () => (await runner.health()).lastTickAt?.getTime() === clock.now().getTime());
@@ -145,18 +165,7 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
   });
 
   it('buffer_one never runs two pipelines of a schedule at once and hands the newest slot off with its own time', async () => {
-    const runner = await open();
-    const fired = events<CronFiredEvent>(runner, 'cron:fired');
-    const buffered = events<CronBufferedEvent>(runner, 'cron:buffered');
-    await runner.addCronSchedule({
-      name: 'one-at-a-time',
-      workflowName: 'held',
-      cronExpression: '* * * * *',
-      overlapPolicy: 'buffer_one',
-    });
-    await runner.start();
-    clock.set(minutes(1));
-    await waitFor(() => fired.length === 1 && heldGates.has(fired[0]!.pipelineExecutionId));
+    const { runner, fired, buffered } = await holdingSchedule('one-at-a-time', 'buffer_one');
     clock.set(minutes(2));
     await waitFor(() => buffered.length === 1);
     clock.set(minutes(3));
@@ -182,17 +191,7 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
   });
 
   it('cancel_other cancels the running pipeline and hands the new slot off at once', async () => {
-    const runner = await open();
-    const fired = events<CronFiredEvent>(runner, 'cron:fired');
-    await runner.addCronSchedule({
-      name: 'latest-wins',
-      workflowName: 'held',
-      cronExpression: '* * * * *',
-      overlapPolicy: 'cancel_other',
-    });
-    await runner.start();
-    clock.set(minutes(1));
-    await waitFor(() => fired.length === 1 && heldGates.has(fired[0]!.pipelineExecutionId));
+    const { runner, fired } = await holdingSchedule('latest-wins', 'cancel_other');
     const first = fired[0]!.pipelineExecutionId;
     clock.set(minutes(2));
     await waitFor(() => fired.length === 2);
@@ -367,18 +366,7 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
   });
 
   it('deleting a schedule skips its buffered occurrence, which never runs', async () => {
-    const runner = await open();
-    const fired = events<CronFiredEvent>(runner, 'cron:fired');
-    const buffered = events<CronBufferedEvent>(runner, 'cron:buffered');
-    const schedule = await runner.addCronSchedule({
-      name: 'doomed',
-      workflowName: 'held',
-      cronExpression: '* * * * *',
-      overlapPolicy: 'buffer_one',
-    });
-    await runner.start();
-    clock.set(minutes(1));
-    await waitFor(() => fired.length === 1 && heldGates.has(fired[0]!.pipelineExecutionId));
+    const { runner, schedule, fired, buffered } = await holdingSchedule('doomed', 'buffer_one');
     clock.set(minutes(2));
     await waitFor(() => buffered.length === 1);
     await runner.deleteCronSchedule('doomed');
