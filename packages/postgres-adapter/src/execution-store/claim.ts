@@ -176,6 +176,8 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
   const name = named('orrery_claim_tasks');
   return {
     claimTasks: {
+      /** The columns its rows decode with, worked out once: the task's, and the pipeline's under `p_`. */
+      rowColumns: { task: taskRow, pipeline: pipelineRow },
       // The snapshot test reads the text through getQuery().
       getQuery: () => ({ sql: rendered.text() }),
       /** On the pool (a transaction of its own), or on `client` inside the caller's transaction. */
@@ -202,7 +204,6 @@ type ClaimRow = Record<string, unknown> & {
 /** Leases up to `limit` claimable tasks to the claimer, with their pipelines and terminal tasks. */
 export async function claimTasks(
   q: ClaimStatements,
-  tables: PostgresTables,
   request: ClaimTasksRequest,
   client?: pg.Pool | pg.PoolClient,
 ): Promise<ClaimedTask[]> {
@@ -218,7 +219,7 @@ export async function claimTasks(
   )) as ClaimRow[];
   // A pipeline this claim started reads as the statement wrote it: running, started and updated now.
   const startedAt = new Date(dateToIso(request.now));
-  const taskRow = taskRowColumns(tables);
+  const { task: taskRow, pipeline: pipelineRow } = q.claimTasks.rowColumns;
   // Decoded once per pipeline: tasks of one pipeline claimed together share the (read-only) list.
   const terminalOf = new Map<string, TaskRow[]>();
   const terminalTasks = (pipelineId: string, rows: Array<Record<string, unknown>> | null) => {
@@ -229,7 +230,6 @@ export async function claimTasks(
     }
     return decoded;
   };
-  const pipelineRow = getTableColumns(tables.pipelineExecutions);
   return rows.map((row) => {
     const task = decodeRow<TaskRow>(taskRow, row);
     const pipeline = decodeRow<PipelineRow>(pipelineRow, row, 'p_');

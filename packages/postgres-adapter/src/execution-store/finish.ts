@@ -239,6 +239,8 @@ function prepareFinishTasks({ tables, named, pool }: PostgresHandle) {
   const query = renderOnce(finishTasksSql(tables));
   const name = named('orrery_finish_tasks');
   return {
+    /** The columns of the ended pipelines' rows, worked out once. */
+    pipelineColumns: getTableColumns(tables.pipelineExecutions),
     // The snapshot test reads the text through getQuery().
     getQuery: () => ({ sql: query() }),
     /** On the pool (a transaction of its own), or on `client` inside the caller's transaction. */
@@ -251,7 +253,6 @@ function prepareFinishTasks({ tables, named, pool }: PostgresHandle) {
 /** Commits many attempts' outcomes in one statement, each fenced on its own; results in input order. */
 export async function finishTasks(
   q: FinishStatements,
-  tables: PostgresTables,
   requests: readonly FinishTaskRequest[],
   client?: pg.Pool | pg.PoolClient,
 ): Promise<FinishTaskResult[]> {
@@ -282,7 +283,7 @@ export async function finishTasks(
     ],
     client,
   );
-  const pipelineRow = getTableColumns(tables.pipelineExecutions);
+  const pipelineRow = q.finishTasks.pipelineColumns;
   return rows.map((row) =>
     row.accepted
       ? {

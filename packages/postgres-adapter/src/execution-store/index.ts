@@ -93,7 +93,7 @@ export class PostgresExecutionStore implements ExecutionStore {
 
   claimTasks(request: ClaimTasksRequest): Promise<ClaimedTask[]> {
     if (claimsNothing(request)) return Promise.resolve([]);
-    return statement('claimTasks', () => claimTasks(this.#q.claim, this.#handle.tables, request));
+    return statement('claimTasks', () => claimTasks(this.#q.claim, request));
   }
 
   renewLeases(runnerId: string, leases: readonly LeaseRef[], leaseMs: number, now: Date): Promise<string[]> {
@@ -108,17 +108,16 @@ export class PostgresExecutionStore implements ExecutionStore {
 
   finishTasks(requests: readonly FinishTaskRequest[]): Promise<FinishTaskResult[]> {
     if (requests.length === 0) return Promise.resolve([]);
-    return statement('finishTasks', () => finishTasks(this.#q.finish, this.#handle.tables, requests));
+    return statement('finishTasks', () => finishTasks(this.#q.finish, requests));
   }
 
   finishTasksAndClaim(requests: readonly FinishTaskRequest[], claim: ClaimTasksRequest): Promise<FinishAndClaimResult> {
     if (requests.length === 0) return this.claimTasks(claim).then((claimed) => ({ finished: [], claimed }));
     if (claimsNothing(claim)) return this.finishTasks(requests).then((finished) => ({ finished, claimed: [] }));
-    const { tables } = this.#handle;
     // Two statements, one commit: BEGIN and COMMIT cost two round trips, the commit they save a WAL flush.
     return transaction(this.#handle, 'finishTasksAndClaim', async (tx) => ({
-      finished: await finishTasks(this.#q.finish, tables, requests, tx.$client),
-      claimed: await claimTasks(this.#q.claim, tables, claim, tx.$client),
+      finished: await finishTasks(this.#q.finish, requests, tx.$client),
+      claimed: await claimTasks(this.#q.claim, claim, tx.$client),
     }));
   }
 
