@@ -13,6 +13,8 @@ const ABORT_MESSAGES: Record<AbortCause, string> = {
 
 /** One attempt this process is running: its lease, its abort switch and when it settles. */
 export interface ActiveTask extends LeaseRef {
+  /** `performance.now()` when the attempt started. */
+  readonly startedAtMs: number;
   /** Epoch ms (runner clock) when the lease runs out unless renewed. */
   leaseExpiresAtMs: number;
   readonly controller: AbortController;

@@ -7,6 +7,7 @@ import {
   type Logger,
 } from '@orreryjs/core';
 import type { ActiveTask, ActiveTasks } from './active-tasks.js';
+import type { ClaimedAhead } from './claimed-ahead.js';
 import { type ClaimAlong, FinishWriter } from './finish-writer.js';
 import type { WorkflowRegistry } from './registry.js';
 import { type AttemptEnvironment, startAttempt } from './task-attempt.js';
@@ -16,6 +17,8 @@ export interface ClaimLoopOptions {
   store: ExecutionStore;
   registry: WorkflowRegistry;
   active: ActiveTasks;
+  /** Tasks claimed ahead of a free slot; shared with the lease loop, which renews them. */
+  ahead: ClaimedAhead;
   environment: AttemptEnvironment;
   runnerId: string;
   maxConcurrentTasks: number;
@@ -26,10 +29,30 @@ export interface ClaimLoopOptions {
 }
 
 /**
+ * A busy worker claims up to this many times `maxConcurrentTasks` tasks ahead of its free slots
+ * (see {@link ClaimLoop}). Two: side by side with one and three, on a backlog of no-op jobs, one
+ * left the worker waiting on half its claims and three was no faster than two.
+ */
+export const CLAIM_AHEAD_FACTOR = 2;
+
+/**
+ * A worker claims ahead only while its attempts' code ends within this many ms: then a task
+ * waits for a slot about as long as a claim's round trip. Longer tasks would hold claimed work
+ * back from other runners for as long as they run, and gain nothing (a claim is small next to them).
+ */
+export const CLAIM_AHEAD_MAX_TASK_MS = 10;
+
+/**
  * Claims ready tasks of registered workflows in batches, up to the free slots of
  * `maxConcurrentTasks`, and starts them. Local events (a pipeline created, a task finished,
  * a retry due) wake it at once through `nudge()`; otherwise it polls every `pollIntervalMs`
  * for work other runners made ready.
+ *
+ * Claim ahead: a saturated worker whose tasks are short (under {@link CLAIM_AHEAD_MAX_TASK_MS})
+ * also claims up to {@link CLAIM_AHEAD_FACTOR} × `maxConcurrentTasks` tasks for slots that are
+ * not free yet. They wait, leased, in {@link ClaimedAhead} and start the moment a slot frees,
+ * while the next claim is in flight; otherwise every slot would sit idle for a claim's round
+ * trip each cycle. `maxConcurrentTasks` still bounds the task code running at once.
  */
 export class ClaimLoop extends BackgroundLoop {
   readonly #options: ClaimLoopOptions;
@@ -51,6 +74,10 @@ export class ClaimLoop extends BackgroundLoop {
   #nudgeQueued = false;
   /** The last claim filled every free slot, so more work may be waiting for the next free one. */
   #saturated = false;
+  /** Slots of claims in flight promised to {@link ClaimedAhead}, not to free slots. */
+  #reservedAhead = 0;
+  /** The last attempt's code ended within {@link CLAIM_AHEAD_MAX_TASK_MS}. */
+  #tasksAreShort = false;
 
   constructor(options: ClaimLoopOptions) {
     super({ name: 'task-claim', intervalMs: options.pollIntervalMs, logger: options.logger });
@@ -62,6 +89,7 @@ export class ClaimLoop extends BackgroundLoop {
       ...options.environment,
       finish: (request) => writer.finish(request),
       outcomeReady: (entry) => {
+        this.#tasksAreShort = performance.now() - entry.startedAtMs <= CLAIM_AHEAD_MAX_TASK_MS;
         committing.add(entry);
         this.slotFreed();
       },
@@ -92,7 +120,18 @@ export class ClaimLoop extends BackgroundLoop {
    * (work may be waiting for one); otherwise new work arrives with its own nudge or the poll.
    */
   slotFreed(): void {
+    this.#startWaiting();
     if (this.#saturated) this.nudge();
+  }
+
+  /** Starts tasks claimed ahead in the free slots. */
+  #startWaiting(): void {
+    const { ahead, clock } = this.#options;
+    while (ahead.size > 0 && this.#freeSlots() > 0) {
+      const claimed = ahead.take(clock.now().getTime());
+      if (claimed === undefined) return;
+      startAttempt(claimed, this.#environment);
+    }
   }
 
   /**
@@ -109,12 +148,26 @@ export class ClaimLoop extends BackgroundLoop {
     return maxConcurrentTasks - (active.size - this.#committing.size) - this.#reserved;
   }
 
-  /** A claim for every free slot, their reservation held until `started` runs; null when none is free. */
+  /** Tasks the next claim takes ahead of a free slot: none unless the worker is saturated with short tasks. */
+  #aheadRoom(): number {
+    if (!this.#saturated || !this.#tasksAreShort) return 0;
+    const { ahead, maxConcurrentTasks } = this.#options;
+    return Math.max(0, CLAIM_AHEAD_FACTOR * maxConcurrentTasks - ahead.size - this.#reservedAhead);
+  }
+
+  /**
+   * A claim for every free slot (and, for a busy worker, ahead of them), their reservation held
+   * until `started` runs; null when no slot is free once the tasks claimed ahead have started.
+   */
   #reserveClaim(): { request: ClaimTasksRequest; started(tasks: readonly ClaimedTask[]): void } | null {
-    const limit = this.#freeSlots();
+    this.#startWaiting();
+    const free = this.#freeSlots();
     const registered = this.#options.registry.registeredTasks();
-    if (limit <= 0 || registered.length === 0) return null;
-    this.#reserved += limit;
+    if (free <= 0 || registered.length === 0) return null;
+    const aheadRoom = this.#aheadRoom();
+    const limit = free + aheadRoom;
+    this.#reserved += free;
+    this.#reservedAhead += aheadRoom;
     const request = {
       runnerId: this.#options.runnerId,
       registered,
@@ -125,14 +178,16 @@ export class ClaimLoop extends BackgroundLoop {
     return {
       request,
       started: (tasks) => {
-        this.#reserved -= limit;
+        this.#reserved -= free;
+        this.#reservedAhead -= aheadRoom;
         this.#saturated = tasks.length === limit;
         if (this.#claimAgain) {
           this.#claimAgain = false;
           this.nudge();
         }
-        // Started even if the loop is stopping: shutdown drains or releases them like any other running task.
-        for (const task of tasks) startAttempt(task, this.#environment);
+        // Even if the loop is stopping: shutdown waits for them to start and end, or releases them, like running tasks.
+        this.#options.ahead.push(tasks);
+        this.#startWaiting();
       },
     };
   }

@@ -1,10 +1,13 @@
 import { BackgroundLoop, type Clock, type ExecutionStore, type Logger } from '@orreryjs/core';
 import { type ActiveTasks, leaseOf } from './active-tasks.js';
+import type { ClaimedAhead } from './claimed-ahead.js';
 
 /** Settings of {@link LeaseLoop}. */
 export interface LeaseLoopOptions {
   store: ExecutionStore;
   active: ActiveTasks;
+  /** Tasks claimed ahead of a free slot: leased too, renewed with the running ones. */
+  ahead: ClaimedAhead;
   runnerId: string;
   taskLeaseMs: number;
   clock: Clock;
@@ -12,7 +15,7 @@ export interface LeaseLoopOptions {
 }
 
 /**
- * Renews the leases of every task this process runs, together, every third of `taskLeaseMs`.
+ * Renews the leases of every task this process runs or claimed ahead, together, every third of `taskLeaseMs`.
  * A task whose lease was not renewed (another runner took it over, or a cancel or pause
  * requeued it) or ran out while the database was unreachable has its signal aborted: its
  * outcome could no longer be committed.
@@ -32,13 +35,15 @@ export class LeaseLoop extends BackgroundLoop {
   }
 
   protected async tick(): Promise<void> {
-    const { active, store, runnerId, taskLeaseMs, clock } = this.#options;
+    const { active, ahead, store, runnerId, taskLeaseMs, clock } = this.#options;
     const tasks = active.list();
-    if (tasks.length === 0) return;
+    const waiting = ahead.leases();
+    if (tasks.length === 0 && waiting.length === 0) return;
     try {
       const now = clock.now();
-      const leases = tasks.map(leaseOf);
+      const leases = [...tasks.map(leaseOf), ...waiting];
       const held = new Set(await store.renewLeases(runnerId, leases, taskLeaseMs, now));
+      ahead.renewed(waiting, held, new Date(now.getTime() + taskLeaseMs));
       for (const task of tasks) {
         if (held.has(task.taskExecutionId)) task.leaseExpiresAtMs = now.getTime() + taskLeaseMs;
         // An attempt that committed while the renewal ran no longer holds a lease, rightly: leave it be.

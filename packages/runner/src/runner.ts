@@ -14,6 +14,7 @@ import {
 import type { Registry } from 'prom-client';
 import { ActiveTasks } from './active-tasks.js';
 import { ClaimLoop } from './claim-loop.js';
+import { ClaimedAhead } from './claimed-ahead.js';
 import { OrreryClient } from './client.js';
 import { type DefaultRunnerConfig, type ResolvedRunnerConfig, resolveConfig } from './config.js';
 import type { RunnerEvents } from './events.js';
@@ -54,6 +55,8 @@ export interface ShutdownOptions {
  */
 export class DefaultRunner extends OrreryClient {
   readonly #active = new ActiveTasks();
+  /** Tasks claimed ahead of a free slot: started by the claim loop, renewed by the lease loop. */
+  readonly #ahead = new ClaimedAhead();
   readonly #claimLoop: ClaimLoop;
   readonly #leaseLoop: LeaseLoop;
   readonly #heartbeat: HeartbeatLoop;
@@ -88,7 +91,7 @@ export class DefaultRunner extends OrreryClient {
       wake: (atMs) => (atMs === undefined ? this.#claimLoop.nudge() : this.#claimLoop.nudgeAt(atMs)),
       slotFreed: () => this.#claimLoop.slotFreed(),
     };
-    const shared = { store: storage.executions, active: this.#active, runnerId, clock, logger };
+    const shared = { store: storage.executions, active: this.#active, ahead: this.#ahead, runnerId, clock, logger };
     this.#claimLoop = new ClaimLoop({
       ...shared,
       registry,
@@ -211,7 +214,8 @@ export class DefaultRunner extends OrreryClient {
     await step('stop claiming', () => this.#claimLoop.stop());
     await step('drain running tasks', async () => {
       if (await this.#whenIdle(timeoutMs)) return;
-      const leases = this.#active.leases();
+      // Tasks claimed ahead first: aborting the running ones frees slots that would start them.
+      const leases = [...this.#ahead.drain(), ...this.#active.leases()];
       this.#active.abortAll('shutdown');
       await this.#active.settled();
       const released = await storage.executions.releaseLeases(config.runnerId, leases, clock.now());
@@ -232,13 +236,18 @@ export class DefaultRunner extends OrreryClient {
     if (failures.length > 0) throw failures[0];
   }
 
-  /** {@link ActiveTasks.whenIdle} for a wait of any length: one timer holds at most MAX_TIMER_MS. */
+  /**
+   * {@link ActiveTasks.whenIdle} for a wait of any length (one timer holds at most MAX_TIMER_MS),
+   * tasks claimed ahead included: one starts in the slot a task frees, in the same turn as that
+   * task leaves `active`, so a wake-up that finds `active` filled again waits on.
+   */
   async #whenIdle(timeoutMs: number): Promise<boolean> {
     const endsAtMs = performance.now() + timeoutMs;
     for (;;) {
       const leftMs = endsAtMs - performance.now();
-      if (leftMs <= MAX_TIMER_MS) return this.#active.whenIdle(Math.max(0, leftMs));
-      if (await this.#active.whenIdle(MAX_TIMER_MS)) return true;
+      const idle = await this.#active.whenIdle(Math.max(0, Math.min(leftMs, MAX_TIMER_MS)));
+      if (idle && this.#active.size === 0) return true;
+      if (!idle && leftMs <= MAX_TIMER_MS) return false;
     }
   }
 
@@ -322,6 +331,7 @@ export class DefaultRunner extends OrreryClient {
   /** @internal */
   protected override abortLocalTasks(executionId: string, cause: 'cancelled' | 'paused'): void {
     this.#active.abortPipeline(executionId, cause);
+    this.#ahead.dropPipeline(executionId);
   }
 
   /** @internal This runner most likely finishes the pipeline itself and is notified: no need to read it early. */

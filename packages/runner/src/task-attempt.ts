@@ -75,6 +75,7 @@ export function startAttempt(claimed: ClaimedTask, env: AttemptEnvironment): Act
   const { task } = claimed;
   const entry: ActiveTask = {
     ...leaseOfTask(task),
+    startedAtMs: performance.now(),
     leaseExpiresAtMs: task.leaseExpiresAt?.getTime() ?? 0,
     controller: new AbortController(),
     abortCause: null,

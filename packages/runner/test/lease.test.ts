@@ -1,8 +1,17 @@
-import { DatabaseError, type ExecutionStore, ManualClock, newId, type Storage, silentLogger } from '@orreryjs/core';
+import {
+  DatabaseError,
+  type ExecutionStore,
+  leaseOfTask,
+  ManualClock,
+  newId,
+  type Storage,
+  silentLogger,
+} from '@orreryjs/core';
 import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';
 import { type ActiveTask, ActiveTasks } from '../src/active-tasks.js';
+import { ClaimedAhead } from '../src/claimed-ahead.js';
 import { LeaseLoop } from '../src/lease.js';
 import { waitFor } from './support.js';
 
@@ -15,6 +24,7 @@ function runningTask(leaseExpiresAtMs: number): ActiveTask {
     pipelineExecutionId: newId(),
     taskId: 'a',
     attempt: 1,
+    startedAtMs: performance.now(),
     leaseExpiresAtMs,
     controller: new AbortController(),
     abortCause: null,
@@ -46,7 +56,15 @@ describe('LeaseLoop', () => {
     const active = new ActiveTasks();
     const task = runningTask(T0.getTime() + LEASE_MS);
     active.add(task);
-    const loop = new LeaseLoop({ store, active, runnerId: 'r1', taskLeaseMs: LEASE_MS, clock, logger: silentLogger });
+    const loop = new LeaseLoop({
+      store,
+      active,
+      ahead: new ClaimedAhead(),
+      runnerId: 'r1',
+      taskLeaseMs: LEASE_MS,
+      clock,
+      logger: silentLogger,
+    });
     cleanups.push(() => loop.stop());
     loop.start();
 
@@ -55,5 +73,57 @@ describe('LeaseLoop', () => {
     clock.advance(LEASE_MS);
     await waitFor(() => task.controller.signal.aborted);
     expect(task.abortCause).toBe('lease_lost');
+  });
+
+  it('renews the leases of tasks claimed ahead with the running ones, and drops those it no longer holds', async () => {
+    const file = tempSqliteFile();
+    const storage: Storage = await openSqliteStorage({ filename: file.filename });
+    cleanups.push(async () => {
+      await storage.close();
+      file.remove();
+    });
+    const store = storage.executions;
+    for (let i = 0; i < 2; i += 1) {
+      await store.createPipeline({
+        id: newId(),
+        workflowName: 'w',
+        workflowVersion: '1',
+        input: {},
+        idempotencyKey: null,
+        scheduledTime: null,
+        now: T0,
+        tasks: [{ id: newId(), taskId: 'a', position: 0, pendingDeps: 0 }],
+      });
+    }
+    const registered = [{ workflowName: 'w', taskIds: ['a'] }];
+    const claimed = await store.claimTasks({ runnerId: 'r1', registered, limit: 2, leaseMs: LEASE_MS, now: T0 });
+    expect(claimed).toHaveLength(2);
+    const [kept, lost] = claimed as [(typeof claimed)[0], (typeof claimed)[0]];
+    const ahead = new ClaimedAhead();
+    ahead.push(claimed);
+    // Another runner's takeover, a cancel or a pause rewrites the row: here, a release.
+    expect(await store.releaseLeases('r1', [leaseOfTask(lost.task)], T0)).toBe(1);
+    const clock = new ManualClock(new Date(T0.getTime() + 10));
+    const active = new ActiveTasks();
+    const loop = new LeaseLoop({
+      store,
+      active,
+      ahead,
+      runnerId: 'r1',
+      taskLeaseMs: LEASE_MS,
+      clock,
+      logger: silentLogger,
+    });
+    cleanups.push(() => loop.stop());
+    loop.start();
+
+    await waitFor(() => ahead.size === 1);
+    const renewedUntil = T0.getTime() + 10 + LEASE_MS;
+    const [row] = await store.listTasks(kept.pipeline.id);
+    expect(row!.leaseExpiresAt?.getTime()).toBe(renewedUntil);
+    expect(ahead.take(renewedUntil - 1)?.task).toMatchObject({
+      id: kept.task.id,
+      leaseExpiresAt: new Date(renewedUntil),
+    });
   });
 });

@@ -1,0 +1,137 @@
+import type { ClaimTasksRequest, Storage } from '@orreryjs/core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CLAIM_AHEAD_FACTOR, CLAIM_AHEAD_MAX_TASK_MS } from '../src/claim-loop.js';
+import { DefaultRunner, type DefaultRunnerConfig, defineWorkflow, type PipelineExecution } from '../src/index.js';
+import { ADAPTERS, type TestDatabase, waitFor } from './support.js';
+
+const SLOTS = 2;
+const BACKLOG = 30;
+
+/** Task code running now and the most that ever ran at once, and runs per pipeline. */
+const running = { now: 0, most: 0 };
+const runsOf = new Map<string, number>();
+/** Called from inside the task code of the pipeline's nth run overall (1-based), if set. */
+let onRun: ((nth: number) => void) | null = null;
+
+const track = async (executionId: string, work: () => Promise<void>) => {
+  running.now += 1;
+  running.most = Math.max(running.most, running.now);
+  runsOf.set(executionId, (runsOf.get(executionId) ?? 0) + 1);
+  onRun?.([...runsOf.values()].reduce((a, b) => a + b, 0));
+  try {
+    await work();
+  } finally {
+    running.now -= 1;
+  }
+};
+
+const short = defineWorkflow({
+  name: 'short',
+  tasks: [{ id: 'only', run: (_ctx, info) => track(info.executionId, () => new Promise(setImmediate)) }],
+});
+const long = defineWorkflow({
+  name: 'long',
+  tasks: [
+    {
+      id: 'only',
+      run: (_ctx, info) =>
+        track(info.executionId, () => new Promise((resolve) => setTimeout(resolve, 3 * CLAIM_AHEAD_MAX_TASK_MS))),
+    },
+  ],
+});
+
+describe.each(ADAPTERS)('claiming ahead on $name', (adapter) => {
+  let db: TestDatabase;
+  const runners: DefaultRunner[] = [];
+  const open = async (config: DefaultRunnerConfig = {}) => {
+    const runner = await DefaultRunner.create({
+      ...db.config,
+      workflows: [short, long],
+      maxConcurrentTasks: SLOTS,
+      pollIntervalMs: 20,
+      ...config,
+    });
+    runners.push(runner);
+    return runner;
+  };
+  /** Records the limit of every claim the runner's own loop makes, through its real store. */
+  const recordClaims = (runner: DefaultRunner) => {
+    const { executions } = (runner as unknown as { storage: Storage }).storage;
+    const claim = executions.claimTasks.bind(executions);
+    const limits: number[] = [];
+    executions.claimTasks = (request: ClaimTasksRequest) => {
+      limits.push(request.limit);
+      return claim(request);
+    };
+    return limits;
+  };
+  const backlog = async (workflowName: string, count: number) => {
+    const producer = await open();
+    return producer.executeAsyncMany(Array.from({ length: count }, () => ({ workflowName })));
+  };
+  const results = (runner: DefaultRunner, executions: readonly PipelineExecution[]) =>
+    Promise.all(executions.map((e) => runner.getExecutionResult(e.id)));
+
+  beforeEach(() => {
+    db = adapter.open();
+    running.now = 0;
+    running.most = 0;
+    runsOf.clear();
+    onRun = null;
+  });
+
+  afterEach(async () => {
+    await Promise.all(runners.splice(0).map((r) => r.shutdown({ timeoutMs: 100 })));
+    await db.remove();
+  });
+
+  it('claims ahead of its free slots while saturated with short tasks, running no more than its slots at once', async () => {
+    const executions = await backlog('short', BACKLOG);
+    const worker = await open();
+    const limits = recordClaims(worker);
+    await worker.start();
+    await waitFor(async () => (await worker.listExecutions({ status: 'completed' })).length === BACKLOG);
+
+    expect(Math.max(...limits)).toBeGreaterThan(SLOTS);
+    expect(Math.max(...limits)).toBeLessThanOrEqual(SLOTS + CLAIM_AHEAD_FACTOR * SLOTS);
+    expect(running.most).toBeLessThanOrEqual(SLOTS);
+    expect(executions.map((e) => runsOf.get(e.id))).toEqual(executions.map(() => 1));
+    const done = await results(worker, executions);
+    expect(done.map((r) => [r.status, r.tasks[0]!.attempts])).toEqual(done.map(() => ['completed', 1]));
+  });
+
+  it('claims only for free slots while its tasks run longer than a claim ahead is worth', async () => {
+    const executions = await backlog('long', 3 * SLOTS);
+    const worker = await open();
+    const limits = recordClaims(worker);
+    await worker.start();
+    await waitFor(async () => (await worker.listExecutions({ status: 'completed' })).length === executions.length);
+
+    expect(limits.length).toBeGreaterThan(0);
+    expect(Math.max(...limits)).toBeLessThanOrEqual(SLOTS);
+  });
+
+  it('runs the tasks it claimed ahead before shutdown ends, so another runner finds none leased', async () => {
+    const executions = await backlog('short', BACKLOG);
+    const worker = await open({ maxConcurrentTasks: 1 });
+    const limits = recordClaims(worker);
+    let stopped: Promise<void> | undefined;
+    onRun = (nth) => {
+      if (nth === 5) stopped = worker.shutdown();
+    };
+    await worker.start();
+    await waitFor(() => stopped !== undefined);
+    await stopped;
+    onRun = null;
+    expect(Math.max(...limits)).toBeGreaterThan(1);
+
+    const successor = await open();
+    const atHandover = await results(successor, executions);
+    expect(atHandover.map((r) => r.tasks[0]!.status).filter((s) => s !== 'completed' && s !== 'ready')).toEqual([]);
+    await successor.start();
+    await waitFor(async () => (await successor.listExecutions({ status: 'completed' })).length === BACKLOG);
+    expect(executions.map((e) => runsOf.get(e.id))).toEqual(executions.map(() => 1));
+    const done = await results(successor, executions);
+    expect(done.map((r) => r.tasks[0]!.attempts)).toEqual(done.map(() => 1));
+  });
+});
