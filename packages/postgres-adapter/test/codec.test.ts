@@ -19,6 +19,11 @@ describe('codec', () => {
     expect(parseTimestamptz('2026-01-02 03:04:05.6+05:30')).toEqual(new Date('2026-01-01T21:34:05.600Z'));
     expect(parseTimestamptz('1969-12-31 23:59:59.999-01')).toEqual(new Date('1970-01-01T00:59:59.999Z'));
     expect(parseTimestamptz('2026-01-02T03:04:05.678+00:00')).toEqual(new Date('2026-01-02T03:04:05.678Z'));
+    // UTC text with a fraction of any length up to microseconds (read without the regular expression), and past them.
+    expect(parseTimestamptz('2026-12-31 23:59:59.123456+00')).toEqual(new Date('2026-12-31T23:59:59.123Z'));
+    expect(parseTimestamptz('2026-12-31 23:59:59.05+00')).toEqual(new Date('2026-12-31T23:59:59.050Z'));
+    expect(parseTimestamptz('2026-12-31 23:59:59.9+00')).toEqual(new Date('2026-12-31T23:59:59.900Z'));
+    expect(parseTimestamptz('0100-03-01 00:00:00+00').toISOString()).toBe('0100-03-01T00:00:00.000Z');
   });
 
   it('reads instants in any server time zone: offsets with minutes, with seconds (local mean time), and years before 100', () => {
