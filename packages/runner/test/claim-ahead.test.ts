@@ -1,8 +1,9 @@
-import type { ClaimTasksRequest, Storage } from '@orreryjs/core';
+import { type ClaimTasksRequest, leaseOfTask, type Storage } from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CLAIM_AHEAD_FACTOR, CLAIM_AHEAD_MAX_TASK_MS } from '../src/claim-loop.js';
+import { ClaimedAhead } from '../src/claimed-ahead.js';
 import { DefaultRunner, type DefaultRunnerConfig, defineWorkflow, type PipelineExecution } from '../src/index.js';
-import { ADAPTERS, type TestDatabase, waitFor } from './support.js';
+import { ADAPTERS, claimedOneTaskPipelines, type TestDatabase, tempSqliteStorage, waitFor } from './support.js';
 
 const SLOTS = 2;
 const BACKLOG = 30;
@@ -133,5 +134,48 @@ describe.each(ADAPTERS)('claiming ahead on $name', (adapter) => {
     expect(executions.map((e) => runsOf.get(e.id))).toEqual(executions.map(() => 1));
     const done = await results(successor, executions);
     expect(done.map((r) => r.tasks[0]!.attempts)).toEqual(done.map(() => 1));
+  });
+});
+
+describe('ClaimedAhead', () => {
+  const LEASE_MS = 1_000;
+  const T0 = new Date('2026-01-01T00:00:00.000Z');
+  const claimedTasks = async (count: number) => {
+    const { storage, remove } = await tempSqliteStorage();
+    try {
+      return await claimedOneTaskPipelines(storage.executions, count, { runnerId: 'r1', leaseMs: LEASE_MS, now: T0 });
+    } finally {
+      await remove();
+    }
+  };
+
+  it('hands tasks out in claim order, skipping those whose lease ran out while they waited', async () => {
+    const claimed = await claimedTasks(3);
+    const ahead = new ClaimedAhead();
+    ahead.push(claimed.slice(0, 2));
+    ahead.push(claimed.slice(2));
+    expect(ahead.take(T0.getTime())?.task.id).toBe(claimed[0]!.task.id);
+    // Renewed on the two left, then one of them no longer held.
+    ahead.renewed(ahead.leases(), new Set([claimed[2]!.task.id]), new Date(T0.getTime() + 3 * LEASE_MS));
+    expect(ahead.size).toBe(1);
+    expect(ahead.take(T0.getTime() + 2 * LEASE_MS)?.task.id).toBe(claimed[2]!.task.id);
+
+    ahead.push(claimed.slice(0, 1));
+    expect(ahead.take(T0.getTime() + LEASE_MS)).toBeUndefined();
+    expect(ahead.size).toBe(0);
+  });
+
+  it('leaves tasks claimed after a renewal started alone, and drops a cancelled or paused pipeline', async () => {
+    const claimed = await claimedTasks(3);
+    const ahead = new ClaimedAhead();
+    ahead.push(claimed.slice(0, 1));
+    const sent = ahead.leases();
+    ahead.push(claimed.slice(1));
+    ahead.renewed(sent, new Set(), new Date(T0.getTime() + 2 * LEASE_MS));
+    expect(ahead.leases()).toEqual(claimed.slice(1).map((c) => leaseOfTask(c.task)));
+
+    ahead.dropPipeline(claimed[1]!.pipeline.id);
+    expect(ahead.drain()).toEqual([leaseOfTask(claimed[2]!.task)]);
+    expect(ahead.size).toBe(0);
   });
 });

@@ -1,19 +1,9 @@
-import {
-  DatabaseError,
-  type ExecutionStore,
-  leaseOfTask,
-  ManualClock,
-  newId,
-  type Storage,
-  silentLogger,
-} from '@orreryjs/core';
-import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
+import { DatabaseError, type ExecutionStore, leaseOfTask, ManualClock, newId, silentLogger } from '@orreryjs/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tempSqliteFile } from '../../../test/support/sqlite.js';
 import { type ActiveTask, ActiveTasks } from '../src/active-tasks.js';
 import { ClaimedAhead } from '../src/claimed-ahead.js';
 import { LeaseLoop } from '../src/lease.js';
-import { waitFor } from './support.js';
+import { claimedOneTaskPipelines, tempSqliteStorage, waitFor } from './support.js';
 
 const LEASE_MS = 60;
 const T0 = new Date('2026-01-01T00:00:00.000Z');
@@ -39,12 +29,8 @@ describe('LeaseLoop', () => {
   });
 
   it('aborts a running task whose lease runs out while renewals fail, and only then', async () => {
-    const file = tempSqliteFile();
-    const storage: Storage = await openSqliteStorage({ filename: file.filename });
-    cleanups.push(async () => {
-      await storage.close();
-      file.remove();
-    });
+    const { storage, remove } = await tempSqliteStorage();
+    cleanups.push(remove);
     // The real store, its renewals failing as when the database is unreachable.
     const store = Object.create(storage.executions) as ExecutionStore;
     let renewals = 0;
@@ -76,28 +62,10 @@ describe('LeaseLoop', () => {
   });
 
   it('renews the leases of tasks claimed ahead with the running ones, and drops those it no longer holds', async () => {
-    const file = tempSqliteFile();
-    const storage: Storage = await openSqliteStorage({ filename: file.filename });
-    cleanups.push(async () => {
-      await storage.close();
-      file.remove();
-    });
+    const { storage, remove } = await tempSqliteStorage();
+    cleanups.push(remove);
     const store = storage.executions;
-    for (let i = 0; i < 2; i += 1) {
-      await store.createPipeline({
-        id: newId(),
-        workflowName: 'w',
-        workflowVersion: '1',
-        input: {},
-        idempotencyKey: null,
-        scheduledTime: null,
-        now: T0,
-        tasks: [{ id: newId(), taskId: 'a', position: 0, pendingDeps: 0 }],
-      });
-    }
-    const registered = [{ workflowName: 'w', taskIds: ['a'] }];
-    const claimed = await store.claimTasks({ runnerId: 'r1', registered, limit: 2, leaseMs: LEASE_MS, now: T0 });
-    expect(claimed).toHaveLength(2);
+    const claimed = await claimedOneTaskPipelines(store, 2, { runnerId: 'r1', leaseMs: LEASE_MS, now: T0 });
     const [kept, lost] = claimed as [(typeof claimed)[0], (typeof claimed)[0]];
     const ahead = new ClaimedAhead();
     ahead.push(claimed);

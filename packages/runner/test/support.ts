@@ -1,4 +1,4 @@
-import type { Storage } from '@orreryjs/core';
+import { type ClaimedTask, type ExecutionStore, newId, type Storage } from '@orreryjs/core';
 import { openPostgresStorage } from '@orreryjs/postgres-adapter';
 import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
@@ -55,4 +55,42 @@ export function gate(): { promise: Promise<void>; open(): void } {
     open = resolve;
   });
   return { promise, open };
+}
+
+/**
+ * Creates `count` pipelines of a one-task workflow `w` (task `a`) straight in the store and
+ * claims them all for `runnerId`, as a claim loop would.
+ */
+export async function claimedOneTaskPipelines(
+  store: ExecutionStore,
+  count: number,
+  { runnerId, leaseMs, now }: { runnerId: string; leaseMs: number; now: Date },
+): Promise<ClaimedTask[]> {
+  for (let i = 0; i < count; i += 1) {
+    await store.createPipeline({
+      id: newId(),
+      workflowName: 'w',
+      workflowVersion: '1',
+      input: {},
+      idempotencyKey: null,
+      scheduledTime: null,
+      now,
+      tasks: [{ id: newId(), taskId: 'a', position: 0, pendingDeps: 0 }],
+    });
+  }
+  const registered = [{ workflowName: 'w', taskIds: ['a'] }];
+  return store.claimTasks({ runnerId, registered, limit: count, leaseMs, now });
+}
+
+/** A SQLite storage on a fresh file, and how to close and delete it. */
+export async function tempSqliteStorage(): Promise<{ storage: Storage; remove(): Promise<void> }> {
+  const file = tempSqliteFile();
+  const storage = await openSqliteStorage({ filename: file.filename });
+  return {
+    storage,
+    remove: async () => {
+      await storage.close();
+      file.remove();
+    },
+  };
 }
