@@ -1,6 +1,7 @@
-import { type NewPipeline, newId, type Storage } from '@orreryjs/core';
+import type { Storage } from '@orreryjs/core';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { oneTaskPipelines } from '../../../test/support/pipelines.js';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { openPostgresStorage } from '../src/index.js';
 import { PLAN_SETTINGS } from '../src/open.js';
@@ -10,23 +11,10 @@ afterAll(async () => {
   for (const schema of schemas) await dropSchema(schema);
 });
 
-function pipelines(count: number, now: Date): NewPipeline[] {
-  return Array.from({ length: count }, () => ({
-    id: newId(),
-    workflowName: 'w',
-    workflowVersion: '1',
-    input: {},
-    idempotencyKey: null,
-    scheduledTime: null,
-    now,
-    tasks: [{ id: newId(), taskId: 't', position: 0, pendingDeps: 0 }],
-  }));
-}
-
 /** Creates `count` one-task pipelines, then claims and finishes them in batches of `limit`. */
 async function drain(storage: Storage, count: number, limit: number): Promise<void> {
   const runnerId = 'plans-test';
-  await storage.executions.createPipelines(pipelines(count, new Date()));
+  await storage.executions.createPipelines(oneTaskPipelines(count, new Date()));
   for (let left = count; left > 0; left -= limit) {
     const claimed = await storage.executions.claimTasks({
       runnerId,

@@ -27,6 +27,20 @@ describe('LeaseLoop', () => {
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
+  /** Starts a lease loop of runner `r1` over `active` and `ahead`, stopped after the test. */
+  const startLoop = (store: ExecutionStore, clock: ManualClock, active: ActiveTasks, ahead = new ClaimedAhead()) => {
+    const loop = new LeaseLoop({
+      store,
+      active,
+      ahead,
+      runnerId: 'r1',
+      taskLeaseMs: LEASE_MS,
+      clock,
+      logger: silentLogger,
+    });
+    cleanups.push(() => loop.stop());
+    loop.start();
+  };
 
   it('aborts a running task whose lease runs out while renewals fail, and only then', async () => {
     const { storage, remove } = await tempSqliteStorage();
@@ -42,17 +56,7 @@ describe('LeaseLoop', () => {
     const active = new ActiveTasks();
     const task = runningTask(T0.getTime() + LEASE_MS);
     active.add(task);
-    const loop = new LeaseLoop({
-      store,
-      active,
-      ahead: new ClaimedAhead(),
-      runnerId: 'r1',
-      taskLeaseMs: LEASE_MS,
-      clock,
-      logger: silentLogger,
-    });
-    cleanups.push(() => loop.stop());
-    loop.start();
+    startLoop(store, clock, active);
 
     await waitFor(() => renewals >= 2);
     expect(task.controller.signal.aborted).toBe(false);
@@ -73,17 +77,7 @@ describe('LeaseLoop', () => {
     expect(await store.releaseLeases('r1', [leaseOfTask(lost.task)], T0)).toBe(1);
     const clock = new ManualClock(new Date(T0.getTime() + 10));
     const active = new ActiveTasks();
-    const loop = new LeaseLoop({
-      store,
-      active,
-      ahead,
-      runnerId: 'r1',
-      taskLeaseMs: LEASE_MS,
-      clock,
-      logger: silentLogger,
-    });
-    cleanups.push(() => loop.stop());
-    loop.start();
+    startLoop(store, clock, active, ahead);
 
     await waitFor(() => ahead.size === 1);
     const renewedUntil = T0.getTime() + 10 + LEASE_MS;

@@ -1,6 +1,7 @@
-import { type ClaimedTask, type ExecutionStore, newId, type Storage } from '@orreryjs/core';
+import type { ClaimedTask, ExecutionStore, Storage } from '@orreryjs/core';
 import { openPostgresStorage } from '@orreryjs/postgres-adapter';
 import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
+import { ONE_TASK_WORKFLOW, oneTaskPipelines } from '../../../test/support/pipelines.js';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';
 import type { DefaultRunnerConfig } from '../src/index.js';
@@ -57,29 +58,14 @@ export function gate(): { promise: Promise<void>; open(): void } {
   return { promise, open };
 }
 
-/**
- * Creates `count` pipelines of a one-task workflow `w` (task `a`) straight in the store and
- * claims them all for `runnerId`, as a claim loop would.
- */
+/** Creates `count` pipelines of a one-task workflow straight in the store and claims them all for `runnerId`, as a claim loop would. */
 export async function claimedOneTaskPipelines(
   store: ExecutionStore,
   count: number,
   { runnerId, leaseMs, now }: { runnerId: string; leaseMs: number; now: Date },
 ): Promise<ClaimedTask[]> {
-  for (let i = 0; i < count; i += 1) {
-    await store.createPipeline({
-      id: newId(),
-      workflowName: 'w',
-      workflowVersion: '1',
-      input: {},
-      idempotencyKey: null,
-      scheduledTime: null,
-      now,
-      tasks: [{ id: newId(), taskId: 'a', position: 0, pendingDeps: 0 }],
-    });
-  }
-  const registered = [{ workflowName: 'w', taskIds: ['a'] }];
-  return store.claimTasks({ runnerId, registered, limit: count, leaseMs, now });
+  await store.createPipelines(oneTaskPipelines(count, now));
+  return store.claimTasks({ runnerId, registered: [ONE_TASK_WORKFLOW], limit: count, leaseMs, now });
 }
 
 /** A SQLite storage on a fresh file, and how to close and delete it. */
