@@ -30,8 +30,8 @@ export interface ClaimLoopOptions {
 
 /**
  * A busy worker claims up to this many times `maxConcurrentTasks` tasks ahead of its free slots
- * (see {@link ClaimLoop}). Two: side by side with one and three, on a backlog of no-op jobs, one
- * left the worker waiting on half its claims and three was no faster than two.
+ * (see {@link ClaimLoop}). Two: alternated on a backlog of no-op jobs, one drained it 4-25 %
+ * slower and three no faster (figures in bench/README.md).
  */
 export const CLAIM_AHEAD_FACTOR = 2;
 
