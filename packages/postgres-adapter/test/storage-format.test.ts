@@ -1,6 +1,7 @@
 import { DatabaseError, newId, occurrenceId, type ScheduleRow, type Storage } from '@orreryjs/core';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ONE_TASK_WORKFLOW, oneTaskPipelines } from '../../../test/support/pipelines.js';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { openPostgresStorage } from '../src/index.js';
 
@@ -59,6 +60,15 @@ async function genericPlan(text: string, types: string[]): Promise<string> {
   const rows = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE ${name}(${nulls})`);
   await client.query(`DEALLOCATE ${name}`);
   return rows.rows.map((row) => row['QUERY PLAN']).join('\n');
+}
+
+/** The heap page of each row of `table`, by pipeline id (one task per pipeline). */
+async function pages(table: 'pipeline_executions' | 'task_executions'): Promise<Map<string, number>> {
+  const id = table === 'task_executions' ? 'pipeline_execution_id' : 'id';
+  const { rows } = await client.query<{ id: string; page: number }>(
+    `SELECT ${id} AS id, (ctid::text::point)[0]::int AS page FROM ${table}`,
+  );
+  return new Map(rows.map((row) => [row.id, row.page]));
 }
 
 describe('Postgres storage format', () => {
@@ -193,5 +203,32 @@ describe('Postgres storage format', () => {
     expect(failure).toBeInstanceOf(DatabaseError);
     expect((failure as Error).message).toMatch(/^createPipeline failed: duplicate key value/);
     expect((failure as Error).cause).toBeInstanceOf(pg.DatabaseError);
+  });
+  // The execution tables' fillfactor (drizzle/0009) leaves each page room for the new versions a
+  // claim writes: HOT for the pipeline rows, no lock record and full tuple image of a move for the tasks.
+  it('a claim of many consecutive rows writes their new versions on the pages the rows were on', async () => {
+    // 60 rows span several pages at any fillfactor; without room, a full page's rows move on the claim.
+    const count = 60;
+    await storage.executions.createPipelines(oneTaskPipelines(count, new Date()));
+    const before = { pipelines: await pages('pipeline_executions'), tasks: await pages('task_executions') };
+    expect(new Set(before.tasks.values()).size).toBeGreaterThan(1);
+
+    const claimed = await storage.executions.claimTasks({
+      runnerId: 'page-room-test',
+      registered: [ONE_TASK_WORKFLOW],
+      limit: count,
+      leaseMs: 60_000,
+      now: new Date(),
+    });
+
+    expect(claimed).toHaveLength(count);
+    expect(await pages('pipeline_executions')).toEqual(before.pipelines);
+    expect(await pages('task_executions')).toEqual(before.tasks);
+    const { rows } = await client.query<{ relname: string }>(
+      `SELECT relname FROM pg_class WHERE relnamespace = $1::regnamespace AND 'fillfactor=40' = ANY(reloptions)
+       ORDER BY relname`,
+      [schema],
+    );
+    expect(rows.map((row) => row.relname)).toEqual(['pipeline_executions', 'task_executions']);
   });
 });
