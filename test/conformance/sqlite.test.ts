@@ -1,5 +1,5 @@
 import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
-import { tempSqliteFile } from '../support/sqlite.js';
+import { tempSqliteStorage } from '../support/sqlite.js';
 import { describeStorageConformance } from './suite.js';
 
 let latestFile = '';
@@ -7,16 +7,9 @@ let latestFile = '';
 describeStorageConformance(
   'sqlite',
   async () => {
-    const file = tempSqliteFile();
-    latestFile = file.filename;
-    const storage = await openSqliteStorage({ filename: file.filename });
-    return {
-      storage,
-      close: async () => {
-        await storage.close();
-        file.remove();
-      },
-    };
+    const { storage, filename, remove } = await tempSqliteStorage();
+    latestFile = filename;
+    return { storage, close: remove };
   },
   { concurrentClaims: true, openSecond: () => openSqliteStorage({ filename: latestFile }) },
 );

@@ -127,8 +127,10 @@ export class ClaimLoop extends BackgroundLoop {
   /** Starts tasks claimed ahead in the free slots. */
   #startWaiting(): void {
     const { ahead, clock } = this.#options;
-    while (ahead.size > 0 && this.#freeSlots() > 0) {
-      const claimed = ahead.take(clock.now().getTime());
+    if (ahead.size === 0) return;
+    const nowMs = clock.now().getTime();
+    while (this.#freeSlots() > 0) {
+      const claimed = ahead.take(nowMs);
       if (claimed === undefined) return;
       startAttempt(claimed, this.#environment);
     }

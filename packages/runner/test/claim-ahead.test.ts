@@ -1,9 +1,10 @@
 import { type ClaimTasksRequest, leaseOfTask, type Storage } from '@orreryjs/core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { tempSqliteStorage } from '../../../test/support/sqlite.js';
 import { CLAIM_AHEAD_FACTOR, CLAIM_AHEAD_MAX_TASK_MS } from '../src/claim-loop.js';
 import { ClaimedAhead } from '../src/claimed-ahead.js';
-import { DefaultRunner, type DefaultRunnerConfig, defineWorkflow, type PipelineExecution } from '../src/index.js';
-import { ADAPTERS, claimedOneTaskPipelines, type TestDatabase, tempSqliteStorage, waitFor } from './support.js';
+import { type DefaultRunner, defineWorkflow, type PipelineExecution } from '../src/index.js';
+import { ADAPTERS, claimedOneTaskPipelines, runnersPerTest, waitFor } from './support.js';
 
 const SLOTS = 2;
 const BACKLOG = 30;
@@ -42,19 +43,11 @@ const long = defineWorkflow({
 });
 
 describe.each(ADAPTERS)('claiming ahead on $name', (adapter) => {
-  let db: TestDatabase;
-  const runners: DefaultRunner[] = [];
-  const open = async (config: DefaultRunnerConfig = {}) => {
-    const runner = await DefaultRunner.create({
-      ...db.config,
-      workflows: [short, long],
-      maxConcurrentTasks: SLOTS,
-      pollIntervalMs: 20,
-      ...config,
-    });
-    runners.push(runner);
-    return runner;
-  };
+  const { open } = runnersPerTest(adapter, () => ({
+    workflows: [short, long],
+    maxConcurrentTasks: SLOTS,
+    pollIntervalMs: 20,
+  }));
   /** Records the limit of every claim the runner's own loop makes, through its real store. */
   const recordClaims = (runner: DefaultRunner) => {
     const { executions } = (runner as unknown as { storage: Storage }).storage;
@@ -74,16 +67,10 @@ describe.each(ADAPTERS)('claiming ahead on $name', (adapter) => {
     Promise.all(executions.map((e) => runner.getExecutionResult(e.id)));
 
   beforeEach(() => {
-    db = adapter.open();
     running.now = 0;
     running.most = 0;
     runsOf.clear();
     onRun = null;
-  });
-
-  afterEach(async () => {
-    await Promise.all(runners.splice(0).map((r) => r.shutdown({ timeoutMs: 100 })));
-    await db.remove();
   });
 
   it('claims ahead of its free slots while saturated with short tasks, running no more than its slots at once', async () => {

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   ConfigurationError,
   type CronFiredEvent,
   type CronSkippedEvent,
-  DefaultRunner,
-  type DefaultRunnerConfig,
+  type DefaultRunner,
   defineWorkflow,
   InvalidCronExpressionError,
   type Json,
@@ -14,7 +13,7 @@ import {
   ScheduleNotFoundError,
   WorkflowNotFoundError,
 } from '../src/index.js';
-import { ADAPTERS, gate, type TestDatabase, waitFor } from './support.js';
+import { ADAPTERS, gate, runnersPerTest, waitFor } from './support.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -61,25 +60,21 @@ const slow = defineWorkflow({
 const quick = defineWorkflow({ name: 'quick', tasks: [{ id: 'only', run: (ctx) => void ctx.set('done', true) }] });
 
 describe.each(ADAPTERS)('the runner cron API on $name', (adapter) => {
-  let db: TestDatabase;
   let clock: ManualClock;
-  const runners: DefaultRunner[] = [];
-
-  /** A runner on this test's database and manual clock; afterEach shuts it down. */
-  const open = async (config: DefaultRunnerConfig = {}) => {
-    const runner = await DefaultRunner.create({
-      ...db.config,
+  /** Runners on this test's database and manual clock; the slow task's gate opens before they shut down. */
+  const perTest = runnersPerTest(
+    adapter,
+    () => ({
       workflows: [report, slow, quick],
       clock,
       pollIntervalMs: 20,
       cronPollIntervalMs: 20,
       // The clock jumps minutes at a time while tasks run: keep their leases far longer than that.
       taskLeaseMs: 6 * HOUR,
-      ...config,
-    });
-    runners.push(runner);
-    return runner;
-  };
+    }),
+    { shutdownTimeoutMs: 1_000, beforeShutdown: () => slowGate.open() },
+  );
+  const { open } = perTest;
 
   /** Collects a runner's `cron:fired` payloads. */
   const firedEvents = (runner: DefaultRunner) => {
@@ -101,16 +96,8 @@ describe.each(ADAPTERS)('the runner cron API on $name', (adapter) => {
   };
 
   beforeEach(() => {
-    db = adapter.open();
     clock = new ManualClock(T0);
     slowGate = gate();
-  });
-
-  afterEach(async () => {
-    slowGate.open();
-    const results = await Promise.allSettled(runners.splice(0).map((r) => r.shutdown({ timeoutMs: 1_000 })));
-    await db.remove();
-    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
   });
 
   it('fires a due schedule and runs its pipeline with the schedule keys and scheduledTime', async () => {
@@ -266,7 +253,7 @@ describe.each(ADAPTERS)('the runner cron API on $name', (adapter) => {
     expect(await runner.listCronSchedules()).toEqual([]);
     await expect(runner.getCronSchedule('ghost')).rejects.toBeInstanceOf(ScheduleNotFoundError);
 
-    const storage = await db.storage();
+    const storage = await perTest.db.storage();
     try {
       expect(await storage.cron.listSchedules({ limit: 10, offset: 0 })).toEqual([]);
     } finally {
@@ -515,7 +502,7 @@ describe.each(ADAPTERS)('the runner cron API on $name', (adapter) => {
     await completed(second, secondFired[0]!.pipelineExecutionId);
     expect(firstFired).toHaveLength(1);
 
-    const storage = await db.storage();
+    const storage = await perTest.db.storage();
     try {
       const rows = await storage.cron.listOccurrences(schedule.id, 10, 0);
       expect(rows.map((r) => [r.scheduledTime.toISOString(), r.claimedBy, r.status])).toEqual([

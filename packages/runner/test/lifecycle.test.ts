@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { CRON_DEFAULTS } from '@orreryjs/cron';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { cronSettingsOf, resolveConfig } from '../src/config.js';
 import {
   ConfigurationError,
@@ -13,7 +13,7 @@ import {
   RUNNER_DEFAULTS,
   type TaskRunInfo,
 } from '../src/index.js';
-import { ADAPTERS, type TestDatabase, waitFor } from './support.js';
+import { ADAPTERS, runnersPerTest, waitFor } from './support.js';
 
 const signals = new Map<string, AbortSignal[]>();
 const untilAborted = (signal: AbortSignal) =>
@@ -111,27 +111,8 @@ describe('configuration', () => {
 });
 
 describe.each(ADAPTERS)('runner lifecycle on $name', (adapter) => {
-  let db: TestDatabase;
-  const runners: DefaultRunner[] = [];
-  const open = async (config: DefaultRunnerConfig = {}) => {
-    const runner = await DefaultRunner.create({
-      ...db.config,
-      workflows: [blocking, quick],
-      pollIntervalMs: 20,
-      ...config,
-    });
-    runners.push(runner);
-    return runner;
-  };
-
-  beforeEach(() => {
-    db = adapter.open();
-  });
-
-  afterEach(async () => {
-    await Promise.all(runners.splice(0).map((r) => r.shutdown({ timeoutMs: 100 })));
-    await db.remove();
-  });
+  const perTest = runnersPerTest(adapter, () => ({ workflows: [blocking, quick], pollIntervalMs: 20 }));
+  const { open } = perTest;
 
   it('emits pipeline and task events in order', async () => {
     const runner = await open();
@@ -197,7 +178,7 @@ describe.each(ADAPTERS)('runner lifecycle on $name', (adapter) => {
   it('heartbeats in the runners table while running and records a graceful stop', async () => {
     const runner = await open({ runnerId: 'heartbeat-test' });
     await runner.start();
-    const storage = await db.storage();
+    const storage = await perTest.db.storage();
     try {
       const [row] = await storage.runners.listRunners();
       expect(row).toMatchObject({

@@ -1,13 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  type CronMissedEvent,
-  DefaultRunner,
-  type DefaultRunnerConfig,
-  defineWorkflow,
-  ManualClock,
-  NonRetryableError,
-} from '../src/index.js';
-import { ADAPTERS, type TestDatabase, waitFor } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { type CronMissedEvent, defineWorkflow, ManualClock, NonRetryableError } from '../src/index.js';
+import { ADAPTERS, runnersPerTest, waitFor } from './support.js';
 
 const etl = defineWorkflow({
   name: 'etl',
@@ -32,20 +25,8 @@ function sample(text: string, series: string): number | undefined {
 }
 
 describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
-  let db: TestDatabase;
-  const runners: DefaultRunner[] = [];
-  const open = async (config: DefaultRunnerConfig = {}) => {
-    const runner = await DefaultRunner.create({ ...db.config, workflows: [etl], pollIntervalMs: 20, ...config });
-    runners.push(runner);
-    return runner;
-  };
-
-  beforeEach(() => {
-    db = adapter.open();
-  });
-  afterEach(async () => {
-    await Promise.all(runners.splice(0).map((r) => r.shutdown({ timeoutMs: 1000 })));
-    await db.remove();
+  const { open } = runnersPerTest(adapter, () => ({ workflows: [etl], pollIntervalMs: 20 }), {
+    shutdownTimeoutMs: 1000,
   });
 
   it('reports stopped before start and ok with its loops running after', async () => {

@@ -1,19 +1,18 @@
 import { newId, occurrenceId, type Storage } from '@orreryjs/core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   type CronBufferedEvent,
   type CronFiredEvent,
   type CronPausedEvent,
   type CronRecoveredEvent,
   type CronSkippedEvent,
-  DefaultRunner,
-  type DefaultRunnerConfig,
+  type DefaultRunner,
   defineWorkflow,
   ManualClock,
   type PipelineRetriedEvent,
   ValidationError,
 } from '../src/index.js';
-import { ADAPTERS, gate, type TestDatabase, waitFor } from './support.js';
+import { ADAPTERS, gate, runnersPerTest, waitFor } from './support.js';
 
 const MINUTE = 60_000;
 const T0 = new Date('2030-01-07T00:00:00.000Z');
@@ -86,23 +85,24 @@ const flaky = defineWorkflow({
 const quick = defineWorkflow({ name: 'quick', tasks: [{ id: 'only', run: (ctx) => void ctx.set('done', true) }] });
 
 describe.each(ADAPTERS)('operations on $name', (adapter) => {
-  let db: TestDatabase;
   let clock: ManualClock;
-  const runners: DefaultRunner[] = [];
-
-  const open = async (config: DefaultRunnerConfig = {}) => {
-    const runner = await DefaultRunner.create({
-      ...db.config,
+  const perTest = runnersPerTest(
+    adapter,
+    () => ({
       workflows: [held, flaky, quick],
       clock,
       pollIntervalMs: 20,
       cronPollIntervalMs: 20,
       taskLeaseMs: 6 * 60 * MINUTE,
-      ...config,
-    });
-    runners.push(runner);
-    return runner;
-  };
+    }),
+    {
+      shutdownTimeoutMs: 1_000,
+      beforeShutdown: () => {
+        for (const release of heldGates.values()) release.open();
+      },
+    },
+  );
+  const { open } = perTest;
   const events = <E>(
     runner: DefaultRunner,
     name: 'cron:fired' | 'cron:buffered' | 'cron:paused' | 'cron:skipped' | 'cron:recovered',
@@ -141,7 +141,7 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
 
   /** Runs `work` on a second connection to the runner's database: what another (dead) runner wrote. */
   const directly = async <T>(work: (storage: Storage) => Promise<T>): Promise<T> => {
-    const storage = await db.storage();
+    const storage = await perTest.db.storage();
     try {
       return await work(storage);
     } finally {
@@ -150,18 +150,10 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
   };
 
   beforeEach(() => {
-    db = adapter.open();
     clock = new ManualClock(T0);
     heldRunning = 0;
     heldMaxRunning = 0;
     checkBroken = true;
-  });
-
-  afterEach(async () => {
-    for (const release of heldGates.values()) release.open();
-    const results = await Promise.allSettled(runners.splice(0).map((r) => r.shutdown({ timeoutMs: 1_000 })));
-    await db.remove();
-    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
   });
 
   it('buffer_one never runs two pipelines of a schedule at once and hands the newest slot off with its own time', async () => {

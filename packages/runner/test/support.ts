@@ -1,10 +1,11 @@
 import type { ClaimedTask, ExecutionStore, Storage } from '@orreryjs/core';
 import { openPostgresStorage } from '@orreryjs/postgres-adapter';
 import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
+import { afterEach, beforeEach, expect } from 'vitest';
 import { ONE_TASK_WORKFLOW, oneTaskPipelines } from '../../../test/support/pipelines.js';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';
-import type { DefaultRunnerConfig } from '../src/index.js';
+import { DefaultRunner, type DefaultRunnerConfig } from '../src/index.js';
 
 /** A fresh database for one test file: the runner options that point at it, and how to remove it. */
 export interface TestDatabase {
@@ -40,6 +41,45 @@ export const ADAPTERS: ReadonlyArray<{ name: string; open(): TestDatabase }> = [
   },
 ];
 
+/**
+ * Runners on a fresh database of `adapter` for each test of the calling `describe`:
+ * `open(config)` creates one from `defaults()` (read at each call, so it may use what a
+ * `beforeEach` set) and `config`. After each test, `beforeShutdown` runs (to release what holds
+ * a task), every runner opened shuts down within `shutdownTimeoutMs`, and must shut down
+ * without an error; then the database is removed.
+ */
+export function runnersPerTest(
+  adapter: { open(): TestDatabase },
+  defaults: () => DefaultRunnerConfig,
+  { shutdownTimeoutMs = 100, beforeShutdown }: { shutdownTimeoutMs?: number; beforeShutdown?: () => void } = {},
+) {
+  let db: TestDatabase;
+  const runners: DefaultRunner[] = [];
+  beforeEach(() => {
+    db = adapter.open();
+  });
+  afterEach(async () => {
+    beforeShutdown?.();
+    const results = await Promise.allSettled(
+      runners.splice(0).map((r) => r.shutdown({ timeoutMs: shutdownTimeoutMs })),
+    );
+    await db.remove();
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+  });
+  return {
+    /** This test's database. */
+    get db(): TestDatabase {
+      return db;
+    },
+    /** A runner on this test's database; shut down after the test. */
+    open: async (config: DefaultRunnerConfig = {}): Promise<DefaultRunner> => {
+      const runner = await DefaultRunner.create({ ...db.config, ...defaults(), ...config });
+      runners.push(runner);
+      return runner;
+    },
+  };
+}
+
 /** Resolves when `condition` holds, checking every 10 ms; rejects after `timeoutMs`. */
 export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const deadline = performance.now() + timeoutMs;
@@ -66,17 +106,4 @@ export async function claimedOneTaskPipelines(
 ): Promise<ClaimedTask[]> {
   await store.createPipelines(oneTaskPipelines(count, now));
   return store.claimTasks({ runnerId, registered: [ONE_TASK_WORKFLOW], limit: count, leaseMs, now });
-}
-
-/** A SQLite storage on a fresh file, and how to close and delete it. */
-export async function tempSqliteStorage(): Promise<{ storage: Storage; remove(): Promise<void> }> {
-  const file = tempSqliteFile();
-  const storage = await openSqliteStorage({ filename: file.filename });
-  return {
-    storage,
-    remove: async () => {
-      await storage.close();
-      file.remove();
-    },
-  };
 }
