@@ -12,14 +12,14 @@ const BACKLOG = 30;
 /** Task code running now and the most that ever ran at once, and runs per pipeline. */
 const running = { now: 0, most: 0 };
 const runsOf = new Map<string, number>();
-/** Called from inside the task code of the pipeline's nth run overall (1-based), if set. */
-let onRun: ((nth: number) => void) | null = null;
+/** Called from inside the task code of the pipeline's nth run overall (1-based), if set; the task awaits it. */
+let onRun: ((nth: number) => void | Promise<void>) | null = null;
 
 const track = async (executionId: string, work: () => Promise<void>) => {
   running.now += 1;
   running.most = Math.max(running.most, running.now);
   runsOf.set(executionId, (runsOf.get(executionId) ?? 0) + 1);
-  onRun?.([...runsOf.values()].reduce((a, b) => a + b, 0));
+  await onRun?.([...runsOf.values()].reduce((a, b) => a + b, 0));
   try {
     await work();
   } finally {
@@ -121,6 +121,34 @@ describe.each(ADAPTERS)('claiming ahead on $name', (adapter) => {
     expect(executions.map((e) => runsOf.get(e.id))).toEqual(executions.map(() => 1));
     const done = await results(successor, executions);
     expect(done.map((r) => r.tasks[0]!.attempts)).toEqual(done.map(() => 1));
+  });
+
+  it('never starts a task it claimed ahead once its pipeline is cancelled', async () => {
+    const executions = await backlog('short', BACKLOG);
+    const worker = await open({ maxConcurrentTasks: 1 });
+    const limits = recordClaims(worker);
+    const cancelled = new Set<string>();
+    // The fifth task holds the only slot until every pipeline that has not run yet is cancelled,
+    // those waiting ahead (leased, started by nobody) among them.
+    onRun = async (nth) => {
+      if (nth !== 5) return;
+      for (const { id } of executions.filter((e) => !runsOf.has(e.id))) cancelled.add(id);
+      await Promise.all([...cancelled].map((id) => worker.cancelExecution(id)));
+    };
+    await worker.start();
+    await waitFor(async () => (await worker.listExecutions({ status: 'completed' })).length === 5);
+    await waitFor(async () => (await worker.listExecutions({ status: 'cancelled' })).length === cancelled.size);
+
+    expect(Math.max(...limits)).toBeGreaterThan(1);
+    expect(cancelled.size).toBe(BACKLOG - 5);
+    expect([...cancelled].filter((id) => runsOf.has(id))).toEqual([]);
+    const ended = await results(
+      worker,
+      executions.filter((e) => cancelled.has(e.id)),
+    );
+    // Claimed (attempt 1) but never run: the tasks that waited ahead when the cancel came.
+    expect(ended.filter((r) => r.tasks[0]!.attempts > 0).length).toBeGreaterThan(0);
+    expect(ended.map((r) => r.status)).toEqual(ended.map(() => 'cancelled'));
   });
 });
 
