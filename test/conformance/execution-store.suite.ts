@@ -343,6 +343,52 @@ export function describeExecutionStore(open: OpenStorage): void {
           });
         });
 
+        it('leaves tasks claimed ahead unstarted, and takes over their expired leases without charging an attempt', async () => {
+          const wf = fixture();
+          const pipelines = [await wf.create({ now: at(1) }), await wf.create({ now: at(2) })];
+          pipelines.push(await wf.create({ now: at(3) }), await wf.create({ now: at(4) }));
+          const claimed = await wf.claim('r1', at(10), { startNow: 1 });
+          const byPipeline = new Map(claimed.map((c) => [c.task.pipelineExecutionId, c]));
+          const [started, renewed, finished, neverRan] = pipelines.map((p) => byPipeline.get(p.id)!);
+          // The oldest starts now; the other three wait for a slot, leased but not started.
+          expect([started, renewed, finished, neverRan].map((c) => c!.task.startedAt)).toEqual([
+            at(10),
+            null,
+            null,
+            null,
+          ]);
+          // One starts and its renewal records it; one starts and its outcome records it; one never runs.
+          expect(
+            await store().renewLeases('r1', [leaseOfTask(renewed!.task)], LEASE_MS, at(20), { started: true }),
+          ).toEqual([renewed!.task.id]);
+          expect(await store().renewLeases('r1', [leaseOfTask(neverRan!.task)], LEASE_MS, at(20))).toEqual([
+            neverRan!.task.id,
+          ]);
+          expect(
+            (await wf.finish(finished!, { status: 'retry', error: 'x', availableAt: at(5000) }, at(30))).accepted,
+          ).toBe(true);
+          const rows = async (c: typeof started) => (await store().listTasks(c!.task.pipelineExecutionId))[0]!;
+          expect((await rows(renewed)).startedAt).toEqual(at(20));
+          expect((await rows(neverRan)).startedAt).toBeNull();
+          expect((await rows(finished)).startedAt).toEqual(at(30));
+          // r1 dies: every lease runs out. Only the attempts whose code started count as failed.
+          const takeovers = await wf.claim('r2', at(20 + LEASE_MS + 1));
+          const taken = new Map(takeovers.map((c) => [c.task.pipelineExecutionId, c]));
+          expect(taken.size).toBe(3);
+          expect(taken.get(started!.task.pipelineExecutionId)).toMatchObject({
+            leaseExpired: true,
+            task: { attempt: 2, failedAttempts: 1, error: 'lease expired (held by r1)' },
+          });
+          expect(taken.get(renewed!.task.pipelineExecutionId)).toMatchObject({
+            leaseExpired: true,
+            task: { attempt: 2, failedAttempts: 1 },
+          });
+          expect(taken.get(neverRan!.task.pipelineExecutionId)).toMatchObject({
+            leaseExpired: false,
+            task: { attempt: 2, failedAttempts: 0, error: null, leaseOwner: 'r2' },
+          });
+        });
+
         it("hands over the pipeline's terminal tasks with their outputs, in canonical order", async () => {
           const wf = fixture(DIAMOND);
           await wf.create();

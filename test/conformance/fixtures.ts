@@ -133,7 +133,11 @@ export interface WorkflowFixture {
   /** Creates a pipeline of this workflow. */
   create(overrides?: Partial<Omit<NewPipeline, 'workflowName' | 'tasks'>>): Promise<PipelineRow>;
   /** Claims this workflow's tasks (all its task ids registered). */
-  claim(runnerId: string, now: Date, options?: { limit?: number; leaseMs?: number }): Promise<ClaimedTask[]>;
+  claim(
+    runnerId: string,
+    now: Date,
+    options?: { limit?: number; leaseMs?: number; startNow?: number },
+  ): Promise<ClaimedTask[]>;
   /** The finish request for a claimed task, fenced by its lease unless `fence` says otherwise. */
   request(
     claimed: ClaimedTask,
@@ -169,6 +173,7 @@ export function workflowFixture(storage: () => Storage, dag: Dag): WorkflowFixtu
         limit: options.limit ?? 100,
         leaseMs: options.leaseMs ?? LEASE_MS,
         now,
+        ...(options.startNow === undefined ? {} : { startNow: options.startNow }),
       }),
     request: (claimed, outcome, now, fence = {}) => ({
       runnerId: fence.runnerId ?? claimed.task.leaseOwner!,

@@ -99,6 +99,14 @@ export interface ClaimTasksRequest {
   limit: number;
   leaseMs: number;
   now: Date;
+  /**
+   * How many of the claimed tasks (the oldest first, in the order returned) start at once;
+   * the rest are claimed ahead of a free slot. A task claimed ahead is leased but not started
+   * (its row's `startedAt` stays null) until a renewal with `started` or its outcome records
+   * the start, so that a crash before it ran gives it back without using an attempt.
+   * Default: all of them.
+   */
+  startNow?: number;
 }
 
 /** A task this runner now holds, with what it needs to run. */
@@ -108,7 +116,11 @@ export interface ClaimedTask {
   pipeline: PipelineRow;
   /** Every task of the pipeline that is terminal, with its output. */
   terminalTasks: TaskRow[];
-  /** True when this claim took over an expired lease (counted in `failedAttempts`). */
+  /**
+   * True when this claim took over the expired lease of an attempt whose code had started
+   * (counted in `failedAttempts`). The expired lease of a task claimed ahead and never
+   * started is taken over without a charge, and this is false.
+   */
   leaseExpired: boolean;
 }
 
@@ -123,6 +135,12 @@ export interface LeaseRef {
   /** The task's id in its workflow. */
   taskId: string;
   attempt: number;
+}
+
+/** Options of {@link ExecutionStore.renewLeases}. */
+export interface RenewLeasesOptions {
+  /** The leases' attempts run their code now: record the start of those claimed ahead. Default false. */
+  started?: boolean;
 }
 
 /** How an attempt ended, as committed by {@link ExecutionStore.finishTask}. */
@@ -197,8 +215,18 @@ export interface ExecutionStore {
    * receive the same task (SKIP LOCKED on Postgres).
    */
   claimTasks(request: ClaimTasksRequest): Promise<ClaimedTask[]>;
-  /** Extends the leases still held by `runnerId`; returns the ids it still holds. */
-  renewLeases(runnerId: string, leases: readonly LeaseRef[], leaseMs: number, now: Date): Promise<string[]>;
+  /**
+   * Extends the leases still held by `runnerId`; returns the ids it still holds. With
+   * `started`, their attempts run their code: a task claimed ahead records its start (see
+   * {@link ClaimTasksRequest.startNow}).
+   */
+  renewLeases(
+    runnerId: string,
+    leases: readonly LeaseRef[],
+    leaseMs: number,
+    now: Date,
+    options?: RenewLeasesOptions,
+  ): Promise<string[]>;
   /** Gives leases back at shutdown: the tasks become ready again, not counted as failures. */
   releaseLeases(runnerId: string, leases: readonly LeaseRef[], now: Date): Promise<number>;
   /**

@@ -32,6 +32,11 @@ export const TERMINAL_PIPELINE_STATUSES = [
   'failed',
   'cancelled',
 ] as const satisfies readonly PipelineStatus[];
+/**
+ * Terminal pipelines that `retryExecution` can set running again: what a process remembers of
+ * their end may be undone by a retry made elsewhere. Only `completed` is final for good.
+ */
+export const RETRYABLE_PIPELINE_STATUSES = ['failed', 'cancelled'] as const satisfies readonly PipelineStatus[];
 /** Tasks that have ended: their outcome is final. */
 export const TERMINAL_TASK_STATUSES = [
   'completed',

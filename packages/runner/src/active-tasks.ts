@@ -30,27 +30,45 @@ export function leaseOf({ taskExecutionId, pipelineExecutionId, taskId, attempt 
 }
 
 /**
- * The attempts running in this process, by task execution id: what the lease loop renews,
- * what cancel, pause and shutdown abort, and what counts against `maxConcurrentTasks`.
+ * The attempts running in this process: what the lease loop renews, what cancel, pause and
+ * shutdown abort, and what counts against `maxConcurrentTasks`.
+ *
+ * One attempt per task at a time: claiming a task this process still runs means the database
+ * took the lease away (a pause and resume, a cancel and retry, an expiry), so the older attempt
+ * is aborted and stays tracked, still counted and awaited, until it has settled; the caller
+ * starts the new one only then ({@link add}).
  */
 export class ActiveTasks {
+  /** The latest attempt of each task, by task execution id. */
   readonly #byId = new Map<string, ActiveTask>();
+  /** Older attempts of tasks claimed again, aborted and not yet settled. */
+  readonly #superseded = new Set<ActiveTask>();
   readonly #idleWaiters = new Set<() => void>();
 
-  /** Attempts running now. */
+  /** Attempts running now, superseded ones that have not settled included. */
   get size(): number {
-    return this.#byId.size;
+    return this.#byId.size + this.#superseded.size;
   }
 
-  /** Tracks an attempt until {@link remove}. */
-  add(task: ActiveTask): void {
+  /**
+   * Tracks an attempt until {@link remove}. When this process still runs an older attempt of
+   * the same task, that one is aborted (its lease is gone) and returned: start the new
+   * attempt's code only once its `done` has settled.
+   */
+  add(task: ActiveTask): ActiveTask | undefined {
+    const older = this.#byId.get(task.taskExecutionId);
     this.#byId.set(task.taskExecutionId, task);
+    if (older === undefined) return undefined;
+    this.#superseded.add(older);
+    this.abort(older, 'lease_lost');
+    return older;
   }
 
   /** Stops tracking an attempt; wakes {@link whenIdle} waiters when none is left. */
   remove(task: ActiveTask): void {
     if (this.#byId.get(task.taskExecutionId) === task) this.#byId.delete(task.taskExecutionId);
-    if (this.#byId.size === 0) {
+    else this.#superseded.delete(task);
+    if (this.size === 0) {
       for (const wake of this.#idleWaiters) wake();
       this.#idleWaiters.clear();
     }
@@ -58,12 +76,17 @@ export class ActiveTasks {
 
   /** True while `task` is tracked. */
   has(task: ActiveTask): boolean {
-    return this.#byId.get(task.taskExecutionId) === task;
+    return this.#byId.get(task.taskExecutionId) === task || this.#superseded.has(task);
   }
 
   /** Every attempt running now. */
   list(): ActiveTask[] {
-    return [...this.#byId.values()];
+    return [...this.#byId.values(), ...this.#superseded];
+  }
+
+  /** The pipelines this process runs attempts of. */
+  pipelineIds(): Set<string> {
+    return new Set(this.list().map((task) => task.pipelineExecutionId));
   }
 
   /** Leases of every attempt running now (fenced by attempt). */
@@ -93,7 +116,7 @@ export class ActiveTasks {
 
   /** Resolves when no attempt is running, or after `timeoutMs`; true when idle. */
   whenIdle(timeoutMs: number): Promise<boolean> {
-    if (this.#byId.size === 0) return Promise.resolve(true);
+    if (this.size === 0) return Promise.resolve(true);
     return new Promise((resolve) => {
       const wake = () => {
         clearTimeout(timer);

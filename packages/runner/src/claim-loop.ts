@@ -174,6 +174,8 @@ export class ClaimLoop extends BackgroundLoop {
       runnerId: this.#options.runnerId,
       registered,
       limit,
+      // The tasks for the free slots start at once; those taken ahead are leased but not started.
+      startNow: free,
       leaseMs: this.#options.taskLeaseMs,
       now: this.#options.clock.now(),
     };
@@ -188,7 +190,14 @@ export class ClaimLoop extends BackgroundLoop {
           this.nudge();
         }
         // Even if the loop is stopping: shutdown waits for them to start and end, or releases them, like running tasks.
-        this.#options.ahead.push(tasks);
+        // Those the claim recorded as started take the slots reserved for them now, ahead of any waiting task:
+        // a crash from here on charges them an attempt, so their code must not wait behind another's.
+        const waiting: ClaimedTask[] = [];
+        for (const claimed of tasks) {
+          if (claimed.task.startedAt === null) waiting.push(claimed);
+          else startAttempt(claimed, this.#environment);
+        }
+        this.#options.ahead.push(waiting);
         this.#startWaiting();
       },
     };

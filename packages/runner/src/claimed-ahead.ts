@@ -54,6 +54,11 @@ export class ClaimedAhead {
     }
   }
 
+  /** The pipelines of the waiting tasks. */
+  pipelineIds(): Set<string> {
+    return new Set([...this.#waiting.values()].map((claimed) => claimed.pipeline.id));
+  }
+
   /** Drops the waiting tasks of one pipeline (cancelled or paused: their rows were already rewritten). */
   dropPipeline(pipelineExecutionId: string): void {
     for (const [id, claimed] of this.#waiting) {

@@ -331,7 +331,6 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
     if (row === null) throw executionNotFound(executionId);
     // Another call retried it (or cancelled the retry) in between: judge the status it has now.
     if (row.status !== 'running') assertRetryable(row);
-    this.waiters.forget(row.id);
     this.emitEvent('pipeline:retried', {
       executionId: row.id,
       workflowName: row.workflowName,

@@ -3,8 +3,10 @@ import {
   type Logger,
   type PipelineRow,
   PipelineTimeoutError,
+  RETRYABLE_PIPELINE_STATUSES,
   setLongTimeout,
   type TaskRow,
+  TERMINAL_PIPELINE_STATUSES as TERMINAL_STATUS_LIST,
 } from '@orreryjs/core';
 
 /** A terminal pipeline, with its task rows when the process that finished it knew them all. */
@@ -14,7 +16,9 @@ export interface FinishedPipeline {
 }
 
 /** Terminal pipeline states: a waiter resolves on any of them. */
-export const TERMINAL_PIPELINE_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
+export const TERMINAL_PIPELINE_STATUSES: ReadonlySet<string> = new Set(TERMINAL_STATUS_LIST);
+/** Ends another process can undo (`retryExecution` sets a failed or cancelled pipeline running again). */
+const UNDOABLE_STATUSES: ReadonlySet<string> = new Set(RETRYABLE_PIPELINE_STATUSES);
 
 /**
  * First pause before reading a pipeline that some other runner may finish; doubles up to
@@ -27,7 +31,9 @@ const MAX_POLLS_PER_SWEEP = 16;
 const MIN_SWEEP_GAP_MS = 50;
 /**
  * Pipelines this process finished most recently, kept so that a wait() that starts after the
- * end (executeAsync now, wait later) resolves without a read.
+ * end (executeAsync now, wait later) resolves without a read. Only `completed` ends are kept: a
+ * failed or cancelled pipeline may be retried by another process, and a memory of its end
+ * would then answer every later wait with a stale status.
  */
 const RECENTLY_FINISHED_LIMIT = 10_000;
 /** Task rows are remembered only for pipelines this small; larger ones are read again (one read among many tasks). */
@@ -133,21 +139,10 @@ export class CompletionWaiters {
     });
   }
 
-  /** A pipeline that runs again (retryExecution): what this process remembered of its end is stale. */
-  forget(id: string): void {
-    this.#recentlyFinished.delete(id);
-  }
-
   /** A pipeline this process made terminal (with all its task rows, if known): wake its waiters now. */
   notify(row: PipelineRow, tasks: readonly TaskRow[] | null = null): void {
     const finished = { row, tasks };
-    this.#recentlyFinished.set(row.id, {
-      row,
-      tasks: tasks !== null && tasks.length <= REMEMBERED_TASKS_LIMIT ? tasks : null,
-    });
-    if (this.#recentlyFinished.size > RECENTLY_FINISHED_LIMIT) {
-      this.#recentlyFinished.delete(this.#recentlyFinished.keys().next().value as string);
-    }
+    if (!UNDOABLE_STATUSES.has(row.status)) this.#remember(row, tasks);
     const entry = this.#entries.get(row.id);
     if (entry === undefined) return;
     this.#entries.delete(row.id);
@@ -178,6 +173,16 @@ export class CompletionWaiters {
     const entries = [...this.#entries.values()];
     this.#entries.clear();
     for (const entry of entries) for (const waiter of entry.waiters) waiter.reject(error);
+  }
+
+  #remember(row: PipelineRow, tasks: readonly TaskRow[] | null): void {
+    this.#recentlyFinished.set(row.id, {
+      row,
+      tasks: tasks !== null && tasks.length <= REMEMBERED_TASKS_LIMIT ? tasks : null,
+    });
+    if (this.#recentlyFinished.size > RECENTLY_FINISHED_LIMIT) {
+      this.#recentlyFinished.delete(this.#recentlyFinished.keys().next().value as string);
+    }
   }
 
   #remove(id: string, waiter: Waiter): void {

@@ -41,8 +41,12 @@ export class LeaseLoop extends BackgroundLoop {
     if (tasks.length === 0 && waiting.length === 0) return;
     try {
       const now = clock.now();
-      const leases = [...tasks.map(leaseOf), ...waiting];
-      const held = new Set(await store.renewLeases(runnerId, leases, taskLeaseMs, now));
+      // Two statements: only the running attempts' renewal records the start of those claimed ahead.
+      const [running, stillWaiting] = await Promise.all([
+        store.renewLeases(runnerId, tasks.map(leaseOf), taskLeaseMs, now, { started: true }),
+        store.renewLeases(runnerId, waiting, taskLeaseMs, now),
+      ]);
+      const held = new Set([...running, ...stillWaiting]);
       ahead.renewed(waiting, held, new Date(now.getTime() + taskLeaseMs));
       for (const task of tasks) {
         if (held.has(task.taskExecutionId)) task.leaseExpiresAtMs = now.getTime() + taskLeaseMs;

@@ -1,8 +1,8 @@
 import type { PipelineRow, RetriedTask, TaskRow } from '@orreryjs/core';
-import { ValidationError } from '@orreryjs/core';
+import { RETRYABLE_PIPELINE_STATUSES, ValidationError } from '@orreryjs/core';
 
 /** The statuses `retryExecution` accepts. */
-const RETRYABLE = new Set(['failed', 'cancelled']);
+const RETRYABLE: ReadonlySet<string> = new Set(RETRYABLE_PIPELINE_STATUSES);
 
 /** What a retry sends back to run. */
 export interface RetryPlan {

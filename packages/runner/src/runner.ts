@@ -17,6 +17,7 @@ import { ClaimLoop } from './claim-loop.js';
 import { ClaimedAhead } from './claimed-ahead.js';
 import { OrreryClient } from './client.js';
 import { type DefaultRunnerConfig, type ResolvedRunnerConfig, resolveConfig } from './config.js';
+import { ControlWatch } from './control-watch.js';
 import type { RunnerEvents } from './events.js';
 import { checkHealth, type RunnerHealth } from './health.js';
 import { HeartbeatLoop, OffsetClock } from './heartbeat.js';
@@ -59,6 +60,8 @@ export class DefaultRunner extends OrreryClient {
   readonly #ahead = new ClaimedAhead();
   readonly #claimLoop: ClaimLoop;
   readonly #leaseLoop: LeaseLoop;
+  /** Polls for remote pauses and cancels where the storage has no wake-ups; null where it has. */
+  readonly #controlWatch: ControlWatch | null;
   readonly #heartbeat: HeartbeatLoop;
   readonly #retention: RetentionLoop;
   readonly #metrics: RunnerMetrics;
@@ -101,6 +104,14 @@ export class DefaultRunner extends OrreryClient {
       pollIntervalMs: config.pollIntervalMs,
     });
     this.#leaseLoop = new LeaseLoop({ ...shared, taskLeaseMs: config.taskLeaseMs });
+    this.#controlWatch =
+      storage.wakeUps === undefined
+        ? new ControlWatch({
+            ...shared,
+            pollIntervalMs: config.pollIntervalMs,
+            stop: (id, cause) => this.abortLocalTasks(id, cause),
+          })
+        : null;
     this.#heartbeat = new HeartbeatLoop({
       runners: seenWithWorkflows(storage, registry),
       runnerId,
@@ -176,6 +187,7 @@ export class DefaultRunner extends OrreryClient {
     await this.#heartbeat.beat();
     this.#heartbeat.start();
     this.#leaseLoop.start();
+    this.#controlWatch?.start();
     this.#claimLoop.start();
     this.#retention.start();
     this.cron.start();
@@ -222,7 +234,13 @@ export class DefaultRunner extends OrreryClient {
       config.logger.info({ released }, 'released the leases of unfinished tasks');
     });
     await step('stop loops', () =>
-      Promise.all([this.#leaseLoop.stop(), this.#heartbeat.stop(), this.#retention.stop(), this.#upserts]),
+      Promise.all([
+        this.#leaseLoop.stop(),
+        this.#controlWatch?.stop(),
+        this.#heartbeat.stop(),
+        this.#retention.stop(),
+        this.#upserts,
+      ]),
     );
     this.waiters.close(
       new PipelineTimeoutError(
@@ -312,6 +330,9 @@ export class DefaultRunner extends OrreryClient {
       }
       case 'pipeline':
         if (wakeUp.status === 'running' || wakeUp.status === 'pending') this.#claimLoop.nudge();
+        // Paused or cancelled by another process: stop its attempts here now, not at the next lease renewal.
+        else if (wakeUp.status === 'paused' || wakeUp.status === 'cancelled')
+          this.abortLocalTasks(wakeUp.id, wakeUp.status);
         return;
       case 'schedule':
         this.cron.wake(wakeUp.nextRunAt);

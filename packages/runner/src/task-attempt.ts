@@ -68,8 +68,10 @@ interface AttemptRef {
 
 /**
  * Starts running a claimed task and tracks it in `env.active` at once (so it counts against
- * the concurrency limit and its lease is renewed). The returned entry's `done` settles when
- * the attempt is over; it never rejects.
+ * the concurrency limit and its lease is renewed). When this process still runs an older
+ * attempt of the task, that one is aborted and this one's code starts once it has settled:
+ * never two attempts of one task at once. The returned entry's `done` settles when the
+ * attempt is over; it never rejects.
  */
 export function startAttempt(claimed: ClaimedTask, env: AttemptEnvironment): ActiveTask {
   const { task } = claimed;
@@ -81,8 +83,9 @@ export function startAttempt(claimed: ClaimedTask, env: AttemptEnvironment): Act
     abortCause: null,
     done: Promise.resolve(),
   };
-  env.active.add(entry);
-  entry.done = runAttempt(claimed, entry, env)
+  const older = env.active.add(entry);
+  const run = () => runAttempt(claimed, entry, env);
+  entry.done = (older === undefined ? run() : older.done.then(run))
     .catch((error: unknown) => {
       env.logger.error({ err: error, taskExecutionId: task.id }, 'task attempt failed unexpectedly');
     })
@@ -94,6 +97,8 @@ export function startAttempt(claimed: ClaimedTask, env: AttemptEnvironment): Act
 }
 
 async function runAttempt(claimed: ClaimedTask, entry: ActiveTask, env: AttemptEnvironment): Promise<void> {
+  // Aborted while an older attempt of the task settled: a cancel, pause or shutdown already decided its row.
+  if (entry.abortCause !== null) return;
   const { task: row, pipeline } = claimed;
   const workflow = env.registry.find(row.workflowName);
   const definition = workflow?.taskById.get(row.taskId);

@@ -69,6 +69,7 @@ function selectClaimable(db: PostgresDb, tables: PostgresTables, condition: SQL 
       taskId: t.taskId,
       status: t.status,
       availableAt: t.availableAt,
+      startedAt: t.startedAt,
       ...aliasColumns(getTableColumns(p), 'p_'),
     })
     .from(t)
@@ -109,18 +110,24 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
         .orderBy(sql`available_at`)
         .limit(sql.placeholder('limit')),
     );
-  const IS_RUNNING = isRunning(tables);
+  // An expired lease costs an attempt only once the attempt's code had started (see startNow).
+  const STARTED_ATTEMPT_LOST = sql`${candidates.status} = 'running' AND ${candidates.startedAt} IS NOT NULL`;
+  const startNow = sql`${sql.placeholder('startNow')}::int`;
   const leased = db.$with('leased').as(
     db
       .update(t)
       .set({
         status: 'running',
         attempt: sql`${t.attempt} + 1`,
-        failedAttempts: sql`${t.failedAttempts} + (CASE WHEN ${IS_RUNNING} THEN 1 ELSE 0 END)`,
-        error: sql`CASE WHEN ${IS_RUNNING} THEN 'lease expired (held by ' || coalesce(${t.leaseOwner}, 'nobody') || ')' ELSE ${t.error} END`,
+        failedAttempts: sql`${t.failedAttempts} + (CASE WHEN ${STARTED_ATTEMPT_LOST} THEN 1 ELSE 0 END)`,
+        error: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN 'lease expired (held by ' || coalesce(${t.leaseOwner}, 'nobody') || ')' ELSE ${t.error} END`,
         leaseOwner: bind(t.leaseOwner, 'runnerId'),
         leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'),
-        startedAt: now,
+        // The oldest `startNow` candidates start at once; the rest are claimed ahead, not started.
+        // Raw SQL: a candidate's rank among the others, which drizzle's builder has no expression for.
+        startedAt: sql`CASE WHEN ${startNow} >= ${sql.placeholder('limit')}::int THEN ${now}
+          WHEN (SELECT count(*) FROM ${candidates} AS earlier WHERE (earlier.available_at, earlier.pipeline_execution_id, earlier.task_id)
+            < (${candidates.availableAt}, ${candidates.pipelineExecutionId}, ${candidates.taskId})) < ${startNow} THEN ${now} END`,
         updatedAt: now,
       })
       .from(candidates)
@@ -128,7 +135,7 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
       .where(and(eq(t.pipelineExecutionId, candidates.pipelineExecutionId), eq(t.taskId, candidates.taskId)))
       .returning({
         ...taskRow,
-        leaseExpired: sql<boolean>`${candidates.status} = 'running'`.as('lease_expired'),
+        leaseExpired: sql<boolean>`${STARTED_ATTEMPT_LOST}`.as('lease_expired'),
         ...carryAliased(candidates, pipelineRow, 'p_'),
       }),
   );
@@ -212,6 +219,7 @@ export async function claimTasks(
       now: request.now,
       registered: registeredTaskKeys(request.registered),
       limit: request.limit,
+      startNow: request.startNow ?? request.limit,
       runnerId: request.runnerId,
       leaseExpiresAt: later(request.now, request.leaseMs),
     },

@@ -62,6 +62,8 @@ export function prepareFinish(handle: PostgresHandle) {
         failedAttempts: sql`${t.failedAttempts} + ${failed}`,
         availableAt: sql`coalesce(${bind(t.availableAt, 'availableAt')}, ${t.availableAt})`,
         completedAt: bind(t.completedAt, 'completedAt'),
+        // A task claimed ahead whose start no renewal recorded yet: its outcome records it.
+        startedAt: sql`coalesce(${t.startedAt}, ${now})`,
         leaseOwner: null,
         leaseExpiresAt: null,
         updatedAt: now,
@@ -178,7 +180,8 @@ function finishTasksSql({ pipelineExecutions: p, taskExecutions: t }: PostgresTa
 ), fenced AS (
   UPDATE ${t} t SET status = r.status, output = r.output::jsonb, error = r.error,
     failed_attempts = t.failed_attempts + r.failed, available_at = coalesce(r.available_at, t.available_at),
-    completed_at = r.completed_at, lease_owner = NULL, lease_expires_at = NULL, updated_at = $1
+    completed_at = r.completed_at, started_at = coalesce(t.started_at, $1), lease_owner = NULL, lease_expires_at = NULL,
+    updated_at = $1
   FROM req r
   WHERE t.pipeline_execution_id = r.pipeline_id AND t.task_id = r.task_id AND t.id = r.id
     AND t.lease_owner = r.runner_id AND t.attempt = r.attempt AND t.status = 'running'

@@ -12,6 +12,7 @@ import {
   type NewPipeline,
   type PipelineFilter,
   type PipelineRow,
+  type RenewLeasesOptions,
   type RetriedTask,
   type TaskRow,
 } from '@orreryjs/core';
@@ -96,9 +97,15 @@ export class PostgresExecutionStore implements ExecutionStore {
     return statement('claimTasks', () => claimTasks(this.#q.claim, request));
   }
 
-  renewLeases(runnerId: string, leases: readonly LeaseRef[], leaseMs: number, now: Date): Promise<string[]> {
+  renewLeases(
+    runnerId: string,
+    leases: readonly LeaseRef[],
+    leaseMs: number,
+    now: Date,
+    options?: RenewLeasesOptions,
+  ): Promise<string[]> {
     if (leases.length === 0) return Promise.resolve([]);
-    return statement('renewLeases', () => renewLeases(this.#q.lease, runnerId, leases, leaseMs, now));
+    return statement('renewLeases', () => renewLeases(this.#q.lease, runnerId, leases, leaseMs, now, options));
   }
 
   releaseLeases(runnerId: string, leases: readonly LeaseRef[], now: Date): Promise<number> {

@@ -1,4 +1,4 @@
-import type { LeaseRef } from '@orreryjs/core';
+import type { LeaseRef, RenewLeasesOptions } from '@orreryjs/core';
 import { and, eq, lt, sql } from 'drizzle-orm';
 import { bind, dateToIso, encodeUuidList, inUuidList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
@@ -34,7 +34,11 @@ export function prepareLease({ db, tables, named }: PostgresHandle) {
   return {
     renewLeases: db
       .update(t)
-      .set({ leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'), updatedAt: now })
+      .set({
+        leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'),
+        startedAt: sql`CASE WHEN ${sql.placeholder('started')}::boolean THEN coalesce(${t.startedAt}, ${now}) ELSE ${t.startedAt} END`,
+        updatedAt: now,
+      })
       .where(leaseFence)
       .returning({ id: t.id })
       .prepare(named('orrery_renew_leases')),
@@ -62,18 +66,20 @@ function leaseKeys(leases: readonly LeaseRef[]) {
   };
 }
 
-/** Extends the leases `runnerId` still holds; returns their task ids. */
+/** Extends the leases `runnerId` still holds; returns their task ids. With `started`, records the start of those claimed ahead. */
 export async function renewLeases(
   q: LeaseStatements,
   runnerId: string,
   leases: readonly LeaseRef[],
   leaseMs: number,
   now: Date,
+  { started = false }: RenewLeasesOptions = {},
 ): Promise<string[]> {
   const rows = await q.renewLeases.execute({
     runnerId,
     ...leaseKeys(leases),
     leaseExpiresAt: later(now, leaseMs),
+    started,
     now,
   });
   return rows.map((row) => row.id);

@@ -26,7 +26,7 @@ function isReady({ taskExecutions: t }: SqliteTables) {
 function selectClaimable(db: SqliteDb, tables: SqliteTables, condition: SQL | undefined) {
   const { pipelineExecutions: p, taskExecutions: t } = tables;
   return db
-    .select({ id: t.id, status: t.status, availableAt: t.availableAt })
+    .select({ id: t.id, status: t.status, availableAt: t.availableAt, startedAt: t.startedAt })
     .from(t)
     .innerJoin(p, eq(p.id, t.pipelineExecutionId))
     .where(
@@ -48,6 +48,8 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
   const now = bind(t.updatedAt, 'now');
   const byIds = (column: unknown) => sql`${column} IN ${uuidListSql(sql.placeholder('ids'))}`;
   const IS_RUNNING = isRunning(tables);
+  // An expired lease costs an attempt only once the attempt's code had started (see startNow).
+  const STARTED_ATTEMPT_LOST = sql`${IS_RUNNING} AND ${t.startedAt} IS NOT NULL`;
   return {
     // Two statements, each an ordered walk of its own partial index that stops at the limit, so a claim
     // costs the same with a backlog of thousands of ready tasks as with none.
@@ -58,11 +60,12 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
       .set({
         status: 'running',
         attempt: sql`${t.attempt} + 1`,
-        failedAttempts: sql`${t.failedAttempts} + (CASE WHEN ${IS_RUNNING} THEN 1 ELSE 0 END)`,
-        error: sql`CASE WHEN ${IS_RUNNING} THEN 'lease expired (held by ' || coalesce(${t.leaseOwner}, 'nobody') || ')' ELSE ${t.error} END`,
+        failedAttempts: sql`${t.failedAttempts} + (CASE WHEN ${STARTED_ATTEMPT_LOST} THEN 1 ELSE 0 END)`,
+        error: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN 'lease expired (held by ' || coalesce(${t.leaseOwner}, 'nobody') || ')' ELSE ${t.error} END`,
         leaseOwner: bind(t.leaseOwner, 'runnerId'),
         leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'),
-        startedAt: now,
+        // The oldest `startNow` candidates start at once; the rest are claimed ahead, not started.
+        startedAt: sql`CASE WHEN ${t.id} IN ${uuidListSql(sql.placeholder('startIds'))} THEN ${now} END`,
         updatedAt: now,
       })
       .where(byIds(t.id))
@@ -96,9 +99,11 @@ export function claimTasks(q: ClaimStatements, request: ClaimTasksRequest): Clai
     .sort((a, b) => a.availableAt.getTime() - b.availableAt.getTime())
     .slice(0, request.limit);
   if (candidates.length === 0) return [];
-  const expired = new Set(candidates.filter((c) => c.status === 'running').map((c) => c.id));
+  // Differs by necessity: SQLite ranks the candidates here, where Postgres ranks them in the statement.
+  const expired = new Set(candidates.filter((c) => c.status === 'running' && c.startedAt !== null).map((c) => c.id));
   const tasks = q.leaseTasks.all({
     ids: encodeUuidList(candidates.map((c) => c.id)),
+    startIds: encodeUuidList(candidates.slice(0, request.startNow ?? request.limit).map((c) => c.id)),
     runnerId: request.runnerId,
     leaseExpiresAt: later(request.now, request.leaseMs),
     now: request.now,

@@ -30,6 +30,8 @@ export function prepareFinish({ db, tables }: SqliteHandle) {
         failedAttempts: sql`${t.failedAttempts} + ${placeholder('failed')}`,
         availableAt: sql`coalesce(${bind(t.availableAt, 'availableAt')}, ${t.availableAt})`,
         completedAt: bind(t.completedAt, 'completedAt'),
+        // A task claimed ahead whose start no renewal recorded yet: its outcome records it.
+        startedAt: sql`coalesce(${t.startedAt}, ${now})`,
         leaseOwner: null,
         leaseExpiresAt: null,
         updatedAt: now,

@@ -12,6 +12,7 @@ import {
   type NewPipeline,
   type PipelineFilter,
   type PipelineRow,
+  type RenewLeasesOptions,
   type RetriedTask,
   type TaskRow,
 } from '@orreryjs/core';
@@ -91,10 +92,16 @@ export class SqliteExecutionStore implements ExecutionStore {
     return writeTransaction(this.#handle, 'claimTasks', () => claimTasks(this.#q.claim, request));
   }
 
-  renewLeases(runnerId: string, leases: readonly LeaseRef[], leaseMs: number, now: Date): Promise<string[]> {
+  renewLeases(
+    runnerId: string,
+    leases: readonly LeaseRef[],
+    leaseMs: number,
+    now: Date,
+    options?: RenewLeasesOptions,
+  ): Promise<string[]> {
     if (leases.length === 0) return Promise.resolve([]);
     return writeTransaction(this.#handle, 'renewLeases', () =>
-      renewLeases(this.#q.lease, runnerId, leases, leaseMs, now),
+      renewLeases(this.#q.lease, runnerId, leases, leaseMs, now, options),
     );
   }
 

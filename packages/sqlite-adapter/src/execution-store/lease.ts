@@ -1,4 +1,4 @@
-import type { LeaseRef } from '@orreryjs/core';
+import type { LeaseRef, RenewLeasesOptions } from '@orreryjs/core';
 import { and, eq, lt, sql } from 'drizzle-orm';
 import { bind, dateToMillis, encodeTextList, encodeUuidList, textListSql, uuidListSql, uuidToBytes } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
@@ -38,7 +38,11 @@ export function prepareLease({ db, tables }: SqliteHandle) {
   return {
     renewLeases: db
       .update(t)
-      .set({ leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'), updatedAt: now })
+      .set({
+        leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'),
+        startedAt: sql`CASE WHEN ${sql.placeholder('started')} THEN coalesce(${t.startedAt}, ${now}) ELSE ${t.startedAt} END`,
+        updatedAt: now,
+      })
       .where(leaseFence)
       .returning({ id: t.id })
       .prepare(),
@@ -57,13 +61,14 @@ export function prepareLease({ db, tables }: SqliteHandle) {
 
 export type LeaseStatements = ReturnType<typeof prepareLease>;
 
-/** Extends the leases `runnerId` still holds; returns their task ids. */
+/** Extends the leases `runnerId` still holds; returns their task ids. With `started`, records the start of those claimed ahead. */
 export function renewLeases(
   q: LeaseStatements,
   runnerId: string,
   leases: readonly LeaseRef[],
   leaseMs: number,
   now: Date,
+  { started = false }: RenewLeasesOptions = {},
 ): string[] {
   return q.renewLeases
     .all({
@@ -71,6 +76,7 @@ export function renewLeases(
       ids: encodeUuidList(leases.map((l) => l.taskExecutionId)),
       leases: encodeLeases(leases),
       leaseExpiresAt: later(now, leaseMs),
+      started: started ? 1 : 0,
       now,
     })
     .map((row) => row.id);

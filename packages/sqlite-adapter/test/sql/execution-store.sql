@@ -25,7 +25,7 @@ select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "s
   order by "task_executions"."position" asc;
 
 -- claim/selectReady
-select "task_executions"."id", "task_executions"."status", "task_executions"."available_at"
+select "task_executions"."id", "task_executions"."status", "task_executions"."available_at", "task_executions"."started_at"
   from "task_executions"
   inner join "pipeline_executions" on "pipeline_executions"."id" = "task_executions"."pipeline_execution_id"
   where (("task_executions"."status" = 'ready' and "task_executions"."available_at" <= ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
@@ -33,7 +33,7 @@ select "task_executions"."id", "task_executions"."status", "task_executions"."av
   limit ?;
 
 -- claim/selectExpired
-select "task_executions"."id", "task_executions"."status", "task_executions"."available_at"
+select "task_executions"."id", "task_executions"."status", "task_executions"."available_at", "task_executions"."started_at"
   from "task_executions"
   inner join "pipeline_executions" on "pipeline_executions"."id" = "task_executions"."pipeline_execution_id"
   where (("task_executions"."status" = 'running' and "task_executions"."lease_expires_at" < ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
@@ -42,7 +42,7 @@ select "task_executions"."id", "task_executions"."status", "task_executions"."av
 
 -- claim/leaseTasks
 update "task_executions"
-  set "status" = ?, "attempt" = "task_executions"."attempt" + 1, "failed_attempts" = "task_executions"."failed_attempts" + (CASE WHEN "task_executions"."status" = 'running' THEN 1 ELSE 0 END), "lease_owner" = ?, "lease_expires_at" = ?, "error" = CASE WHEN "task_executions"."status" = 'running' THEN 'lease expired (held by ' || coalesce("task_executions"."lease_owner", 'nobody') || ')' ELSE "task_executions"."error" END, "started_at" = ?, "updated_at" = ?
+  set "status" = ?, "attempt" = "task_executions"."attempt" + 1, "failed_attempts" = "task_executions"."failed_attempts" + (CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN 1 ELSE 0 END), "lease_owner" = ?, "lease_expires_at" = ?, "error" = CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN 'lease expired (held by ' || coalesce("task_executions"."lease_owner", 'nobody') || ')' ELSE "task_executions"."error" END, "started_at" = CASE WHEN "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?)) THEN ? END, "updated_at" = ?
   where "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?))
   returning "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at";
 
@@ -64,7 +64,7 @@ select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "s
 
 -- lease/renewLeases
 update "task_executions"
-  set "lease_expires_at" = ?, "updated_at" = ?
+  set "lease_expires_at" = ?, "started_at" = CASE WHEN ? THEN coalesce("task_executions"."started_at", ?) ELSE "task_executions"."started_at" END, "updated_at" = ?
   where ("task_executions"."lease_owner" = ? and "task_executions"."status" = 'running' and "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?)) and lower(hex("task_executions"."id")) || ':' || "task_executions"."attempt" IN (SELECT value FROM json_each(?)))
   returning "id";
 
@@ -80,7 +80,7 @@ select count(*)
 
 -- finish/finishTask
 update "task_executions"
-  set "status" = ?, "failed_attempts" = "task_executions"."failed_attempts" + ?, "available_at" = coalesce(?, "task_executions"."available_at"), "lease_owner" = ?, "lease_expires_at" = ?, "output" = ?, "error" = ?, "completed_at" = ?, "updated_at" = ?
+  set "status" = ?, "failed_attempts" = "task_executions"."failed_attempts" + ?, "available_at" = coalesce(?, "task_executions"."available_at"), "lease_owner" = ?, "lease_expires_at" = ?, "output" = ?, "error" = ?, "started_at" = coalesce("task_executions"."started_at", ?), "completed_at" = ?, "updated_at" = ?
   where ("task_executions"."id" = ? and "task_executions"."lease_owner" = ? and "task_executions"."attempt" = ? and "task_executions"."status" = 'running')
   returning "task_id";
 
