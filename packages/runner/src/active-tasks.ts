@@ -102,9 +102,9 @@ export class ActiveTasks {
     task.controller.abort(new DOMException(`Task attempt aborted: ${ABORT_MESSAGES[cause]}.`, name));
   }
 
-  /** Aborts the running attempts of one pipeline (cancel, pause); returns how many. */
+  /** Aborts the running attempts of one pipeline (cancel, pause); returns how many were not aborted yet. */
   abortPipeline(pipelineExecutionId: string, cause: AbortCause): number {
-    const matching = this.list().filter((t) => t.pipelineExecutionId === pipelineExecutionId);
+    const matching = this.list().filter((t) => t.pipelineExecutionId === pipelineExecutionId && t.abortCause === null);
     for (const task of matching) this.abort(task, cause);
     return matching.length;
   }

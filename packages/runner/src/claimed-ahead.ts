@@ -59,11 +59,15 @@ export class ClaimedAhead {
     return new Set([...this.#waiting.values()].map((claimed) => claimed.pipeline.id));
   }
 
-  /** Drops the waiting tasks of one pipeline (cancelled or paused: their rows were already rewritten). */
-  dropPipeline(pipelineExecutionId: string): void {
+  /** Drops the waiting tasks of one pipeline (cancelled or paused: their rows were already rewritten); returns how many. */
+  dropPipeline(pipelineExecutionId: string): number {
+    let dropped = 0;
     for (const [id, claimed] of this.#waiting) {
-      if (claimed.pipeline.id === pipelineExecutionId) this.#waiting.delete(id);
+      if (claimed.pipeline.id !== pipelineExecutionId) continue;
+      this.#waiting.delete(id);
+      dropped += 1;
     }
+    return dropped;
   }
 
   /** Empties the queue; returns the leases to give back. */

@@ -17,7 +17,7 @@ import { ClaimLoop } from './claim-loop.js';
 import { ClaimedAhead } from './claimed-ahead.js';
 import { OrreryClient } from './client.js';
 import { type DefaultRunnerConfig, type ResolvedRunnerConfig, resolveConfig } from './config.js';
-import { ControlWatch } from './control-watch.js';
+import { ControlWatch, type RemoteStop } from './control-watch.js';
 import type { RunnerEvents } from './events.js';
 import { checkHealth, type RunnerHealth } from './health.js';
 import { HeartbeatLoop, OffsetClock } from './heartbeat.js';
@@ -28,6 +28,9 @@ import { WorkflowRegistry } from './registry.js';
 import { RetentionLoop } from './retention.js';
 import type { AttemptEnvironment } from './task-attempt.js';
 import { checkTimeoutMs } from './validate.js';
+
+/** What the runner logs when it stops local work on a pipeline another process paused or cancelled. */
+export const REMOTE_STOP_MESSAGE = 'stopped the local work of a pipeline paused or cancelled elsewhere';
 
 /** How long `shutdown()` lets running tasks finish before aborting them, unless told otherwise. */
 export const SHUTDOWN_TIMEOUT_MS = 30_000;
@@ -109,7 +112,7 @@ export class DefaultRunner extends OrreryClient {
         ? new ControlWatch({
             ...shared,
             pollIntervalMs: config.pollIntervalMs,
-            stop: (id, cause) => this.abortLocalTasks(id, cause),
+            stop: (id, cause) => this.#stopRemotely(id, cause),
           })
         : null;
     this.#heartbeat = new HeartbeatLoop({
@@ -332,7 +335,7 @@ export class DefaultRunner extends OrreryClient {
         if (wakeUp.status === 'running' || wakeUp.status === 'pending') this.#claimLoop.nudge();
         // Paused or cancelled by another process: stop its attempts here now, not at the next lease renewal.
         else if (wakeUp.status === 'paused' || wakeUp.status === 'cancelled')
-          this.abortLocalTasks(wakeUp.id, wakeUp.status);
+          this.#stopRemotely(wakeUp.id, wakeUp.status);
         return;
       case 'schedule':
         this.cron.wake(wakeUp.nextRunAt);
@@ -350,9 +353,17 @@ export class DefaultRunner extends OrreryClient {
   }
 
   /** @internal */
-  protected override abortLocalTasks(executionId: string, cause: 'cancelled' | 'paused'): void {
+  protected override abortLocalTasks(executionId: string, cause: RemoteStop): void {
     this.#active.abortPipeline(executionId, cause);
     this.#ahead.dropPipeline(executionId);
+  }
+
+  /** Another process paused or cancelled a pipeline: abort its attempts here and drop its tasks claimed ahead. */
+  #stopRemotely(executionId: string, cause: RemoteStop): void {
+    const aborted = this.#active.abortPipeline(executionId, cause);
+    const dropped = this.#ahead.dropPipeline(executionId);
+    if (aborted + dropped === 0) return;
+    this.config.logger.info({ executionId, cause, aborted, dropped }, REMOTE_STOP_MESSAGE);
   }
 
   /** @internal This runner most likely finishes the pipeline itself and is notified: no need to read it early. */

@@ -1,9 +1,10 @@
-import { type ClaimTasksRequest, leaseOfTask, type Storage } from '@orreryjs/core';
+import { type ClaimTasksRequest, leaseOfTask, type Storage, silentLogger } from '@orreryjs/core';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { tempSqliteStorage } from '../../../test/support/sqlite.js';
 import { CLAIM_AHEAD_FACTOR, CLAIM_AHEAD_MAX_TASK_MS } from '../src/claim-loop.js';
 import { ClaimedAhead } from '../src/claimed-ahead.js';
-import { type DefaultRunner, defineWorkflow, type PipelineExecution } from '../src/index.js';
+import { type DefaultRunner, defineWorkflow, OrreryClient, type PipelineExecution } from '../src/index.js';
+import { REMOTE_STOP_MESSAGE } from '../src/runner.js';
 import { ADAPTERS, claimedOneTaskPipelines, runnersPerTest, waitFor } from './support.js';
 
 const SLOTS = 2;
@@ -43,11 +44,12 @@ const long = defineWorkflow({
 });
 
 describe.each(ADAPTERS)('claiming ahead on $name', (adapter) => {
-  const { open } = runnersPerTest(adapter, () => ({
+  const harness = runnersPerTest(adapter, () => ({
     workflows: [short, long],
     maxConcurrentTasks: SLOTS,
     pollIntervalMs: 20,
   }));
+  const { open } = harness;
   /** Records the limit of every claim the runner's own loop makes, through its real store. */
   const recordClaims = (runner: DefaultRunner) => {
     const { executions } = (runner as unknown as { storage: Storage }).storage;
@@ -58,6 +60,21 @@ describe.each(ADAPTERS)('claiming ahead on $name', (adapter) => {
       return claim(request);
     };
     return limits;
+  };
+  /**
+   * Pipelines whose task the runner claimed ahead of a free slot, for a runner of one slot: a claim
+   * happens only with the slot free, so every task it returns after the first waits ahead.
+   */
+  const recordAhead = (runner: DefaultRunner) => {
+    const { executions } = (runner as unknown as { storage: Storage }).storage;
+    const claim = executions.claimTasks.bind(executions);
+    const ahead = new Set<string>();
+    executions.claimTasks = async (request: ClaimTasksRequest) => {
+      const claimed = await claim(request);
+      for (const { pipeline } of claimed.slice(1)) ahead.add(pipeline.id);
+      return claimed;
+    };
+    return ahead;
   };
   const backlog = async (workflowName: string, count: number) => {
     const producer = await open();
@@ -126,21 +143,24 @@ describe.each(ADAPTERS)('claiming ahead on $name', (adapter) => {
   it('never starts a task it claimed ahead once its pipeline is cancelled', async () => {
     const executions = await backlog('short', BACKLOG);
     const worker = await open({ maxConcurrentTasks: 1 });
-    const limits = recordClaims(worker);
+    const claimedAhead = recordAhead(worker);
     const cancelled = new Set<string>();
-    // The fifth task holds the only slot until every pipeline that has not run yet is cancelled,
-    // those waiting ahead (leased, started by nobody) among them.
+    let heldAt = 0;
+    // The first task to run while others wait ahead (leased, started by nobody) holds the only slot
+    // until every pipeline that has not run yet is cancelled, those waiting ahead among them.
     onRun = async (nth) => {
-      if (nth !== 5) return;
-      for (const { id } of executions.filter((e) => !runsOf.has(e.id))) cancelled.add(id);
+      const waiting = executions.filter((e) => !runsOf.has(e.id));
+      if (heldAt > 0 || !waiting.some((e) => claimedAhead.has(e.id))) return;
+      heldAt = nth;
+      for (const { id } of waiting) cancelled.add(id);
       await Promise.all([...cancelled].map((id) => worker.cancelExecution(id)));
     };
     await worker.start();
-    await waitFor(async () => (await worker.listExecutions({ status: 'completed' })).length === 5);
+    await waitFor(() => heldAt > 0);
+    await waitFor(async () => (await worker.listExecutions({ status: 'completed' })).length === heldAt);
     await waitFor(async () => (await worker.listExecutions({ status: 'cancelled' })).length === cancelled.size);
 
-    expect(Math.max(...limits)).toBeGreaterThan(1);
-    expect(cancelled.size).toBe(BACKLOG - 5);
+    expect(cancelled.size).toBe(BACKLOG - heldAt);
     expect([...cancelled].filter((id) => runsOf.has(id))).toEqual([]);
     const ended = await results(
       worker,
@@ -149,6 +169,56 @@ describe.each(ADAPTERS)('claiming ahead on $name', (adapter) => {
     // Claimed (attempt 1) but never run: the tasks that waited ahead when the cancel came.
     expect(ended.filter((r) => r.tasks[0]!.attempts > 0).length).toBeGreaterThan(0);
     expect(ended.map((r) => r.status)).toEqual(ended.map(() => 'cancelled'));
+  });
+
+  it('drops them at a wake-up when another process cancels or pauses them: the cancelled never run, the paused run once after the resume', async () => {
+    const stops = new Map<string, string>();
+    const logger = {
+      ...silentLogger,
+      info: (obj: object, msg?: string) => {
+        if (msg !== REMOTE_STOP_MESSAGE) return;
+        const { executionId, cause } = obj as { executionId: string; cause: string };
+        stops.set(executionId, cause);
+      },
+    };
+    const executions = await backlog('short', BACKLOG);
+    const other = await OrreryClient.create({ ...harness.db.config });
+    const worker = await open({ maxConcurrentTasks: 1, logger });
+    const claimedAhead = recordAhead(worker);
+    const [cancelled, paused]: [string[], string[]] = [[], []];
+    // The first task to run while others wait ahead holds the only slot while another process cancels
+    // or pauses every pipeline waiting ahead, until the worker has stopped them all.
+    onRun = async () => {
+      if (cancelled.length > 0) return;
+      const ahead = executions.filter((e) => !runsOf.has(e.id) && claimedAhead.has(e.id)).map((e) => e.id);
+      if (ahead.length === 0) return;
+      for (const [i, id] of ahead.entries()) (i % 2 === 0 ? cancelled : paused).push(id);
+      await Promise.all([
+        ...cancelled.map((id) => other.cancelExecution(id)),
+        ...paused.map((id) => other.pauseExecution(id, 'paused elsewhere')),
+      ]);
+      await waitFor(() => ahead.every((id) => stops.has(id)));
+    };
+    try {
+      await worker.start();
+      const left = () => BACKLOG - cancelled.length - paused.length;
+      await waitFor(
+        async () => cancelled.length > 0 && (await worker.listExecutions({ status: 'completed' })).length === left(),
+      );
+      expect([...cancelled, ...paused].filter((id) => runsOf.has(id))).toEqual([]);
+      expect(cancelled.map((id) => stops.get(id))).toEqual(cancelled.map(() => 'cancelled'));
+      expect(paused.map((id) => stops.get(id))).toEqual(paused.map(() => 'paused'));
+
+      await Promise.all(paused.map((id) => other.resumeExecution(id)));
+      await waitFor(
+        async () => (await worker.listExecutions({ status: 'completed' })).length === BACKLOG - cancelled.length,
+      );
+      expect(executions.map((e) => runsOf.get(e.id) ?? 0)).toEqual(
+        executions.map((e) => (cancelled.includes(e.id) ? 0 : 1)),
+      );
+    } finally {
+      await other.close();
+    }
   });
 });
 
