@@ -82,3 +82,57 @@ describe.each(TARGETS)('a runner killed mid-task on $name', ({ make }) => {
     expect(tasks[0]?.output?.set).toEqual({ finishedOnAttempt: 2 });
   });
 });
+
+describe.each(TARGETS)('a runner killed while it holds tasks claimed ahead, on $name', ({ make }) => {
+  const workers: Worker[] = [];
+  let target: Target | undefined;
+  let storage: Storage | undefined;
+
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((worker) => stopWorker(worker)));
+    await storage?.close();
+    await target?.remove();
+  });
+
+  it('gives them back without using an attempt: with one attempt allowed, each still runs once, only the started one fails', async () => {
+    target = make();
+    const first = spawnFixture('claim-ahead-crash-worker.ts', ['first', '40'], target.env);
+    workers.push(first);
+    await until(
+      'the first worker to hold tasks claimed ahead',
+      async () => first.messages,
+      (m) => m.some((x) => 'blocked' in x),
+    );
+    const { executionIds } = first.messages.find((m) => 'executionIds' in m) as { executionIds: string[] };
+    const { blocked, ahead } = first.messages.find((m) => 'blocked' in m) as { blocked: string; ahead: string[] };
+    const ranFirst = new Set(first.messages.flatMap((m) => (typeof m.ran === 'string' ? [m.ran] : [])));
+    storage = await target.open();
+    const store = storage.executions;
+    // Leased to the first worker, never started: the claim wrote the attempt, no code ran.
+    for (const id of ahead) expect((await store.listTasks(id))[0]).toMatchObject({ status: 'running', attempt: 1 });
+    expect(ahead.filter((id) => ranFirst.has(id))).toEqual([]);
+
+    await stopWorker(first, 'SIGKILL');
+    const second = spawnFixture('claim-ahead-crash-worker.ts', ['second'], target.env);
+    workers.push(second);
+    await second.ready;
+    const pipelines = await until(
+      'every pipeline to end',
+      () => Promise.all(executionIds.map((id) => store.getPipeline(id))),
+      (rows) => rows.every((row) => row?.status === 'completed' || row?.status === 'failed'),
+    );
+    const ranSecond = second.messages.flatMap((m) => (typeof m.ran === 'string' ? [m.ran] : []));
+    // Only the attempt whose code ran when the worker died counts: one attempt allowed, so it fails.
+    expect(pipelines.filter((row) => row!.status === 'failed').map((row) => row!.id)).toEqual([blocked]);
+    expect((await store.listTasks(blocked))[0]).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/^lease expired \(held by claim-ahead-first-/),
+    });
+    for (const id of ahead) {
+      expect((await store.listTasks(id))[0]).toMatchObject({ status: 'completed', attempt: 2, failedAttempts: 0 });
+    }
+    // Every pipeline's code ran exactly once across both workers (the blocked one's first run included).
+    const runs = [...ranFirst, ...ranSecond];
+    expect(executionIds.map((id) => runs.filter((r) => r === id).length)).toEqual(executionIds.map(() => 1));
+  });
+});
