@@ -16,6 +16,7 @@ const RULES: ReadonlyArray<readonly [RegExp, string]> = [
     'Apply them with `orrery migrate`, then retry.',
   ],
   [/\(orrery migrate, or open it without mustExist\)/, '(`orrery migrate` creates it)'],
+  [/^allowedHosts entry/, '--allowed-host'],
 ];
 
 /** `message` with the library's advice to code replaced by the CLI's flags and commands. */

@@ -7,10 +7,22 @@ import { InvalidArgumentError } from 'commander';
 
 /** A whole number ≥ `min`. */
 export function integerAtLeast(min: number): (value: string) => number {
+  return wholeNumber(min, Number.MAX_SAFE_INTEGER, `expected a whole number of at least ${min}.`);
+}
+
+/**
+ * A whole number from `min` to `max`, for a count whose cost grows with it; `instead` says
+ * what to do rather than ask for more than `max`.
+ */
+export function integerBetween(min: number, max: number, instead: string): (value: string) => number {
+  return wholeNumber(min, max, `expected a whole number from ${min} to ${max}: ${instead}`);
+}
+
+function wholeNumber(min: number, max: number, expected: string): (value: string) => number {
   return (value) => {
     const parsed = Number(value);
-    if (value.trim() === '' || !Number.isSafeInteger(parsed) || parsed < min) {
-      throw new InvalidArgumentError(`expected a whole number of at least ${min}.`);
+    if (value.trim() === '' || !Number.isSafeInteger(parsed) || parsed < min || parsed > max) {
+      throw new InvalidArgumentError(expected);
     }
     return parsed;
   };

@@ -50,6 +50,49 @@ export function writeTable<T>(io: CliIo, columns: readonly Column<T>[], rows: re
   io.stdout(`${table.toString()}\n`);
 }
 
+/**
+ * Writes `{ ...fields, [listKey]: items }` byte for byte as {@link writeJson} would, one item
+ * at a time as `items` yields them, so that a long list is never held whole.
+ */
+export function writeJsonStream(
+  io: CliIo,
+  fields: Record<string, unknown>,
+  listKey: string,
+  items: Iterable<unknown>,
+): void {
+  // The document with an empty list ends `"<listKey>": []\n}`: open the list there.
+  io.stdout(JSON.stringify({ ...fields, [listKey]: [] }, null, 2).slice(0, -3));
+  let separator = '\n    ';
+  for (const item of items) {
+    io.stdout(`${separator}${JSON.stringify(item, null, 2).replaceAll('\n', '\n    ')}`);
+    separator = ',\n    ';
+  }
+  io.stdout(separator === '\n    ' ? ']\n}\n' : '\n  ]\n}\n');
+}
+
+/**
+ * Writes rows as {@link writeTable} would, one line at a time as `rows` yields them, so that
+ * a long table is never held whole. A column is as wide as its heading or its cell in the
+ * first row (a later, wider cell widens its own line only); `empty` when there are no rows.
+ */
+export function writeTableStream<T>(io: CliIo, columns: readonly Column<T>[], rows: Iterable<T>, empty: string): void {
+  let widths: number[] | undefined;
+  const line = (cells: readonly string[], w: readonly number[]) =>
+    `│ ${cells.map((cell, i) => cell.padEnd(w[i]!)).join(' │ ')} │\n`;
+  const rule = (w: readonly number[], [left, middle, right]: string) =>
+    `${left}${w.map((width) => '─'.repeat(width + 2)).join(middle)}${right}\n`;
+  for (const row of rows) {
+    const cells = columns.map((column) => String(column.cell(row)));
+    if (widths === undefined) {
+      const headers = columns.map((column) => column.header);
+      widths = columns.map((_, i) => Math.max(headers[i]!.length, cells[i]!.length));
+      io.stdout(`${rule(widths, '┌┬┐')}${line(headers, widths)}${rule(widths, '├┼┤')}`);
+    }
+    io.stdout(line(cells, widths));
+  }
+  io.stdout(widths === undefined ? `${empty}\n` : rule(widths, '└┴┘'));
+}
+
 /** Writes labelled values as a two-column table (label, value), for one object. */
 export function writeRecord(io: CliIo, entries: ReadonlyArray<readonly [string, string | number | boolean]>): void {
   const table = newTable([]);

@@ -60,4 +60,32 @@ describe('orrery next', () => {
   it('refuses a malformed count as a usage error, exit code 2', () => {
     expectOneLineError(orrery(['next', '@daily', '-n', 'ten']), 2, '--count');
   });
+
+  it('refuses more than 10000 fire times as a usage error naming the bound and --after, exit code 2', () => {
+    const run = orrery(['next', '* * * * * *', '-n', '100000000']);
+    const line = expectOneLineError(run, 2, "'100000000' is invalid");
+    expect(line).toContain('from 1 to 10000');
+    expect(line).toContain('--after');
+    expect(run.stdout).toBe('');
+    for (const count of ['10001', '0'])
+      expectOneLineError(orrery(['next', '@daily', '-n', count]), 2, 'from 1 to 10000');
+  });
+
+  it('prints 10000 fire times, as JSON and as a table, the same document writeJson would print', () => {
+    const args = ['next', '* * * * * *', '-n', '10000', '--after', '2024-01-01T00:00:00Z'];
+    const json = orrery([...args, '--json']);
+    expect(json.status).toBe(0);
+    const parsed = JSON.parse(json.stdout) as { occurrences: Array<{ utc: string; local: string }> };
+    expect(json.stdout).toBe(`${JSON.stringify(parsed, null, 2)}\n`);
+    expect(parsed.occurrences).toHaveLength(10_000);
+    expect(parsed.occurrences[0]).toEqual({ utc: '2024-01-01T00:00:01.000Z', local: '2024-01-01T00:00:01+00:00' });
+    // 10,000 seconds after midnight is 02:46:40.
+    expect(parsed.occurrences[9_999]).toEqual({ utc: '2024-01-01T02:46:40.000Z', local: '2024-01-01T02:46:40+00:00' });
+    const table = orrery(args);
+    expect(table.status).toBe(0);
+    const rows = table.stdout.split('\n').filter((line) => line.includes('Z │'));
+    expect(rows).toHaveLength(10_000);
+    expect(rows[9_999]).toBe('│ 2024-01-01T02:46:40.000Z │ 2024-01-01T02:46:40+00:00 │');
+    expect(table.stdout.trimEnd().split('\n').at(-1)).toMatch(/^└─+┴─+┘$/);
+  });
 });

@@ -6,6 +6,7 @@ import { Hono } from 'hono';
 import { mountActions, mountReadApi } from './api.js';
 import { APP_CSS, APP_JS } from './assets.js';
 import { ChangeWatcher } from './events.js';
+import { checkHost, checkOrigin, resolveAllowedHosts } from './host-guard.js';
 import { html } from './html.js';
 import { toHttpError } from './http-errors.js';
 import { parseStatus, parseWindow } from './input.js';
@@ -33,10 +34,23 @@ export interface DashboardOptions {
    */
   readOnly?: boolean;
   /**
-   * Decides whether a request may proceed; `false` answers 401. Called for every request,
-   * pages and API alike. Default: allow (protect the mount point yourself, or pass this).
+   * Decides whether a request may proceed; `false` answers 401, and a `Response` is sent
+   * as it is (a 401 with `WWW-Authenticate: Basic` makes a browser ask for credentials).
+   * Called for every request, pages and API alike, after the `Host` check.
+   * Default: allow (protect the mount point yourself, or pass this).
    */
-  authorize?: (request: Request) => boolean | Promise<boolean>;
+  authorize?: (request: Request) => boolean | Response | Promise<boolean | Response>;
+  /**
+   * The `Host` values the dashboard answers to, each a host name or address with an optional
+   * port (`'ops.example.com'`, any port; `'127.0.0.1:4600'`, that port only; IPv6 in
+   * brackets, `'[::1]:4600'`). Any other Host gets 403, and so does an action whose `Origin`
+   * names neither the request's Host nor one of these: a page on another site whose name
+   * was made to resolve to this server (DNS rebinding) cannot read or act. Left out, every
+   * Host is answered and an action's Origin must match the Host it was sent to. Behind a
+   * proxy that rewrites `Host`, list the public name too.
+   * @default undefined (any Host)
+   */
+  allowedHosts?: readonly string[];
 }
 
 /** A mounted dashboard: one handler for Fetch-API servers and one for node:http. */
@@ -69,13 +83,17 @@ function sameToken(given: string | null, expected: Buffer): boolean {
 /**
  * Builds the operator dashboard: server-rendered pages, the JSON API under `{basePath}api/`
  * and live updates over server-sent events, reading and acting through `client`.
- * Every state-changing request needs the `X-Orrery-Csrf` header with the token the pages
- * embed (else 403), is refused with 403 in read-only mode, and goes through `authorize`.
- * @throws ConfigurationError for a basePath that is not a path.
+ * Every request must carry a `Host` listed in `allowedHosts` (when given) and goes through
+ * `authorize`; every state-changing request also needs an `Origin` (when the client sends
+ * one) naming that Host or an allowed one, and the `X-Orrery-Csrf` header with the token the
+ * pages embed (else 403), and is refused with 403 in read-only mode.
+ * @throws ConfigurationError for a basePath that is not a path, or allowedHosts that is not
+ * a non-empty list of hosts.
  */
 export function createDashboard(options: DashboardOptions): Dashboard {
   const { client, readOnly = false, authorize } = options;
   const base = normalizeBase(options.basePath ?? '/');
+  const allowedHosts = resolveAllowedHosts(options.allowedHosts);
   const csrfToken = randomBytes(24).toString('base64url');
   const expected = Buffer.from(csrfToken);
   const watcher = new ChangeWatcher(client);
@@ -86,11 +104,24 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   const context = (url: string): PageContext => ({ client, base, csrfToken, readOnly, now: now(), url: new URL(url) });
 
   app.use('*', async (c, next) => {
-    if (authorize !== undefined && !(await authorize(c.req.raw))) {
-      return c.json({ error: { code: 'UNAUTHORIZED', message: 'Not authorised to use this dashboard.' } }, 401);
-    }
+    // Host and Origin first: a rebound name never reaches authorize, which could otherwise
+    // make the browser ask for credentials on the attacker's behalf.
+    const url = new URL(c.req.url);
     const method = c.req.method;
-    if (method !== 'GET' && method !== 'HEAD') {
+    const isAction = method !== 'GET' && method !== 'HEAD';
+    const misdirected =
+      checkHost(url, allowedHosts) ?? (isAction ? checkOrigin(c.req.header('origin'), url, allowedHosts) : undefined);
+    if (misdirected !== undefined) {
+      return c.json({ error: { code: misdirected.code, message: misdirected.message } }, misdirected.status);
+    }
+    if (authorize !== undefined) {
+      const verdict = await authorize(c.req.raw);
+      if (verdict instanceof Response) return verdict;
+      if (!verdict) {
+        return c.json({ error: { code: 'UNAUTHORIZED', message: 'Not authorised to use this dashboard.' } }, 401);
+      }
+    }
+    if (isAction) {
       if (readOnly) {
         return c.json(
           { error: { code: 'READ_ONLY', message: 'This dashboard is read-only: actions are disabled.' } },

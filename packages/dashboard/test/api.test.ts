@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type DefaultRunner, defineWorkflow, ManualClock } from '@orreryjs/runner';
+import { type DefaultRunner, defineWorkflow, isOrreryError, ManualClock } from '@orreryjs/runner';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { httpRequest } from '../../../test/support/http.js';
 import { createDashboard, type Dashboard } from '../src/index.js';
 import { BACKENDS, createRunner, etl, HOSTILE_NAME, waitFor } from './support.js';
 
@@ -216,6 +217,109 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     ).toBe(200);
     expect(seen).toEqual(['/schedules', '/api/schedules/nightly/pause', '/api/schedules']);
     expect((await runner.getCronSchedule('nightly')).enabled).toBe(true);
+  });
+
+  it('sends the Response authorize returns as it is, such as a Basic challenge', async () => {
+    const basic = `Basic ${Buffer.from('ops:secret').toString('base64')}`;
+    const challenged = createDashboard({
+      client: runner,
+      authorize: (request) =>
+        request.headers.get('authorization') === basic ||
+        new Response('Log in to use the dashboard.', {
+          status: 401,
+          headers: { 'WWW-Authenticate': 'Basic realm="orrery", charset="UTF-8"' },
+        }),
+    });
+    const refused = await challenged.fetch(new Request(`${ORIGIN}/schedules`));
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toBe('Basic realm="orrery", charset="UTF-8"');
+    expect(await refused.text()).toBe('Log in to use the dashboard.');
+    const action = await post(challenged, '/api/schedules/nightly/pause', {}, { 'X-Orrery-Csrf': csrf });
+    expect(action.headers.get('www-authenticate')).toContain('Basic');
+    expect((await runner.getCronSchedule('nightly')).enabled).toBe(true);
+    const page = await challenged.fetch(new Request(`${ORIGIN}/schedules`, { headers: { authorization: basic } }));
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('nightly');
+  });
+
+  it('answers only allowedHosts through handle: a rebound Host gets 403 for the page, the API and an action', async () => {
+    const guarded = createDashboard({ client: runner, basePath: '/ops', allowedHosts: ['ops.example.com'] });
+    const server: Server = createServer((req, res) => guarded.handle(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const at = (path: string) => `http://127.0.0.1:${port}/ops${path}`;
+      const own = { Host: 'ops.example.com' };
+      const page = await httpRequest(at('/'), { headers: own });
+      expect(page.status).toBe(200);
+      const token = /<meta name="orrery-csrf" content="([^"]+)">/.exec(page.body)?.[1] ?? '';
+      expect((await httpRequest(at('/api/schedules'), { headers: { Host: `ops.example.com:${port}` } })).status).toBe(
+        200,
+      );
+      const forged = { Host: 'rebind.attacker.example' };
+      const refusedPage = await httpRequest(at('/'), { headers: forged });
+      expect(refusedPage.status).toBe(403);
+      expect(refusedPage.body).not.toContain(token);
+      expect(JSON.parse(refusedPage.body)).toMatchObject({
+        error: { code: 'HOST_NOT_ALLOWED', message: expect.stringContaining('allowedHosts') },
+      });
+      expect((await httpRequest(at('/api/schedules'), { headers: forged })).status).toBe(403);
+      expect((await httpRequest(at('/'), { headers: { Host: `127.0.0.1:${port}` } })).status).toBe(403);
+      const act = (action: string, headers: Record<string, string>) =>
+        httpRequest(at(`/api/schedules/nightly/${action}`), {
+          method: 'POST',
+          headers: { 'X-Orrery-Csrf': token, 'content-type': 'application/json', ...headers },
+          body: '{}',
+        });
+      expect((await act('pause', forged)).status).toBe(403);
+      const foreign = await act('pause', { ...own, Origin: 'http://rebind.attacker.example' });
+      expect(foreign.status).toBe(403);
+      expect(JSON.parse(foreign.body).error.code).toBe('ORIGIN_NOT_ALLOWED');
+      expect((await runner.getCronSchedule('nightly')).enabled).toBe(true);
+      // A proxy ending TLS: the browser's origin is https, the request reaching the dashboard http.
+      expect((await act('pause', { ...own, Origin: 'https://ops.example.com' })).status).toBe(200);
+      expect((await runner.getCronSchedule('nightly')).enabled).toBe(false);
+      expect((await act('resume', own)).status).toBe(200);
+      expect((await runner.getCronSchedule('nightly')).enabled).toBe(true);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('answers any Host without allowedHosts, but refuses an action from another origin', async () => {
+    const page = await dashboard.fetch(new Request('http://any.name.example/schedules'));
+    expect(page.status).toBe(200);
+    const foreign = await post(
+      dashboard,
+      '/api/schedules/nightly/pause',
+      {},
+      { 'X-Orrery-Csrf': csrf, Origin: 'http://evil.example' },
+    );
+    expect(foreign.status).toBe(403);
+    expect(((await foreign.json()) as Loose).error.code).toBe('ORIGIN_NOT_ALLOWED');
+    expect((await runner.getCronSchedule('nightly')).enabled).toBe(true);
+    const own = await post(dashboard, '/api/schedules/nightly/pause', {}, { 'X-Orrery-Csrf': csrf, Origin: ORIGIN });
+    expect(own.status).toBe(200);
+    expect((await runner.getCronSchedule('nightly')).enabled).toBe(false);
+    await post(dashboard, '/api/schedules/nightly/resume', {}, { 'X-Orrery-Csrf': csrf, Origin: ORIGIN });
+    expect((await runner.getCronSchedule('nightly')).enabled).toBe(true);
+  });
+
+  it('refuses allowedHosts that are not a non-empty list of hosts with ConfigurationError', () => {
+    const bad: unknown[] = [[], 'ops.example.com', ['*'], ['https://ops.example.com/'], ['::1'], ['a b'], [42]];
+    for (const allowedHosts of bad) {
+      let thrown: unknown;
+      try {
+        createDashboard({ client: runner, allowedHosts: allowedHosts as string[] });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(isOrreryError(thrown, 'CONFIGURATION'), String(allowedHosts)).toBe(true);
+      expect((thrown as Error).message).toContain('allowedHosts');
+    }
+    expect(() =>
+      createDashboard({ client: runner, allowedHosts: ['[::1]:4600', 'Ops.Example.com', 'localhost'] }),
+    ).not.toThrow();
   });
 
   it('shows an HTML-hostile schedule name as text, never as markup', async () => {
