@@ -107,6 +107,7 @@ export {
   assertKeysHeldBySameWorkflow,
   claimsNothing,
   idempotencyConflictError,
+  inKeyLockOrder,
   leaseOfTask,
   newCronExecutionRow,
   newTaskStatus,
