@@ -189,19 +189,6 @@ export function validateBackfillRange(range: { start: Date; end: Date }, now: Da
   }
 }
 
-/**
- * Checks a `limit`/`offset` pair of a listing call.
- * @throws ValidationError unless limit is a positive integer and offset a non-negative one.
- */
-export function validatePage(limit: number, offset: number): void {
-  if (!Number.isSafeInteger(limit) || limit <= 0) {
-    throw new ValidationError(`limit must be a positive integer, got ${describe(limit)}.`);
-  }
-  if (!Number.isSafeInteger(offset) || offset < 0) {
-    throw new ValidationError(`offset must be a non-negative integer, got ${describe(offset)}.`);
-  }
-}
-
 function checkWorkflowName(value: unknown, workflows: WorkflowCatalog, checkRegistered: boolean): string {
   const name = checkString('workflowName', value);
   if (checkRegistered && !workflows.has(name)) {

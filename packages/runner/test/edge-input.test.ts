@@ -1,16 +1,13 @@
+import { MAX_PAGE_VALUE } from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DefaultRunner, defineWorkflow, ManualClock, ValidationError } from '../src/index.js';
+import { DatabaseError, DefaultRunner, defineWorkflow, ManualClock, ValidationError } from '../src/index.js';
 import { ADAPTERS, type TestDatabase } from './support.js';
 
 const quick = defineWorkflow({ name: 'quick', tasks: [{ id: 'only', run: () => {} }] });
 const YEAR_10000 = new Date('+010000-01-01T00:00:00.000Z');
 
-/**
- * Dates a column cannot hold are refused where they enter, the same way on every adapter: a
- * ValidationError naming the field, before anything is written (Postgres used to fail with a
- * DatabaseError, SQLite used to store them).
- */
-describe.each(ADAPTERS)('dates no column holds, on $name', (adapter) => {
+/** Registers hooks that open a runner of `quick` (not started) on a fresh database for each test. */
+function useRunner(adapter: (typeof ADAPTERS)[number]): () => DefaultRunner {
   let db: TestDatabase;
   let runner: DefaultRunner;
 
@@ -26,6 +23,20 @@ describe.each(ADAPTERS)('dates no column holds, on $name', (adapter) => {
   afterEach(async () => {
     await runner.shutdown();
     await db.remove();
+  });
+  return () => runner;
+}
+
+/**
+ * Dates a column cannot hold are refused where they enter, the same way on every adapter: a
+ * ValidationError naming the field, before anything is written (Postgres used to fail with a
+ * DatabaseError, SQLite used to store them).
+ */
+describe.each(ADAPTERS)('dates no column holds, on $name', (adapter) => {
+  const opened = useRunner(adapter);
+  let runner: DefaultRunner;
+  beforeEach(() => {
+    runner = opened();
   });
 
   it.each(['startAt', 'endAt'] as const)(
@@ -65,5 +76,64 @@ describe.each(ADAPTERS)('dates no column holds, on $name', (adapter) => {
       ValidationError,
     );
     expect(await runner.listExecutions()).toEqual([]);
+  });
+});
+
+/** Pages no listing accepts: each is refused before the query, never sent to fail there. */
+const BAD_PAGES: ReadonlyArray<{ limit?: unknown; offset?: unknown }> = [
+  { offset: 1e20 },
+  { offset: -1 },
+  { offset: 1.5 },
+  { offset: Number.NaN },
+  { offset: '1' },
+  { limit: 0 },
+  { limit: -1 },
+  { limit: 1e20 },
+  { limit: 2.5 },
+  { limit: Number.NaN },
+];
+
+/**
+ * Every listing checks its paging the same way, on every adapter: a ValidationError naming
+ * the bad value (listExecutions used to send an offset of 1e20 to the database, which failed
+ * with a DatabaseError), and the largest values accepted reach both databases fine.
+ */
+describe.each(ADAPTERS)('paging of every listing, on $name', (adapter) => {
+  const runner = useRunner(adapter);
+  type Page = { limit?: number; offset?: number };
+  const listings: ReadonlyArray<{ name: string; maxLimit: number; list: (page: Page) => Promise<unknown[]> }> = [
+    { name: 'listExecutions', maxLimit: 1000, list: (page) => runner().listExecutions(page) },
+    { name: 'listCronSchedules', maxLimit: MAX_PAGE_VALUE, list: (page) => runner().listCronSchedules(page) },
+    {
+      name: 'getCronExecutionHistory',
+      maxLimit: MAX_PAGE_VALUE,
+      list: (page) => runner().getCronExecutionHistory('daily', page),
+    },
+  ];
+
+  beforeEach(async () => {
+    // One row in each listing: a schedule, and a triggered occurrence with its pipeline.
+    await runner().addCronSchedule({ name: 'daily', workflowName: 'quick', cronExpression: '0 0 * * *' });
+    await runner().triggerCronSchedule('daily');
+  });
+
+  it.each(listings)('$name refuses every bad limit and offset with a ValidationError', async ({ list }) => {
+    for (const page of BAD_PAGES) {
+      const error = await list(page as Page).then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      expect(error, JSON.stringify(page)).toBeInstanceOf(ValidationError);
+      expect(error, JSON.stringify(page)).not.toBeInstanceOf(DatabaseError);
+      expect(String(error)).toMatch(
+        /(limit|offset) must be an integer from \d+ to \d+( \(Number.MAX_SAFE_INTEGER\))?, got /,
+      );
+    }
+  });
+
+  it.each(listings)('$name accepts the largest limit and offset', async ({ list, maxLimit }) => {
+    expect(await list({ limit: maxLimit })).toHaveLength(1);
+    expect(await list({ offset: MAX_PAGE_VALUE })).toEqual([]);
+    expect(await list({ limit: maxLimit, offset: MAX_PAGE_VALUE })).toEqual([]);
   });
 });
