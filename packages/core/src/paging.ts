@@ -22,7 +22,7 @@ export interface Page {
 
 /** What a listing allows: its page size when none is given and its largest one. */
 export interface PageLimits {
-  /** @default MAX_PAGE_VALUE (all rows) */
+  /** @default maxLimit (as many rows as allowed) */
   defaultLimit?: number;
   /** @default MAX_PAGE_VALUE */
   maxLimit?: number;
@@ -36,7 +36,7 @@ export interface PageLimits {
  * @throws ValidationError naming the value and the range it must be in.
  */
 export function checkPage(page: PageInput, limits: PageLimits = {}): Page {
-  const { defaultLimit = MAX_PAGE_VALUE, maxLimit = MAX_PAGE_VALUE } = limits;
+  const { maxLimit = MAX_PAGE_VALUE, defaultLimit = maxLimit } = limits;
   const { limit = defaultLimit, offset = 0 } = page;
   if (!isIntegerIn(limit, 1, maxLimit)) {
     throw new ValidationError(`limit must be an integer from 1 to ${maxLimit}, got ${describePageValue(limit)}.`);
