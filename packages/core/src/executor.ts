@@ -7,7 +7,10 @@ export type PipelineStatus = 'pending' | 'running' | 'completed' | 'failed' | 'c
 /** Lifecycle of one task in a pipeline. Terminal: completed, failed, skipped, cancelled. */
 export type TaskStatus = 'not_started' | 'ready' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
 
-/** Options of {@link PipelineExecutor.execute} and {@link PipelineExecutor.executeAsync}. */
+/**
+ * Options of {@link PipelineExecutor.execute} and {@link PipelineExecutor.executeAsync}. A key
+ * not listed here (a typo such as `idempotencykey`) raises ValidationError naming the nearest one.
+ */
 export interface ExecuteOptions {
   /** A second call with the same key returns the first execution and writes nothing. */
   idempotencyKey?: string;

@@ -90,6 +90,7 @@ export type {
 export { deepMerge, isJsonObject, type Json, type JsonObject, jsonByteLength, toJson } from './json.js';
 export { type Logger, silentLogger } from './logger.js';
 export { BackgroundLoop, emitSafely, type LoopOptions, MAX_TIMER_MS, setLongTimeout, sleep } from './loop.js';
+export { checkPage, MAX_PAGE_VALUE, type Page, type PageInput, type PageLimits } from './paging.js';
 export { RETRY_DEFAULTS, type RetryPolicy, retryDelayMs, shouldRetry } from './retry.js';
 export type { RunnerRow, RunnerStore } from './runner-store.js';
 export {
@@ -108,6 +109,7 @@ export {
   assertKeysHeldBySameWorkflow,
   claimsNothing,
   idempotencyConflictError,
+  inKeyLockOrder,
   leaseOfTask,
   newCronExecutionRow,
   newTaskStatus,

@@ -129,6 +129,24 @@ export function claimsNothing(request: ClaimTasksRequest): boolean {
   return request.limit <= 0 || !request.registered.some((r) => r.taskIds.length > 0);
 }
 
+/**
+ * The pipelines of one write in the order their idempotency keys are taken: keyed ones by key
+ * (code-unit order), then those without a key (fresh ids, which collide with nothing). Two
+ * transactions inserting the same keys in opposite orders each wait for a key the other holds
+ * uncommitted, a deadlock (Postgres 40P01); taking keys in one global order makes the later
+ * writer wait for the earlier one's commit instead. The sort is stable, so of two pipelines of
+ * one batch with the same key the first asked is still the one created.
+ */
+export function inKeyLockOrder<T extends Pick<NewPipeline, 'idempotencyKey'>>(pipelines: readonly T[]): T[] {
+  const keyed = pipelines.filter((pipeline) => pipeline.idempotencyKey !== null);
+  keyed.sort((a, b) => compareCodeUnits(a.idempotencyKey!, b.idempotencyKey!));
+  return [...keyed, ...pipelines.filter((pipeline) => pipeline.idempotencyKey === null)];
+}
+
+function compareCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 /** The error for an idempotency key that belongs to an execution of another workflow. */
 export function idempotencyConflictError(
   key: string | null,

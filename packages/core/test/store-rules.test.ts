@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   ACTIVE_PIPELINE_STATUSES,
+  inKeyLockOrder,
   newCronExecutionRow,
   newTaskStatus,
   registeredTaskKeys,
@@ -65,6 +66,19 @@ describe('store rules', () => {
       recovered: false,
       abandonReason: null,
     });
+  });
+
+  it('orders a write by idempotency key, keeping the first asked of a repeated key first and keyless ones last', () => {
+    const asked = [
+      { name: 'b1', idempotencyKey: 'b' },
+      { name: 'none1', idempotencyKey: null },
+      { name: 'a', idempotencyKey: 'a' },
+      { name: 'b2', idempotencyKey: 'b' },
+      { name: 'none2', idempotencyKey: null },
+      { name: 'B', idempotencyKey: 'B' },
+    ];
+    expect(inKeyLockOrder(asked).map((x) => x.name)).toEqual(['B', 'a', 'b1', 'b2', 'none1', 'none2']);
+    expect(asked.map((x) => x.name)).toEqual(['b1', 'none1', 'a', 'b2', 'none2', 'B']);
   });
 
   it('keys registered tasks by workflow and task id, and keeps the status sets apart', () => {

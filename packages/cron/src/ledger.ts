@@ -1,17 +1,18 @@
-import { ScheduleNotFoundError, UniversalUuid } from '@orreryjs/core';
+import { checkPage, ScheduleNotFoundError, UniversalUuid } from '@orreryjs/core';
 import type { CronServiceOptions } from './options.js';
 import type { ScheduleManager } from './schedules.js';
 import { type CronExecution, type CronExecutionStats, type RecoveryStats, toCronExecution } from './types.js';
-import { validatePage } from './validate.js';
 
 /** Options of {@link cronHistory}. */
 export interface HistoryOptions {
-  /** @default 100 */
+  /** @default 100 (HISTORY_DEFAULT_LIMIT) */
   limit?: number;
   /** @default 0 */
   offset?: number;
 }
 
+/** Ledger rows `getCronExecutionHistory` returns when no limit is given. */
+const HISTORY_DEFAULT_LIMIT = 100;
 const DAY_MS = 86_400_000;
 
 type LedgerDeps = Pick<CronServiceOptions, 'store' | 'clock' | 'settings'>;
@@ -27,9 +28,7 @@ export async function cronHistory(
   idOrName: string,
   options: HistoryOptions = {},
 ): Promise<CronExecution[]> {
-  const limit = options.limit ?? 100;
-  const offset = options.offset ?? 0;
-  validatePage(limit, offset);
+  const { limit, offset } = checkPage(options, { defaultLimit: HISTORY_DEFAULT_LIMIT });
   let scheduleId: string;
   try {
     scheduleId = (await schedules.resolve(idOrName)).id;

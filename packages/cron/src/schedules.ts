@@ -1,4 +1,5 @@
 import {
+  checkPage,
   DatabaseError,
   newId,
   ScheduleConflictError,
@@ -10,7 +11,7 @@ import {
 import type { CronServiceOptions } from './options.js';
 import { failurePauseNote } from './plan.js';
 import { type CronSchedule, type CronScheduleInput, toCronSchedule } from './types.js';
-import { assertCanFire, checkNote, type ScheduleDefinition, validatePage, validateScheduleInput } from './validate.js';
+import { assertCanFire, checkNote, type ScheduleDefinition, validateScheduleInput } from './validate.js';
 import { firstRunAt, sameTiming } from './window.js';
 
 /** Filter of {@link ScheduleManager.list}. */
@@ -100,14 +101,11 @@ export class ScheduleManager {
 
   /** Schedules oldest first. */
   async list(filter: ListSchedulesFilter = {}): Promise<CronSchedule[]> {
-    const limit = filter.limit ?? Number.MAX_SAFE_INTEGER;
-    const offset = filter.offset ?? 0;
-    validatePage(limit, offset);
+    const page = checkPage(filter);
     const rows = await this.#deps.store.listSchedules({
       ...(filter.enabledOnly === undefined ? {} : { enabledOnly: filter.enabledOnly }),
       ...(filter.workflowName === undefined ? {} : { workflowName: filter.workflowName }),
-      limit,
-      offset,
+      ...page,
     });
     return rows.map(toCronSchedule);
   }

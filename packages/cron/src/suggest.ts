@@ -1,3 +1,5 @@
+import { ValidationError } from '@orreryjs/core';
+
 /**
  * The valid name closest to a mistyped one, for "did you mean" hints: a name the typo is an
  * abbreviation of (its letters in order, as `tz` in `timezone`) wins, then the smallest edit
@@ -38,4 +40,21 @@ function isSubsequence(short: string, long: string): boolean {
   let index = 0;
   for (const char of long) if (char === short[index]) index += 1;
   return index === short.length;
+}
+
+/**
+ * Refuses a key of `input` that is not in `known`, naming the nearest known one: input
+ * objects are checked whole, so a typo (`tz`, `idempotencykey`) is an error instead of an
+ * option silently ignored. `what` names one key in the message (`cron schedule field`),
+ * `plural` the list (`fields`).
+ * @throws ValidationError for the first unknown key: `Unknown <what> "<key>": did you mean
+ *   "<nearest>"? The <plural> are <known>.`
+ */
+export function assertKnownKeys(input: object, known: readonly string[], what: string, plural: string): void {
+  for (const key of Object.keys(input)) {
+    if (known.includes(key)) continue;
+    const nearest = nearestName(key, known);
+    const hint = nearest === undefined ? '' : `did you mean "${nearest}"? `;
+    throw new ValidationError(`Unknown ${what} "${key}": ${hint}The ${plural} are ${known.join(', ')}.`);
+  }
 }

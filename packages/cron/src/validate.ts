@@ -19,7 +19,7 @@ import { checkDst } from './occurrences.js';
 import type { WorkflowCatalog } from './options.js';
 import { occurrenceContext, recoveryContext } from './schedule-context.js';
 import { CATCHUP_POLICIES, MAX_NOTE_LENGTH, OVERLAP_POLICIES, SCHEDULE_DEFAULTS } from './schedule-fields.js';
-import { nearestName } from './suggest.js';
+import { assertKnownKeys } from './suggest.js';
 import { validateTimezone } from './timezone.js';
 import type { CronScheduleInput } from './types.js';
 import { firstRunAt } from './window.js';
@@ -94,7 +94,7 @@ export function validateScheduleInput(
       'A cron schedule input must be an object with at least name, workflowName and cronExpression.',
     );
   }
-  checkKeys(input);
+  assertKnownKeys(input, INPUT_KEYS, 'cron schedule field', 'fields');
   const workflowName = checkWorkflowName(input.workflowName, limits.workflows, checkWorkflow);
   if (typeof input.cronExpression !== 'string') {
     throw new ValidationError(
@@ -189,19 +189,6 @@ export function validateBackfillRange(range: { start: Date; end: Date }, now: Da
   }
 }
 
-/**
- * Checks a `limit`/`offset` pair of a listing call.
- * @throws ValidationError unless limit is a positive integer and offset a non-negative one.
- */
-export function validatePage(limit: number, offset: number): void {
-  if (!Number.isSafeInteger(limit) || limit <= 0) {
-    throw new ValidationError(`limit must be a positive integer, got ${describe(limit)}.`);
-  }
-  if (!Number.isSafeInteger(offset) || offset < 0) {
-    throw new ValidationError(`offset must be a non-negative integer, got ${describe(offset)}.`);
-  }
-}
-
 function checkWorkflowName(value: unknown, workflows: WorkflowCatalog, checkRegistered: boolean): string {
   const name = checkString('workflowName', value);
   if (checkRegistered && !workflows.has(name)) {
@@ -212,15 +199,6 @@ function checkWorkflowName(value: unknown, workflows: WorkflowCatalog, checkRegi
     );
   }
   return name;
-}
-
-function checkKeys(input: object): void {
-  for (const key of Object.keys(input)) {
-    if ((INPUT_KEYS as readonly string[]).includes(key)) continue;
-    const nearest = nearestName(key, INPUT_KEYS);
-    const hint = nearest === undefined ? '' : `did you mean "${nearest}"? `;
-    throw new ValidationError(`Unknown cron schedule field "${key}": ${hint}The fields are ${INPUT_KEYS.join(', ')}.`);
-  }
 }
 
 function checkName(value: unknown): string {

@@ -22,7 +22,7 @@ import {
   type WorkflowInfo,
   WorkflowNotFoundError,
 } from '@orreryjs/core';
-import { CronService } from '@orreryjs/cron';
+import { assertKnownKeys, CronService } from '@orreryjs/cron';
 import { type OrreryClientConfig, resolveClientConfig } from './client-config.js';
 import { CompletionWaiters, FIRST_POLL_DELAY_MS, TERMINAL_PIPELINE_STATUSES } from './completion.js';
 import { cronSettingsOf, type ResolvedRunnerConfig } from './config.js';
@@ -54,6 +54,13 @@ export interface ExecuteRequest {
   context?: Context | Record<string, Json>;
   options?: ExecuteOptions;
 }
+
+/** Every key of an {@link ExecuteRequest}: any other is refused, naming the nearest. */
+const EXECUTE_REQUEST_KEYS = Object.keys({
+  workflowName: true,
+  context: true,
+  options: true,
+} satisfies Record<keyof ExecuteRequest, true>);
 
 /** A value as named in an error message. */
 function describeValue(value: unknown): string {
@@ -152,6 +159,8 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
    * returns that execution and writes nothing.
    * @throws WorkflowNotFoundError naming the known workflows, when no runner registered it (nothing is written).
    * @throws ContextError when the context is not plain JSON or exceeds `maxContextBytes`.
+   * @throws ValidationError for a bad option, or a key ExecuteOptions does not have (naming
+   *   the nearest valid one); nothing is written.
    * @throws IdempotencyConflictError when the key belongs to an execution of another workflow.
    * @throws DatabaseError when the write fails.
    */
@@ -176,7 +185,8 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
    * given for two different workflows) refuses the whole batch. Idempotency keys work as in
    * {@link executeAsync}: a key already used, or used by an earlier request of the same
    * batch, returns that execution and writes nothing for it.
-   * @throws ValidationError when `requests` is not an array of `{ workflowName, context?, options? }`.
+   * @throws ValidationError when `requests` is not an array of `{ workflowName, context?, options? }`
+   *   (an unknown key of a request or of its options included, naming the nearest valid one).
    * @throws WorkflowNotFoundError, ContextError, IdempotencyConflictError as executeAsync (nothing is written).
    * @throws DatabaseError when the write fails (nothing is written).
    */
@@ -196,6 +206,7 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
           `executeAsyncMany: request ${index} must be an object { workflowName, context?, options? }, got ${describeValue(entry)}.`,
         );
       }
+      assertKnownKeys(entry, EXECUTE_REQUEST_KEYS, `executeAsyncMany request ${index} key`, 'keys');
       const { workflowName, context, options = {} } = entry;
       const name = String(workflowName);
       let workflow = workflows.get(name);
@@ -233,7 +244,7 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
   /**
    * Runs a pipeline and resolves with its result whatever its outcome (failed and cancelled
    * included). Some runner with the workflow must be started for it to finish.
-   * @throws WorkflowNotFoundError, ContextError, IdempotencyConflictError as executeAsync.
+   * @throws WorkflowNotFoundError, ContextError, ValidationError, IdempotencyConflictError as executeAsync.
    * @throws PipelineTimeoutError when it is not terminal within `timeoutMs` (default pipelineTimeoutMs).
    */
   async execute(

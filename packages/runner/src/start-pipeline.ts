@@ -15,6 +15,7 @@ import {
   ValidationError,
   type Workflow,
 } from '@orreryjs/core';
+import { assertKnownKeys } from '@orreryjs/cron';
 import type { PipelineWriter } from './pipeline-writer.js';
 
 /** What {@link startPipeline} needs from the runner. */
@@ -35,11 +36,40 @@ export interface PipelineRequest {
 }
 
 /**
+ * Every key of ExecuteOptions (the `satisfies` keeps the list whole): any other key is a typo
+ * or an option Orrery does not have, refused rather than ignored. DESIGN.md's flow control
+ * adds `priority` and `concurrencyKey` later; until they are implemented they are refused too.
+ */
+const EXECUTE_OPTION_KEYS = Object.keys({
+  idempotencyKey: true,
+  timeoutMs: true,
+  runAt: true,
+  scheduledTime: true,
+  scheduleId: true,
+} satisfies Record<keyof ExecuteOptions, true>);
+
+/**
+ * Checks that `options` is an object with only ExecuteOptions' keys (their values are checked
+ * where they are used).
+ * @throws ValidationError for a value that is not a plain object, or an unknown key, naming the nearest valid one.
+ */
+export function checkExecuteOptionKeys(options: unknown): asserts options is ExecuteOptions {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    const kind = options === null ? 'null' : Array.isArray(options) ? 'an array' : `a ${typeof options}`;
+    throw new ValidationError(
+      `ExecuteOptions must be an object with some of ${EXECUTE_OPTION_KEYS.join(', ')}, got ${kind}.`,
+    );
+  }
+  assertKnownKeys(options, EXECUTE_OPTION_KEYS, 'ExecuteOptions key', 'keys');
+}
+
+/**
  * Checks the context and options of a new pipeline. Runs before any write, so bad input is
  * refused whole.
  * @throws ContextError when the context is not plain JSON or is larger than `maxContextBytes`.
- * @throws ValidationError for an empty idempotency key, one with a NUL character or longer
- *   than MAX_IDEMPOTENCY_KEY_BYTES (1024 bytes in UTF-8), or an invalid scheduled time.
+ * @throws ValidationError for options that are not an object or have an unknown key, an
+ *   empty idempotency key, one with a NUL character or longer than MAX_IDEMPOTENCY_KEY_BYTES
+ *   (1024 bytes in UTF-8), or an invalid scheduled time.
  */
 export function checkPipelineRequest(
   workflow: Workflow,
@@ -47,6 +77,7 @@ export function checkPipelineRequest(
   options: ExecuteOptions,
   maxContextBytes: number,
 ): PipelineRequest {
+  checkExecuteOptionKeys(options);
   const input = readInput(context);
   assertContextSize(input, maxContextBytes, `The input context of workflow "${workflow.name}"`);
   const { scheduledTime, scheduleId, runAt } = options;

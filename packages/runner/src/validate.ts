@@ -1,5 +1,6 @@
 import {
   assertNoNul,
+  checkPage,
   ExecutionNotFoundError,
   type ListExecutionsFilter,
   type PipelineFilter,
@@ -32,7 +33,7 @@ export function checkTimeoutMs(value: unknown, fallback: number, name: string): 
  * @throws ValidationError for an unknown status, or a limit or offset out of range.
  */
 export function checkListFilter(filter: ListExecutionsFilter): PipelineFilter {
-  const { workflowName, status, scheduleId, limit = LIST_DEFAULT_LIMIT, offset = 0 } = filter;
+  const { workflowName, status, scheduleId } = filter;
   if (scheduleId !== undefined && (typeof scheduleId !== 'string' || !UniversalUuid.isUuid(scheduleId))) {
     throw new ValidationError(
       `scheduleId must be a schedule's id (a UUID), got ${JSON.stringify(scheduleId)}; getCronSchedule(name) gives the id of a named one.`,
@@ -47,15 +48,8 @@ export function checkListFilter(filter: ListExecutionsFilter): PipelineFilter {
       `status ${JSON.stringify(status)} is unknown; use one of ${[...PIPELINE_STATUSES].join(', ')}.`,
     );
   }
-  if (!Number.isInteger(limit) || limit < 1 || limit > LIST_MAX_LIMIT) {
-    throw new ValidationError(`limit must be an integer from 1 to ${LIST_MAX_LIMIT}, got ${JSON.stringify(limit)}.`);
-  }
-  if (!Number.isInteger(offset) || offset < 0) {
-    throw new ValidationError(`offset must be a non-negative integer, got ${JSON.stringify(offset)}.`);
-  }
   return {
-    limit,
-    offset,
+    ...checkPage(filter, { defaultLimit: LIST_DEFAULT_LIMIT, maxLimit: LIST_MAX_LIMIT }),
     ...(workflowName === undefined ? {} : { workflowName }),
     ...(status === undefined ? {} : { status }),
     ...(scheduleId === undefined ? {} : { scheduleId: scheduleId.toLowerCase() }),

@@ -200,6 +200,40 @@ describe.each(ADAPTERS)('OrreryClient on $name', (adapter) => {
     expect(await c.executeAsyncMany([])).toEqual([]);
   });
 
+  it('starts each key once when two clients send the same keys to executeAsyncMany in opposite orders', async () => {
+    await runner({ workflows: [audit] });
+    const clients = [await client(), await client()];
+    const rounds = 50;
+    const rejected: string[] = [];
+    const idsByKey = new Map<string, Set<string>>();
+    for (let round = 0; round < rounds; round++) {
+      const keys = Array.from({ length: 10 }, (_, i) => `round-${round}-key-${i}`);
+      const orders = [keys, [...keys].reverse()];
+      // Together, so that the two transactions overlap (on Postgres they used to deadlock: 40P01).
+      const outcomes = await Promise.allSettled(
+        clients.map((c, i) =>
+          c.executeAsyncMany(
+            orders[i]!.map((idempotencyKey) => ({ workflowName: 'audit', options: { idempotencyKey } })),
+          ),
+        ),
+      );
+      for (const [i, outcome] of outcomes.entries()) {
+        if (outcome.status === 'rejected') {
+          rejected.push(String(outcome.reason));
+          continue;
+        }
+        for (const [index, execution] of outcome.value.entries()) {
+          const key = orders[i]![index]!;
+          idsByKey.set(key, (idsByKey.get(key) ?? new Set()).add(execution.id));
+        }
+      }
+    }
+    expect(rejected).toEqual([]);
+    expect(idsByKey.size).toBe(rounds * 10);
+    expect([...idsByKey.values()].every((ids) => ids.size === 1)).toBe(true);
+    expect(await clients[0]!.listExecutions({ limit: 1000 })).toHaveLength(rounds * 10);
+  });
+
   it('refuses a whole executeAsyncMany batch with bad input anywhere, writing nothing', async () => {
     await runner({ workflows: [reportV1, audit] });
     const c = await client();

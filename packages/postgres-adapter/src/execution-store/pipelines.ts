@@ -1,4 +1,11 @@
-import { DatabaseError, type NewPipeline, newTaskStatus, type PipelineFilter, type PipelineRow } from '@orreryjs/core';
+import {
+  DatabaseError,
+  inKeyLockOrder,
+  type NewPipeline,
+  newTaskStatus,
+  type PipelineFilter,
+  type PipelineRow,
+} from '@orreryjs/core';
 import { and, asc, desc, eq, getTableColumns, type SQL, sql } from 'drizzle-orm';
 import {
   bind,
@@ -156,7 +163,9 @@ export async function createPipelinesIn(
 ): Promise<Array<{ pipeline: PipelineRow; created: boolean }>> {
   if (pipelines.length === 0) return [];
   const p = tables.pipelineExecutions;
-  const rows = await insert.execute(db, pipelines);
+  // Keys taken in one global order, so that two batches sharing keys never deadlock; the
+  // results below are matched back by id and key, in input order.
+  const rows = await insert.execute(db, inKeyLockOrder(pipelines));
   const created = new Map(
     rows.map((row) => decodeRow<PipelineRow>(getTableColumns(p), row)).map((row) => [row.id, row]),
   );

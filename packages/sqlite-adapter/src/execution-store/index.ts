@@ -55,6 +55,8 @@ export class SqliteExecutionStore implements ExecutionStore {
     pipelines: readonly NewPipeline[],
     options: CreatePipelinesOptions = {},
   ): Promise<Array<{ pipeline: PipelineRow; created: boolean }>> {
+    // Differs by necessity: no key lock order (inKeyLockOrder) as on Postgres: SQLite serialises
+    // writers, so two batches cannot deadlock, and the rowid keeps listPipelines' request-order ties.
     return writeTransaction(this.#handle, 'createPipelines', () => {
       const results = pipelines.map((pipeline) => createPipelineIn(this.#q.pipelines, pipeline));
       // Thrown inside the transaction, so that a conflict rolls the whole batch back.
