@@ -106,6 +106,7 @@ export {
   ACTIVE_PIPELINE_STATUSES,
   assertKeysHeldBySameWorkflow,
   claimsNothing,
+  FIRE_LAG_SOURCES,
   idempotencyConflictError,
   leaseOfTask,
   newCronExecutionRow,

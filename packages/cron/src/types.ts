@@ -154,8 +154,13 @@ export interface CronExecutionStats {
   abandonedExecutions: number;
   /** 100·handed_off / (handed_off + lost + abandoned); 0 when there are none. */
   successRate: number;
-  /** Mean of handedOffAt − scheduledTime over handed-off occurrences. */
+  /**
+   * Fire lag: mean of handedOffAt − scheduledTime over handed-off `schedule` and `catchup`
+   * occurrences (a backfill or a manual trigger is handed off when asked: it has no lateness);
+   * null when there are none.
+   */
   meanDelayMs: number | null;
+  /** Fire lag at rank ceil(0.99 n) of the same n hand-offs as {@link meanDelayMs}; null when there are none. */
   p99DelayMs: number | null;
 }
 

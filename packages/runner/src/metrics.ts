@@ -1,3 +1,4 @@
+import { FIRE_LAG_SOURCES } from '@orreryjs/core';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RunnerEvents } from './events.js';
 
@@ -35,7 +36,7 @@ export class RunnerMetrics {
     });
     const lag = new Histogram({
       name: 'orrery_cron_fire_lag_seconds',
-      help: 'handedOffAt - scheduledTime of fired occurrences (jitter included), by schedule',
+      help: 'handedOffAt - scheduledTime of scheduled and catch-up occurrences (jitter included; backfills and manual triggers have no lag), by schedule',
       labelNames: ['schedule'] as const,
       buckets: SECONDS_BUCKETS,
       registers,
@@ -106,7 +107,7 @@ export class RunnerMetrics {
       'cron:fired': (e) => {
         const schedule = e.scheduleName ?? e.scheduleId;
         fired.inc({ schedule, source: e.source });
-        lag.observe({ schedule }, Math.max(0, e.lagMs) / 1000);
+        if (FIRE_LAG_SOURCES.includes(e.source)) lag.observe({ schedule }, Math.max(0, e.lagMs) / 1000);
       },
       'cron:missed': (e) => missed.inc({ schedule: e.scheduleName ?? e.scheduleId }, e.missedCount),
       'cron:buffered': (e) => buffered.inc({ schedule: e.scheduleName ?? e.scheduleId }),

@@ -114,12 +114,26 @@ describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
     expect(sample(await runner.metrics(), 'orrery_pipelines_finished_total{workflow="etl",status="failed"}')).toBe(1);
   });
 
-  it('counts cron fires by schedule and source, with their lag', async () => {
-    const runner = await open();
+  it('counts cron fires by schedule and source, and the lag of scheduled ones only', async () => {
+    const clock = new ManualClock(new Date('2026-01-01T00:00:30Z'));
+    const runner = await open({ clock, cronEnableRecovery: false, cronPollIntervalMs: 20 });
     await runner.addCronSchedule({ name: 'nightly', workflowName: 'etl', cronExpression: '0 0 * * *' });
     await runner.triggerCronSchedule('nightly');
-    const text = await runner.metrics();
+    await runner.backfillCronSchedule('nightly', {
+      start: new Date('2025-12-30T00:00:00Z'),
+      end: new Date('2025-12-31T00:00:01Z'),
+    });
+    let text = await runner.metrics();
     expect(sample(text, 'orrery_cron_fired_total{schedule="nightly",source="manual"}')).toBe(1);
+    expect(sample(text, 'orrery_cron_fired_total{schedule="nightly",source="backfill"}')).toBe(2);
+    // A trigger or a backfill is handed off when asked: no lateness to observe.
+    expect(sample(text, 'orrery_cron_fire_lag_seconds_count{schedule="nightly"}')).toBeUndefined();
+    clock.set(new Date('2026-01-02T00:00:00Z'));
+    await runner.start();
+    await waitFor(
+      async () => sample(await runner.metrics(), 'orrery_cron_fired_total{schedule="nightly",source="schedule"}') === 1,
+    );
+    text = await runner.metrics();
     expect(sample(text, 'orrery_cron_fire_lag_seconds_count{schedule="nightly"}')).toBe(1);
   });
 
