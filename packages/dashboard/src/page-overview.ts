@@ -26,7 +26,7 @@ ${stat(formatDuration(o.cron.p99DelayMs), 'p99 fire lag')}
 ${stat(o.cron.lostExecutions, 'lost')}
 ${stat(o.cron.abandonedExecutions, 'abandoned')}
 ${stat(o.cron.missedExecutions, 'missed')}
-${stat(`${o.cron.successRate.toFixed(1)} %`, 'hand-off success')}
+${stat(o.cron.successRate === null ? '—' : `${o.cron.successRate.toFixed(1)} %`, 'hand-off success')}
 </div>
 <h2>Executions by status</h2>
 <div class="grid">${Object.entries(o.executionsByStatus).map(([status, c]) =>
