@@ -35,7 +35,8 @@ ${stat(o.cron.successRate === null ? '—' : `${o.cron.successRate.toFixed(1)} %
 <h2>Schedules no live runner can run</h2>${
     o.orphanSchedules.length === 0
       ? html`<p class="panel muted">Every enabled schedule has a live runner with its workflow.</p>`
-      : html`<div class="panel"><ul>${o.orphanSchedules.map(
+      : // A fleet condition, shown as a warning: it never makes a runner unhealthy (DESIGN.md, Observability).
+        html`<div class="panel note-panel" data-fleet-warning><p>Warning: nothing will fire these until a runner that registers their workflow starts. The runners themselves stay healthy.</p><ul>${o.orphanSchedules.map(
           (s) =>
             html`<li><a href="${link(ctx, `schedules/${s.id}`)}">${s.name ?? s.id}</a> <span class="muted">needs ${s.workflowName}</span></li>`,
         )}</ul></div>`
