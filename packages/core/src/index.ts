@@ -88,7 +88,16 @@ export type {
 } from './executor.js';
 export { deepMerge, isJsonObject, type Json, type JsonObject, jsonByteLength, toJson } from './json.js';
 export { type Logger, silentLogger } from './logger.js';
-export { BackgroundLoop, emitSafely, type LoopOptions, MAX_TIMER_MS, setLongTimeout, sleep } from './loop.js';
+export {
+  BackgroundLoop,
+  emitSafely,
+  type FailingLoop,
+  failingLoops,
+  type LoopOptions,
+  MAX_TIMER_MS,
+  setLongTimeout,
+  sleep,
+} from './loop.js';
 export { RETRY_DEFAULTS, type RetryPolicy, retryDelayMs, shouldRetry } from './retry.js';
 export type { RunnerRow, RunnerStore } from './runner-store.js';
 export {

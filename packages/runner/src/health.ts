@@ -1,10 +1,10 @@
-import type { Clock, CronStore, ExecutionStore } from '@orreryjs/core';
+import type { Clock, CronStore, ExecutionStore, FailingLoop } from '@orreryjs/core';
 import type { CronHealth } from '@orreryjs/cron';
 
 /**
- * How this process is: `ok`; `degraded` (it works, slowly: kept for a slow database or a late
- * loop, which this version does not measure yet); `unhealthy` (not started, shut down, or its
- * database cannot be read). Only `unhealthy` should fail a readiness probe.
+ * How this process is: `ok`; `degraded` (it works, late: one of its loops is backing off after
+ * failed ticks); `unhealthy` (not started, shut down, or its database cannot be read). Only
+ * `unhealthy` should fail a readiness probe.
  */
 export type HealthStatus = 'ok' | 'degraded' | 'unhealthy';
 
@@ -16,7 +16,10 @@ export type HealthStatus = 'ok' | 'degraded' | 'unhealthy';
 export interface RunnerHealth {
   /** This process only; lost occurrences, stalled tasks and stranded schedules never change it. */
   status: HealthStatus;
-  /** Why `status` is not `ok` (`not started`, `shut down`, `database unreachable: …`); empty when ok. */
+  /**
+   * Why `status` is not `ok` (`not started`, `shut down`, `database unreachable: …`,
+   * `task-claim loop failing (3 ticks in a row)`); empty when ok.
+   */
   reasons: string[];
   runnerId: string;
   /** The task claim loop runs in this process. */
@@ -59,6 +62,8 @@ export interface HealthSources {
   taskLoopRunning: boolean;
   runningTasks: number;
   cron: CronHealth;
+  /** This process's loops whose last tick failed. */
+  failingLoops: FailingLoop[];
   cronStore: CronStore;
   executionStore: ExecutionStore;
   lostThresholdMs: number;
@@ -107,8 +112,12 @@ export async function checkHealth(sources: HealthSources): Promise<RunnerHealth>
       reasons.push(`database unreachable: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
+  const unhealthy = reasons.length > 0;
+  for (const { loop, failures } of sources.failingLoops) {
+    reasons.push(`${loop} loop failing (${failures} tick${failures === 1 ? '' : 's'} in a row)`);
+  }
   return {
-    status: reasons.length > 0 ? 'unhealthy' : 'ok',
+    status: unhealthy ? 'unhealthy' : reasons.length > 0 ? 'degraded' : 'ok',
     reasons,
     runnerId: sources.runnerId,
     taskLoopRunning: sources.taskLoopRunning,

@@ -1,5 +1,6 @@
 import {
   ConfigurationError,
+  failingLoops,
   MAX_TIMER_MS,
   type PipelineRow,
   PipelineTimeoutError,
@@ -254,8 +255,8 @@ export class DefaultRunner extends OrreryClient {
 
   /**
    * This process's health for a readiness probe: `unhealthy` before `start()`, after
-   * `shutdown()` (without reading the closed database) or when its database cannot be read,
-   * else `ok`. Fleet conditions read from the database (lost occurrences, stalled tasks,
+   * `shutdown()` (without reading the closed database) or when its database cannot be read;
+   * `degraded` while one of its loops is backing off after failed ticks; else `ok`. Fleet conditions read from the database (lost occurrences, stalled tasks,
    * schedules no live runner can run) are listed in the report but never make it unhealthy:
    * one stale schedule must not take every runner out of its load balancer. Never throws.
    */
@@ -268,6 +269,10 @@ export class DefaultRunner extends OrreryClient {
       taskLoopRunning: this.#claimLoop.running,
       runningTasks: this.#active.size,
       cron: this.cron.health(),
+      failingLoops: [
+        ...failingLoops([this.#claimLoop, this.#leaseLoop, this.#heartbeat, this.#retention]),
+        ...this.cron.failingLoops(),
+      ],
       executionStore: this.storage.executions,
       lostThresholdMs: this.config.cronLostThresholdMs,
       clock: this.clock,

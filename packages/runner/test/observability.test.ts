@@ -89,6 +89,36 @@ describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
         await admin.query(`ALTER SCHEMA "${schema}_away" RENAME TO "${schema}"`).catch(() => {});
         await admin.end();
       }
+      // Its loops failed meanwhile too: it is ok again once each has ticked successfully.
+      await waitFor(async () => (await runner.health()).status === 'ok');
+    },
+  );
+
+  it.runIf(adapter.name === 'postgres')(
+    'reports degraded while a loop of its own keeps failing, ok once it recovers',
+    async () => {
+      const runner = await open({ enableCronScheduling: false });
+      await runner.start();
+      const schema = perTest.db.config.schema!;
+      const admin = new pg.Client({ connectionString: postgresUrl() });
+      await admin.connect();
+      try {
+        // Every claim's UPDATE of a task row fails, while the reads health makes still work.
+        await admin.query(`CREATE FUNCTION "${schema}".refuse_claims() RETURNS trigger LANGUAGE plpgsql
+        AS $$ BEGIN RAISE EXCEPTION 'claims refused by the test'; END $$`);
+        await admin.query(`CREATE TRIGGER refuse_claims BEFORE UPDATE ON "${schema}".task_executions
+        FOR EACH ROW EXECUTE FUNCTION "${schema}".refuse_claims()`);
+        await runner.executeAsync('etl');
+        await waitFor(async () => (await runner.health()).status !== 'ok');
+        expect(await runner.health()).toMatchObject({
+          status: 'degraded',
+          reasons: [expect.stringMatching(/^task-claim loop failing \(\d+ ticks? in a row\)$/)],
+        });
+      } finally {
+        await admin.query(`DROP TRIGGER IF EXISTS refuse_claims ON "${schema}".task_executions`);
+        await admin.end();
+      }
+      await waitFor(async () => (await runner.health()).status === 'ok');
       expect(await runner.health()).toMatchObject({ status: 'ok', reasons: [] });
     },
   );
