@@ -16,7 +16,7 @@ export async function renderOverview(ctx: PageContext): Promise<SafeHtml> {
   const alive = o.runners.filter((r) => r.alive).length;
   const body = html`<h1>Overview</h1>
 <div class="grid">
-${stat(badge(o.health.status), 'health')}
+${stat(badge(o.health.status), `health${o.health.reasons?.length ? `: ${o.health.reasons.join('; ')}` : ''}`)}
 ${stat(alive, 'runners alive', link(ctx, 'runners'))}
 </div>
 <h2>Cron, last 24 hours</h2>

@@ -47,4 +47,13 @@ describe.each(BACKENDS)('dashboard overview on $name', (backend) => {
     expect(page).toContain('<div class="v">—</div><div class="k">hand-off success</div>');
     expect(page).not.toContain('NaN');
   });
+
+  it('shows why a runner is unhealthy beside its badge', async () => {
+    db = backend.open();
+    runner = await createRunner(db.config, { enableCronScheduling: false });
+    const page = await (await createDashboard({ client: runner }).fetch(new Request(`${ORIGIN}/`))).text();
+    expect(page).toContain(
+      '<div class="v"><span class="badge st-unhealthy">unhealthy</span></div><div class="k">health: not started</div>',
+    );
+  });
 });
