@@ -362,6 +362,35 @@ export function describeCronLedger(open: OpenStorage): void {
         });
       });
 
+      it('leaves backfilled and manual hand-offs out of the delays, and counts them as handed off', async () => {
+        const schedule = freshSchedule();
+        const lagged = [
+          { row: occurrence(schedule, at(0)), delayMs: 100 },
+          { row: occurrence(schedule, at(MINUTE), { source: 'catchup' }), delayMs: 300 },
+        ];
+        // Handed off hours after their slot because someone asked then, not because anything was late.
+        const requested = [
+          { row: occurrence(schedule, at(2 * MINUTE), { source: 'backfill' }), delayMs: 2 * HOUR },
+          { row: occurrence(schedule, at(3 * MINUTE), { source: 'manual' }), delayMs: HOUR },
+        ];
+        await store().insertOccurrences([...lagged, ...requested].map(({ row }) => row));
+        for (const { row, delayMs } of [...lagged, ...requested]) {
+          await store().linkOccurrence(row.id, newId(), new Date(row.scheduledTime.getTime() + delayMs));
+        }
+        expect(await store().occurrenceStats(T0, LOST_BEFORE)).toMatchObject({
+          total: 4,
+          handedOff: 4,
+          meanDelayMs: 200,
+          p99DelayMs: 300,
+        });
+        // With only requested hand-offs in the window there is no fire lag at all.
+        expect(await store().occurrenceStats(at(2 * MINUTE), LOST_BEFORE)).toMatchObject({
+          handedOff: 2,
+          meanDelayMs: null,
+          p99DelayMs: null,
+        });
+      });
+
       it('counts claimed rows fired before the lost cutoff, whatever their scheduled time', async () => {
         const schedule = freshSchedule();
         const handedOff = occurrence(schedule, at(0));

@@ -26,8 +26,9 @@ interface Reply {
 
 /**
  * Serves `GET /metrics` from `source.metrics()` (a DefaultRunner), in Prometheus' text format,
- * and `GET /health`: `source.health()` as JSON, 200 when its status is `ok`, 503 otherwise
- * (for a load balancer or an orchestrator's probe).
+ * and `GET /health`: `source.health()` as JSON, 503 when its status is `unhealthy`, else 200
+ * (for a load balancer or an orchestrator's probe): `degraded`, and fleet conditions listed in
+ * the body such as stranded schedules, never fail a readiness probe (DESIGN.md, Observability).
  * @throws ConfigurationError when the port cannot be bound.
  */
 export async function serveMetrics(source: MetricsSource, port: number, host: string): Promise<MetricsServer> {
@@ -36,7 +37,7 @@ export async function serveMetrics(source: MetricsSource, port: number, host: st
     '/health': async () => {
       const health = await source.health();
       return {
-        status: health.status === 'ok' ? 200 : 503,
+        status: health.status === 'unhealthy' ? 503 : 200,
         body: `${JSON.stringify(health)}\n`,
         contentType: 'application/json',
       };

@@ -1,4 +1,6 @@
+import { DefaultRunner, defineWorkflow, ManualClock } from '@orreryjs/runner';
 import { afterEach, describe, expect, it } from 'vitest';
+import { tempSqliteFile } from '../../../test/support/sqlite.js';
 import { type MetricsServer, serveMetrics } from '../src/metrics-server.js';
 
 let server: MetricsServer | undefined;
@@ -30,7 +32,7 @@ describe('serveMetrics', () => {
     expect((await get(server!.port, '/')).status).toBe(404);
   });
 
-  it('serves health() as JSON at /health: 200 when ok, 503 when degraded or stopped', async () => {
+  it('serves health() as JSON at /health: 200 when ok or degraded, 503 only when unhealthy', async () => {
     let status = 'ok';
     server = await serveMetrics(
       { metrics: async () => '', health: async () => ({ status, lostOccurrences: 0 }) },
@@ -44,8 +46,42 @@ describe('serveMetrics', () => {
     });
     status = 'degraded';
     const degraded = await get(server.port, '/health');
-    expect(degraded.status).toBe(503);
+    expect(degraded.status).toBe(200);
     expect(JSON.parse(degraded.body)).toMatchObject({ status: 'degraded' });
+    status = 'unhealthy';
+    const unhealthy = await get(server.port, '/health');
+    expect(unhealthy.status).toBe(503);
+    expect(JSON.parse(unhealthy.body)).toMatchObject({ status: 'unhealthy' });
+  });
+
+  it('answers 200 for a real runner with a schedule no live runner can run, listing it in the body', async () => {
+    const clock = new ManualClock(new Date('2026-01-01T00:00:00Z'));
+    const file = tempSqliteFile();
+    const database = `sqlite:${file.filename}`;
+    const orphan = defineWorkflow({ name: 'orphan', tasks: [{ id: 'only', run: () => {} }] });
+    const ping = defineWorkflow({ name: 'ping', tasks: [{ id: 'only', run: () => {} }] });
+    // A runner that had the workflow added a schedule for it, and is gone.
+    const gone = await DefaultRunner.create({ database, clock, workflows: [orphan], enableCronScheduling: false });
+    await gone.addCronSchedule({ name: 'stale', workflowName: 'orphan', cronExpression: '0 * * * *' });
+    await gone.shutdown();
+    const runner = await DefaultRunner.create({ database, clock, workflows: [ping], cronEnableRecovery: false });
+    try {
+      await runner.start();
+      server = await serveMetrics(runner, 0, '127.0.0.1');
+      clock.set(new Date('2026-01-01T01:05:00Z')); // due at 01:00, past the 60 s lost threshold
+      const health = await get(server.port, '/health');
+      expect(health.status).toBe(200);
+      expect(JSON.parse(health.body)).toMatchObject({
+        status: 'ok',
+        strandedSchedules: [{ name: 'stale', workflowName: 'orphan', nextRunAt: '2026-01-01T01:00:00.000Z' }],
+      });
+      expect((await get(server.port, '/metrics')).body).toContain('\norrery_schedules_stranded 1\n');
+    } finally {
+      await server?.close();
+      server = undefined;
+      await runner.shutdown();
+      file.remove();
+    }
   });
 
   it('answers 500 with the reason when metrics() fails', async () => {

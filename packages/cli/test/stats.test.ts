@@ -9,16 +9,20 @@ const env = { ORRERY_DATABASE_URL: database.url };
 
 interface Stats {
   since: string | null;
-  cron: { totalExecutions: number; successfulExecutions: number; successRate: number; lostExecutions: number };
-  recovery: { totalRecoveryAttempts: number; recoverySuccessRate: number };
+  cron: { totalExecutions: number; successfulExecutions: number; successRate: number | null; lostExecutions: number };
+  recovery: { totalRecoveryAttempts: number; recoverySuccessRate: number | null };
 }
 
 describe('orrery stats', () => {
-  it('reports zeros on an empty database', () => {
+  it('reports zeros on an empty database, and rates with no attempts as null and —, not 0 %', () => {
     const stats = orreryJson<Stats>(['stats'], { env });
     expect(stats.since).toBeNull();
-    expect(stats.cron).toMatchObject({ totalExecutions: 0, successfulExecutions: 0, successRate: 0 });
-    expect(stats.recovery).toMatchObject({ totalRecoveryAttempts: 0 });
+    expect(stats.cron).toMatchObject({ totalExecutions: 0, successfulExecutions: 0, successRate: null });
+    expect(stats.recovery).toMatchObject({ totalRecoveryAttempts: 0, recoverySuccessRate: null });
+    const table = orrery(['stats'], { env });
+    expect(table.status).toBe(0);
+    expect(table.stdout.match(/Success rate\s+│ — │/g)).toHaveLength(2);
+    expect(table.stdout).not.toContain('0.0%');
   });
 
   it('counts handed-off occurrences in a table and as JSON', () => {
@@ -45,7 +49,9 @@ describe('orrery stats', () => {
     expect(table.stdout).toContain('Cron occurrences since 2000-01-01T00:00:00.000Z:');
     expect(table.stdout).toMatch(/Handed off\s+│ 4/);
     expect(table.stdout).toMatch(/Success rate\s+│ 100\.0%/);
-    expect(table.stdout).toContain('Recovery:');
+    // No recovery attempt was made: its rate is unknown, not 0 %.
+    expect(table.stdout).toMatch(/Recovery:[\s\S]*Success rate\s+│ — │/);
+    expect(stats.recovery).toMatchObject({ totalRecoveryAttempts: 0, recoverySuccessRate: null });
   });
 
   it('accepts a duration for --since', () => {

@@ -89,7 +89,16 @@ export type {
 } from './executor.js';
 export { deepMerge, isJsonObject, type Json, type JsonObject, jsonByteLength, toJson } from './json.js';
 export { type Logger, silentLogger } from './logger.js';
-export { BackgroundLoop, emitSafely, type LoopOptions, MAX_TIMER_MS, setLongTimeout, sleep } from './loop.js';
+export {
+  BackgroundLoop,
+  emitSafely,
+  type FailingLoop,
+  failingLoops,
+  type LoopOptions,
+  MAX_TIMER_MS,
+  setLongTimeout,
+  sleep,
+} from './loop.js';
 export { checkPage, MAX_PAGE_VALUE, type Page, type PageInput, type PageLimits } from './paging.js';
 export { RETRY_DEFAULTS, type RetryPolicy, retryDelayMs, shouldRetry } from './retry.js';
 export type { RunnerRow, RunnerStore } from './runner-store.js';
@@ -108,6 +117,7 @@ export {
   ACTIVE_PIPELINE_STATUSES,
   assertKeysHeldBySameWorkflow,
   claimsNothing,
+  FIRE_LAG_SOURCES,
   idempotencyConflictError,
   inKeyLockOrder,
   leaseOfTask,

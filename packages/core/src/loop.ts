@@ -47,6 +47,16 @@ export abstract class BackgroundLoop {
     this.#done ??= this.#run(this.#abort.signal);
   }
 
+  /** Its name in logs and health reports. */
+  get name(): string {
+    return this.#options.name;
+  }
+
+  /** Ticks failed in a row (0 after a success): a loop backing off is late with its work. */
+  get consecutiveFailures(): number {
+    return this.#failures;
+  }
+
   /** True between start() and stop(). */
   get running(): boolean {
     return this.#done !== undefined && !this.#abort.signal.aborted;
@@ -123,6 +133,20 @@ export abstract class BackgroundLoop {
       schedule();
     });
   }
+}
+
+/** A loop whose last tick failed, as a health report names it. */
+export interface FailingLoop {
+  loop: string;
+  /** Ticks failed in a row. */
+  failures: number;
+}
+
+/** The loops among `loops` whose last tick failed: each is backing off, late with its work. */
+export function failingLoops(loops: readonly BackgroundLoop[]): FailingLoop[] {
+  return loops
+    .filter((loop) => loop.consecutiveFailures > 0)
+    .map((loop) => ({ loop: loop.name, failures: loop.consecutiveFailures }));
 }
 
 /**

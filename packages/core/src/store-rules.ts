@@ -48,6 +48,13 @@ export const TERMINAL_TASK_STATUSES = [
 /** Occurrences the scheduler created (not a manual trigger or a backfill, which are explicit requests). */
 export const SCHEDULER_OCCURRENCE_SOURCES = ['schedule', 'catchup'] as const satisfies readonly CronExecutionSource[];
 
+/**
+ * Occurrences whose hand-off has a lateness, the ones fire lag (stats' mean and p99 delay, the
+ * fire-lag histogram) counts: the scheduler's. A backfill or a manual trigger is handed off
+ * when asked, however old its slot, so its `handedOffAt - scheduledTime` is no delay.
+ */
+export const FIRE_LAG_SOURCES: readonly CronExecutionSource[] = SCHEDULER_OCCURRENCE_SOURCES;
+
 /** Column values an attempt's outcome writes to its task row; `failed` is 1 when it counts as a failed attempt. */
 export interface TaskOutcomeColumns {
   status: TaskStatus;

@@ -56,7 +56,7 @@ export async function cronStats(deps: LedgerDeps, options: { since?: Date } = {}
     skippedExecutions: stats.skipped,
     missedExecutions: stats.missed,
     abandonedExecutions: stats.abandoned,
-    successRate: settled === 0 ? 0 : (100 * stats.handedOff) / settled,
+    successRate: percentage(stats.handedOff, settled),
     meanDelayMs: stats.meanDelayMs,
     p99DelayMs: stats.p99DelayMs,
   };
@@ -71,7 +71,11 @@ export async function cronRecoveryStats(deps: LedgerDeps): Promise<RecoveryStats
     successfulRecoveries: counts.successfulRecoveries,
     failedRecoveries: failed,
     abandonedRecoveries: counts.abandonedRecoveries,
-    recoverySuccessRate:
-      counts.totalRecoveryAttempts === 0 ? 0 : (100 * counts.successfulRecoveries) / counts.totalRecoveryAttempts,
+    recoverySuccessRate: percentage(counts.successfulRecoveries, counts.totalRecoveryAttempts),
   };
+}
+
+/** 100·part / whole; null when `whole` is 0: a rate with no attempts is unknown, not 0 %. */
+function percentage(part: number, whole: number): number | null {
+  return whole === 0 ? null : (100 * part) / whole;
 }

@@ -1,4 +1,4 @@
-import type { PipelineExecution } from '@orreryjs/core';
+import { type FailingLoop, failingLoops, type PipelineExecution } from '@orreryjs/core';
 import { backfillSchedule } from './backfill.js';
 import { CronLoop } from './cron-loop.js';
 import { Handoff } from './handoff.js';
@@ -190,6 +190,11 @@ export class CronService {
     if (released > 0) {
       this.#options.logger.info({ occurrences: released }, 'cron stopped with jittered occurrences left to recovery');
     }
+  }
+
+  /** The cron loops (tick, recovery) whose last tick failed: they back off, late with their work. */
+  failingLoops(): FailingLoop[] {
+    return failingLoops([this.#schedulerLoop, this.#recoveryLoop]);
   }
 
   /** Whether the loops run, and when they last did work. */

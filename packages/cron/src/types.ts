@@ -152,10 +152,19 @@ export interface CronExecutionStats {
   skippedExecutions: number;
   missedExecutions: number;
   abandonedExecutions: number;
-  /** 100·handed_off / (handed_off + lost + abandoned); 0 when there are none. */
-  successRate: number;
-  /** Mean of handedOffAt − scheduledTime over handed-off occurrences. */
+  /**
+   * 100·handed_off / (handed_off + lost + abandoned); null when there are none: a rate with
+   * no attempts is unknown, not 0 % (DESIGN.md "Observability" supersedes the Runner API
+   * sketch's "0 when none").
+   */
+  successRate: number | null;
+  /**
+   * Fire lag: mean of handedOffAt − scheduledTime over handed-off `schedule` and `catchup`
+   * occurrences (a backfill or a manual trigger is handed off when asked: it has no lateness);
+   * null when there are none.
+   */
   meanDelayMs: number | null;
+  /** Fire lag at rank ceil(0.99 n) of the same n hand-offs as {@link meanDelayMs}; null when there are none. */
   p99DelayMs: number | null;
 }
 
@@ -169,8 +178,8 @@ export interface RecoveryStats {
   failedRecoveries: number;
   /** Occurrences abandoned after at least one recovery attempt. */
   abandonedRecoveries: number;
-  /** 100·successfulRecoveries / totalRecoveryAttempts; 0 when there are none. */
-  recoverySuccessRate: number;
+  /** 100·successfulRecoveries / totalRecoveryAttempts; null when there are none (no attempts: no rate). */
+  recoverySuccessRate: number | null;
 }
 
 /** The public view of a stored schedule. */

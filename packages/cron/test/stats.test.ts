@@ -45,7 +45,7 @@ describe('stats', () => {
     expect(await h.cron.stats({ since: at(6 * MINUTE) })).toMatchObject({ totalExecutions: 2, lostExecutions: 1 });
   });
 
-  it('defaults since to 24 hours ago and reports a zero success rate when nothing ran', async () => {
+  it('defaults since to 24 hours ago and reports no success rate (null) when nothing ran', async () => {
     h = await openHarness();
     await h.cron.addSchedule({ name: 's', workflowName: 'wf', cronExpression: '* * * * *' });
     h.clock.set(at(MINUTE));
@@ -58,7 +58,7 @@ describe('stats', () => {
       skippedExecutions: 0,
       missedExecutions: 0,
       abandonedExecutions: 0,
-      successRate: 0,
+      successRate: null,
       meanDelayMs: null,
       p99DelayMs: null,
     });
@@ -74,7 +74,7 @@ describe('recoveryStats', () => {
       successfulRecoveries: 0,
       failedRecoveries: 0,
       abandonedRecoveries: 0,
-      recoverySuccessRate: 0,
+      recoverySuccessRate: null,
     });
     // Both handoffs fail; in recovery, the first attempt at one fails too, and it is then abandoned.
     h.executor.failNext.push(new Error('x'), new Error('x'), new Error('x'));

@@ -32,8 +32,8 @@ tr:last-child td{border-bottom:0}
 td ol{margin:0;padding-left:1.1em}ol.runs{list-style:none;padding-left:0;white-space:nowrap}td .mono.small{white-space:nowrap}td>div{min-width:0}td .name{font-weight:600;overflow-wrap:anywhere}
 .badge{display:inline-block;padding:1px 8px;border-radius:999px;font-size:.82em;font-weight:600;white-space:nowrap;background:var(--idlebg);color:var(--idle)}
 .st-completed,.st-handed_off,.st-ok,.st-enabled{background:var(--okbg);color:var(--ok)}
-.st-failed,.st-abandoned,.st-degraded,.st-lost{background:var(--badbg);color:var(--bad)}
-.st-skipped,.st-missed,.st-paused,.st-buffered,.st-cancelled,.st-stopped{background:var(--warnbg);color:var(--warn)}
+.st-failed,.st-abandoned,.st-unhealthy,.st-lost{background:var(--badbg);color:var(--bad)}
+.st-skipped,.st-missed,.st-paused,.st-buffered,.st-cancelled,.st-stopped,.st-degraded{background:var(--warnbg);color:var(--warn)}
 .st-running,.st-claimed,.st-ready,.st-pending{background:var(--runbg);color:var(--run)}
 form.act{display:inline-flex;gap:6px;align-items:center;flex-wrap:wrap;margin:2px 6px 2px 0}
 .actions{display:flex;flex-wrap:wrap;gap:4px;align-items:center}

@@ -148,7 +148,11 @@ export async function loadExecutions(
 
 /** What the Overview page shows. */
 export interface Overview {
-  /** The runner's own health when the client is a runner; else the fleet's: ok while some runner is alive. */
+  /**
+   * The runner's own health when the client is a runner (fleet conditions never make it
+   * unhealthy); else, with no process to judge, `ok` while some runner is alive and `degraded`
+   * (a warning, not `unhealthy`) while none is.
+   */
   health: Pick<RunnerHealth, 'status'> & Partial<RunnerHealth>;
   /** Executions per status among the latest {@link COUNT_CAP}; `capped` when there may be more. */
   executionsByStatus: Record<string, { count: number; capped: boolean }>;

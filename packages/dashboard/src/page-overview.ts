@@ -16,7 +16,7 @@ export async function renderOverview(ctx: PageContext): Promise<SafeHtml> {
   const alive = o.runners.filter((r) => r.alive).length;
   const body = html`<h1>Overview</h1>
 <div class="grid">
-${stat(badge(o.health.status), 'health')}
+${stat(badge(o.health.status), `health${o.health.reasons?.length ? `: ${o.health.reasons.join('; ')}` : ''}`)}
 ${stat(alive, 'runners alive', link(ctx, 'runners'))}
 </div>
 <h2>Cron, last 24 hours</h2>
@@ -26,7 +26,7 @@ ${stat(formatDuration(o.cron.p99DelayMs), 'p99 fire lag')}
 ${stat(o.cron.lostExecutions, 'lost')}
 ${stat(o.cron.abandonedExecutions, 'abandoned')}
 ${stat(o.cron.missedExecutions, 'missed')}
-${stat(`${o.cron.successRate.toFixed(1)} %`, 'hand-off success')}
+${stat(o.cron.successRate === null ? '—' : `${o.cron.successRate.toFixed(1)} %`, 'hand-off success')}
 </div>
 <h2>Executions by status</h2>
 <div class="grid">${Object.entries(o.executionsByStatus).map(([status, c]) =>
@@ -35,7 +35,8 @@ ${stat(`${o.cron.successRate.toFixed(1)} %`, 'hand-off success')}
 <h2>Schedules no live runner can run</h2>${
     o.orphanSchedules.length === 0
       ? html`<p class="panel muted">Every enabled schedule has a live runner with its workflow.</p>`
-      : html`<div class="panel"><ul>${o.orphanSchedules.map(
+      : // A fleet condition, shown as a warning: it never makes a runner unhealthy (DESIGN.md, Observability).
+        html`<div class="panel note-panel" data-fleet-warning><p>Warning: nothing will fire these until a runner that registers their workflow starts. The runners themselves stay healthy.</p><ul>${o.orphanSchedules.map(
           (s) =>
             html`<li><a href="${link(ctx, `schedules/${s.id}`)}">${s.name ?? s.id}</a> <span class="muted">needs ${s.workflowName}</span></li>`,
         )}</ul></div>`

@@ -81,6 +81,6 @@ export type {
   TaskFailedEvent,
   TaskSkippedEvent,
 } from './events.js';
-export type { RunnerHealth } from './health.js';
+export type { HealthStatus, RunnerHealth } from './health.js';
 export { DefaultRunner, SHUTDOWN_TIMEOUT_MS, type ShutdownOptions } from './runner.js';
 export { type ListRunnersOptions, RUNNER_ALIVE_WINDOW_MS, type RunnerInfo } from './runner-info.js';

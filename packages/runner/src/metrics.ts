@@ -1,3 +1,4 @@
+import { FIRE_LAG_SOURCES } from '@orreryjs/core';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RunnerEvents } from './events.js';
 
@@ -18,7 +19,12 @@ export interface MetricsSources {
   countWork(): Promise<{ readyTasks: number; runningPipelines: number }>;
   countLost(): Promise<number>;
   countAbandoned(): Promise<number>;
+  /** Enabled schedules due past the lost threshold whose workflow no live runner has, counting at most `limit`. */
+  countStranded(limit: number): Promise<number>;
 }
+
+/** The most stranded schedules the gauge counts per scrape (each is a row read): past it, it reads this value. */
+const STRANDED_GAUGE_LIMIT = 1_000;
 
 export class RunnerMetrics {
   readonly registry = new Registry();
@@ -35,7 +41,7 @@ export class RunnerMetrics {
     });
     const lag = new Histogram({
       name: 'orrery_cron_fire_lag_seconds',
-      help: 'handedOffAt - scheduledTime of fired occurrences (jitter included), by schedule',
+      help: 'handedOffAt - scheduledTime of scheduled and catch-up occurrences (jitter included; backfills and manual triggers have no lag), by schedule',
       labelNames: ['schedule'] as const,
       buckets: SECONDS_BUCKETS,
       registers,
@@ -106,7 +112,7 @@ export class RunnerMetrics {
       'cron:fired': (e) => {
         const schedule = e.scheduleName ?? e.scheduleId;
         fired.inc({ schedule, source: e.source });
-        lag.observe({ schedule }, Math.max(0, e.lagMs) / 1000);
+        if (FIRE_LAG_SOURCES.includes(e.source)) lag.observe({ schedule }, Math.max(0, e.lagMs) / 1000);
       },
       'cron:missed': (e) => missed.inc({ schedule: e.scheduleName ?? e.scheduleId }, e.missedCount),
       'cron:buffered': (e) => buffered.inc({ schedule: e.scheduleName ?? e.scheduleId }),
@@ -143,7 +149,7 @@ export class RunnerMetrics {
 /**
  * Gauges read from the database at each scrape (so they hold for every runner of the
  * database, not this one alone): ready tasks, running pipelines, lost and abandoned
- * occurrences. A failed read (the database is down or closed) leaves the last value.
+ * occurrences, stranded schedules. A failed read (the database is down or closed) leaves the last value.
  */
 function registerDatabaseGauges(registers: Registry[], sources: MetricsSources): void {
   const gauge = (name: string, help: string, read: () => Promise<number>) =>
@@ -178,5 +184,10 @@ function registerDatabaseGauges(registers: Registry[], sources: MetricsSources):
     'orrery_cron_abandoned_occurrences',
     'Ledger rows recovery gave up on (abandoned), as retention keeps them',
     sources.countAbandoned,
+  );
+  gauge(
+    'orrery_schedules_stranded',
+    `Enabled schedules due past cronLostThresholdMs whose workflow no live runner has registered (a fleet condition; at most ${STRANDED_GAUGE_LIMIT} counted)`,
+    () => sources.countStranded(STRANDED_GAUGE_LIMIT),
   );
 }

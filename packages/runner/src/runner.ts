@@ -1,5 +1,6 @@
 import {
   ConfigurationError,
+  failingLoops,
   MAX_TIMER_MS,
   type PipelineRow,
   PipelineTimeoutError,
@@ -19,7 +20,7 @@ import { OrreryClient } from './client.js';
 import { type DefaultRunnerConfig, type ResolvedRunnerConfig, resolveConfig } from './config.js';
 import { ControlWatch, type RemoteStop } from './control-watch.js';
 import type { RunnerEvents } from './events.js';
-import { checkHealth, type RunnerHealth } from './health.js';
+import { checkHealth, listStranded, type RunnerHealth, type StrandedSources } from './health.js';
 import { HeartbeatLoop, OffsetClock } from './heartbeat.js';
 import { LeaseLoop } from './lease.js';
 import { RunnerMetrics } from './metrics.js';
@@ -77,11 +78,12 @@ export class DefaultRunner extends OrreryClient {
     super({ config, storage, registry, clock: new OffsetClock(config.clock, config.clock === systemClock) });
     const { logger, runnerId } = config;
     const clock = this.clock;
+    const lostBefore = () => new Date(this.clock.now().getTime() - this.config.cronLostThresholdMs);
     this.#metrics = new RunnerMetrics(() => this.#active.size, {
       countWork: () => this.storage.executions.countWork(this.clock.now()),
-      countLost: () =>
-        this.storage.cron.countLostOccurrences(new Date(this.clock.now().getTime() - this.config.cronLostThresholdMs)),
+      countLost: () => this.storage.cron.countLostOccurrences(lostBefore()),
       countAbandoned: () => this.storage.cron.countAbandonedOccurrences(),
+      countStranded: async (limit) => (await listStranded(this.#strandedSources(), lostBefore(), limit)).length,
     });
     const environment: AttemptEnvironment = {
       store: storage.executions,
@@ -273,26 +275,37 @@ export class DefaultRunner extends OrreryClient {
   }
 
   /**
-   * Whether this runner's loops run, when the cron tick and recovery last ran, and how many
-   * occurrences are lost and tasks stalled in the database right now (any runner's): the
-   * data behind a readiness probe. Two cheap indexed counts. After `shutdown()` it reports
-   * `stopped` without reading the closed database, so a probe never throws.
-   * @throws DatabaseError when the database cannot be read.
+   * This process's health for a readiness probe: `unhealthy` before `start()`, after
+   * `shutdown()` (without reading the closed database) or when its database cannot be read;
+   * `degraded` while one of its loops is backing off after failed ticks; else `ok`. Fleet conditions read from the database (lost occurrences, stalled tasks,
+   * schedules no live runner can run) are listed in the report but never make it unhealthy:
+   * one stale schedule must not take every runner out of its load balancer. Never throws.
    */
   async health(): Promise<RunnerHealth> {
     return checkHealth({
+      ...this.#strandedSources(),
       runnerId: this.config.runnerId,
       running: this.#started !== undefined && this.#stopped === undefined,
       closed: this.#stopped !== undefined,
       taskLoopRunning: this.#claimLoop.running,
       runningTasks: this.#active.size,
       cron: this.cron.health(),
-      cronStore: this.storage.cron,
+      failingLoops: [
+        ...failingLoops([this.#claimLoop, this.#leaseLoop, this.#heartbeat, this.#retention]),
+        ...this.cron.failingLoops(),
+      ],
       executionStore: this.storage.executions,
       lostThresholdMs: this.config.cronLostThresholdMs,
       clock: this.clock,
-      liveWorkflows: async () => (await this.listRunners()).filter((r) => r.alive).flatMap((r) => r.workflows),
     });
+  }
+
+  /** What finding stranded schedules reads, for {@link health} and the `orrery_schedules_stranded` gauge. */
+  #strandedSources(): StrandedSources {
+    return {
+      cronStore: this.storage.cron,
+      liveWorkflows: async () => (await this.listRunners()).filter((r) => r.alive).flatMap((r) => r.workflows),
+    };
   }
 
   /**

@@ -174,7 +174,7 @@ describe.each(ADAPTERS)('the runner cron API on $name', (adapter) => {
       successfulRecoveries: 0,
       failedRecoveries: 0,
       abandonedRecoveries: 0,
-      recoverySuccessRate: 0,
+      recoverySuccessRate: null,
     });
   });
 

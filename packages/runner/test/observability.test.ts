@@ -1,4 +1,6 @@
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { postgresUrl } from '../../../test/support/postgres.js';
 import { type CronMissedEvent, defineWorkflow, ManualClock, NonRetryableError } from '../src/index.js';
 import { ADAPTERS, runnersPerTest, waitFor } from './support.js';
 
@@ -25,17 +27,24 @@ function sample(text: string, series: string): number | undefined {
 }
 
 describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
-  const { open } = runnersPerTest(adapter, () => ({ workflows: [etl], pollIntervalMs: 20 }), {
+  const perTest = runnersPerTest(adapter, () => ({ workflows: [etl], pollIntervalMs: 20 }), {
     shutdownTimeoutMs: 1000,
   });
+  const { open } = perTest;
 
-  it('reports stopped before start and ok with its loops running after', async () => {
+  it('reports unhealthy before start and ok with its loops running after', async () => {
     const runner = await open({ cronEnableRecovery: false });
-    expect(await runner.health()).toMatchObject({ status: 'stopped', taskLoopRunning: false, schedulerRunning: false });
+    expect(await runner.health()).toMatchObject({
+      status: 'unhealthy',
+      reasons: ['not started'],
+      taskLoopRunning: false,
+      schedulerRunning: false,
+    });
     await runner.start();
     const health = await runner.health();
     expect(health).toMatchObject({
       status: 'ok',
+      reasons: [],
       runnerId: runner.runnerId,
       taskLoopRunning: true,
       schedulerRunning: true,
@@ -46,12 +55,13 @@ describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
     });
   });
 
-  it('reports stopped after shutdown instead of throwing', async () => {
+  it('reports unhealthy after shutdown instead of throwing', async () => {
     const runner = await open();
     await runner.start();
     await runner.shutdown();
     expect(await runner.health()).toMatchObject({
-      status: 'stopped',
+      status: 'unhealthy',
+      reasons: ['shut down'],
       taskLoopRunning: false,
       schedulerRunning: false,
       lostOccurrences: 0,
@@ -59,7 +69,61 @@ describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
     });
   });
 
-  it('reports degraded when a running task holds an expired lease', async () => {
+  it.runIf(adapter.name === 'postgres')(
+    'reports unhealthy, not a throw, while its database cannot be read',
+    async () => {
+      const runner = await open({ enableCronScheduling: false });
+      await runner.start();
+      expect(await runner.health()).toMatchObject({ status: 'ok' });
+      const schema = perTest.db.config.schema!;
+      const admin = new pg.Client({ connectionString: postgresUrl() });
+      await admin.connect();
+      try {
+        // Its tables vanish from under it, as when the database is unreachable.
+        await admin.query(`ALTER SCHEMA "${schema}" RENAME TO "${schema}_away"`);
+        expect(await runner.health()).toMatchObject({
+          status: 'unhealthy',
+          reasons: [expect.stringContaining('database unreachable')],
+        });
+      } finally {
+        await admin.query(`ALTER SCHEMA "${schema}_away" RENAME TO "${schema}"`).catch(() => {});
+        await admin.end();
+      }
+      // Its loops failed meanwhile too: it is ok again once each has ticked successfully.
+      await waitFor(async () => (await runner.health()).status === 'ok');
+    },
+  );
+
+  it.runIf(adapter.name === 'postgres')(
+    'reports degraded while a loop of its own keeps failing, ok once it recovers',
+    async () => {
+      const runner = await open({ enableCronScheduling: false });
+      await runner.start();
+      const schema = perTest.db.config.schema!;
+      const admin = new pg.Client({ connectionString: postgresUrl() });
+      await admin.connect();
+      try {
+        // Every claim's UPDATE of a task row fails, while the reads health makes still work.
+        await admin.query(`CREATE FUNCTION "${schema}".refuse_claims() RETURNS trigger LANGUAGE plpgsql
+        AS $$ BEGIN RAISE EXCEPTION 'claims refused by the test'; END $$`);
+        await admin.query(`CREATE TRIGGER refuse_claims BEFORE UPDATE ON "${schema}".task_executions
+        FOR EACH ROW EXECUTE FUNCTION "${schema}".refuse_claims()`);
+        await runner.executeAsync('etl');
+        await waitFor(async () => (await runner.health()).status !== 'ok');
+        expect(await runner.health()).toMatchObject({
+          status: 'degraded',
+          reasons: [expect.stringMatching(/^task-claim loop failing \(\d+ ticks? in a row\)$/)],
+        });
+      } finally {
+        await admin.query(`DROP TRIGGER IF EXISTS refuse_claims ON "${schema}".task_executions`);
+        await admin.end();
+      }
+      await waitFor(async () => (await runner.health()).status === 'ok');
+      expect(await runner.health()).toMatchObject({ status: 'ok', reasons: [] });
+    },
+  );
+
+  it('lists a running task holding an expired lease as stalled, and stays ok: a fleet condition', async () => {
     const blocker = defineWorkflow({
       name: 'blocker',
       tasks: [
@@ -81,9 +145,9 @@ describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
       enableCronScheduling: false,
       clock: { now: () => new Date(Date.now() + 60_000) },
     });
-    expect(await ahead.health()).toMatchObject({ status: 'stopped', stalledTasks: 1 });
+    expect(await ahead.health()).toMatchObject({ status: 'unhealthy', stalledTasks: 1 });
     await ahead.start();
-    expect(await ahead.health()).toMatchObject({ status: 'degraded', stalledTasks: 1, lostOccurrences: 0 });
+    expect(await ahead.health()).toMatchObject({ status: 'ok', stalledTasks: 1, lostOccurrences: 0 });
   });
 
   it('counts task outcomes, durations and finished pipelines in its metrics', async () => {
@@ -114,16 +178,30 @@ describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
     expect(sample(await runner.metrics(), 'orrery_pipelines_finished_total{workflow="etl",status="failed"}')).toBe(1);
   });
 
-  it('counts cron fires by schedule and source, with their lag', async () => {
-    const runner = await open();
+  it('counts cron fires by schedule and source, and the lag of scheduled ones only', async () => {
+    const clock = new ManualClock(new Date('2026-01-01T00:00:30Z'));
+    const runner = await open({ clock, cronEnableRecovery: false, cronPollIntervalMs: 20 });
     await runner.addCronSchedule({ name: 'nightly', workflowName: 'etl', cronExpression: '0 0 * * *' });
     await runner.triggerCronSchedule('nightly');
-    const text = await runner.metrics();
+    await runner.backfillCronSchedule('nightly', {
+      start: new Date('2025-12-30T00:00:00Z'),
+      end: new Date('2025-12-31T00:00:01Z'),
+    });
+    let text = await runner.metrics();
     expect(sample(text, 'orrery_cron_fired_total{schedule="nightly",source="manual"}')).toBe(1);
+    expect(sample(text, 'orrery_cron_fired_total{schedule="nightly",source="backfill"}')).toBe(2);
+    // A trigger or a backfill is handed off when asked: no lateness to observe.
+    expect(sample(text, 'orrery_cron_fire_lag_seconds_count{schedule="nightly"}')).toBeUndefined();
+    clock.set(new Date('2026-01-02T00:00:00Z'));
+    await runner.start();
+    await waitFor(
+      async () => sample(await runner.metrics(), 'orrery_cron_fired_total{schedule="nightly",source="schedule"}') === 1,
+    );
+    text = await runner.metrics();
     expect(sample(text, 'orrery_cron_fire_lag_seconds_count{schedule="nightly"}')).toBe(1);
   });
 
-  it('reports a due schedule whose workflow no live runner has as stranded, and degraded', async () => {
+  it('lists a due schedule no live runner can run as stranded, stays ok, and gauges it', async () => {
     const clock = new ManualClock(new Date('2026-01-01T00:00:00Z'));
     const orphan = defineWorkflow({ name: 'orphan', tasks: [{ id: 'only', run: () => {} }] });
     const gone = await open({ clock, workflows: [orphan], enableCronScheduling: false });
@@ -137,13 +215,17 @@ describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
     const runner = await open({ clock, cronEnableRecovery: false });
     await runner.start();
     expect(await runner.health()).toMatchObject({ status: 'ok', strandedSchedules: [] });
+    expect(sample(await runner.metrics(), 'orrery_schedules_stranded')).toBe(0);
     clock.set(new Date('2026-01-01T01:05:00Z')); // due at 01:00, past the 60 s lost threshold
+    // One stale schedule is the fleet's problem, not this runner's: listed, never unhealthy.
     expect(await runner.health()).toMatchObject({
-      status: 'degraded',
+      status: 'ok',
+      reasons: [],
       strandedSchedules: [
         { id: schedule.id, name: 'orphaned', workflowName: 'orphan', nextRunAt: new Date('2026-01-01T01:00:00Z') },
       ],
     });
+    expect(sample(await runner.metrics(), 'orrery_schedules_stranded')).toBe(1);
   });
 
   it('gauges ready tasks, running pipelines, lost and abandoned occurrences from the database', async () => {

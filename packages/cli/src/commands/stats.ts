@@ -74,6 +74,7 @@ function parseSince(value: string): Date {
   }
 }
 
-function percent(rate: number): string {
-  return `${rate.toFixed(1)}%`;
+/** A rate as a percentage; "—" for null (nothing to rate: no attempts is not 0 %). */
+function percent(rate: number | null): string {
+  return rate === null ? '—' : `${rate.toFixed(1)}%`;
 }

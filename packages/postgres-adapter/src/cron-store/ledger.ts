@@ -1,5 +1,6 @@
 import {
   type CronExecutionRow,
+  FIRE_LAG_SOURCES,
   type NewCronExecution,
   newCronExecutionRow,
   type OccurrenceStats,
@@ -39,6 +40,11 @@ function delayMs({ cronExecutions: c }: PostgresTables) {
   return sql`extract(epoch FROM ${c.handedOffAt} - ${c.scheduledTime}) * 1000`;
 }
 
+/** `handed_off` rows whose hand-off has a lateness (a scheduler's, not a backfill or a manual trigger). */
+function hasFireLag({ cronExecutions: c }: PostgresTables) {
+  return sql`${c.status} = 'handed_off' AND ${statusIn(c.source, FIRE_LAG_SOURCES)}`;
+}
+
 /** Builds the ledger statements once; each is named, so each connection parses it once. */
 export function prepareLedger({ db, tables, named }: PostgresHandle) {
   const c = tables.cronExecutions;
@@ -75,11 +81,11 @@ export function prepareLedger({ db, tables, named }: PostgresHandle) {
         skipped: sql<number>`(count(*) FILTER (WHERE ${c.status} = 'skipped'))::int`,
         missed: sql<number>`(count(*) FILTER (WHERE ${c.status} = 'missed'))::int`,
         abandoned: sql<number>`(count(*) FILTER (WHERE ${c.status} = 'abandoned'))::int`,
-        meanDelayMs: sql<number | null>`avg(${DELAY_MS}) FILTER (WHERE ${c.status} = 'handed_off')`.mapWith(Number),
+        meanDelayMs: sql<number | null>`avg(${DELAY_MS}) FILTER (WHERE ${hasFireLag(tables)})`.mapWith(Number),
         // percentile_disc(0.99): the first delay whose cumulative share reaches 99%, i.e. rank ceil(0.99 n) of n.
         p99DelayMs: sql<
           number | null
-        >`percentile_disc(0.99) WITHIN GROUP (ORDER BY ${DELAY_MS}) FILTER (WHERE ${c.status} = 'handed_off')`.mapWith(
+        >`percentile_disc(0.99) WITHIN GROUP (ORDER BY ${DELAY_MS}) FILTER (WHERE ${hasFireLag(tables)})`.mapWith(
           Number,
         ),
       })
@@ -138,7 +144,7 @@ export async function insertOccurrenceRows(
   return inserted;
 }
 
-/** Ledger counts for rows scheduled at or after `since`. */
+/** Ledger counts for rows scheduled at or after `since`; the delays count only hand-offs with a fire lag. */
 export async function occurrenceStats(q: LedgerStatements, since: Date, lostBefore: Date): Promise<OccurrenceStats> {
   const [stats] = await q.selectOccurrenceStats.execute({ since, lostBefore });
   return { ...stats!, meanDelayMs: stats!.meanDelayMs ?? null, p99DelayMs: stats!.p99DelayMs ?? null };

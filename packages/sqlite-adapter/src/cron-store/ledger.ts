@@ -1,5 +1,6 @@
 import {
   type CronExecutionRow,
+  FIRE_LAG_SOURCES,
   type NewCronExecution,
   newCronExecutionRow,
   type OccurrenceStats,
@@ -29,6 +30,11 @@ export function isClaimed({ cronExecutions: c }: SqliteTables) {
 function isNotOverlapping({ cronExecutions: c, pipelineExecutions: p }: SqliteTables) {
   return sql`NOT EXISTS (SELECT 1 FROM ${p} pe
   WHERE pe.id = ${c.pipelineExecutionId} AND ${statusIn(sql`pe.status`, UNFINISHED_PIPELINE_STATUSES)})`;
+}
+
+/** `handed_off` rows whose hand-off has a lateness (a scheduler's, not a backfill or a manual trigger). */
+function hasFireLag({ cronExecutions: c }: SqliteTables) {
+  return sql`${c.status} = 'handed_off' AND ${statusIn(c.source, FIRE_LAG_SOURCES)}`;
 }
 
 /** Prepares the ledger statements once on the connection. */
@@ -68,9 +74,10 @@ export function prepareLedger({ db, tables }: SqliteHandle) {
         skipped: sql<number>`coalesce(sum(${c.status} = 'skipped'), 0)`,
         missed: sql<number>`coalesce(sum(${c.status} = 'missed'), 0)`,
         abandoned: sql<number>`coalesce(sum(${c.status} = 'abandoned'), 0)`,
+        lagged: sql<number>`coalesce(sum(${hasFireLag(tables)}), 0)`,
         meanDelayMs: sql<
           number | null
-        >`avg(CASE WHEN ${c.status} = 'handed_off' THEN ${c.handedOffAt} - ${c.scheduledTime} END)`,
+        >`avg(CASE WHEN ${hasFireLag(tables)} THEN ${c.handedOffAt} - ${c.scheduledTime} END)`,
       })
       .from(c)
       .where(gte(c.scheduledTime, bind(c.scheduledTime, 'since')))
@@ -79,7 +86,7 @@ export function prepareLedger({ db, tables }: SqliteHandle) {
     selectDelayAtRank: db
       .select({ delayMs: sql<number>`${c.handedOffAt} - ${c.scheduledTime}` })
       .from(c)
-      .where(and(gte(c.scheduledTime, bind(c.scheduledTime, 'since')), sql`${c.status} = 'handed_off'`))
+      .where(and(gte(c.scheduledTime, bind(c.scheduledTime, 'since')), hasFireLag(tables)))
       .orderBy(sql`${c.handedOffAt} - ${c.scheduledTime}`)
       .limit(1)
       .offset(placeholder('rank'))
@@ -121,11 +128,11 @@ export function insertOccurrenceRow(q: LedgerStatements, row: NewCronExecution):
   return q.insertOccurrence.get({ ...newCronExecutionRow(row) });
 }
 
-/** Ledger counts for rows scheduled at or after `since`. */
+/** Ledger counts for rows scheduled at or after `since`; the delays count only hand-offs with a fire lag. */
 export function occurrenceStats(q: LedgerStatements, since: Date, lostBefore: Date): OccurrenceStats {
-  const counts = q.selectOccurrenceStats.get({ since, lostBefore })!;
-  // p99 = the delay at index ceil(0.99 n) - 1 of the delays sorted ascending.
-  const rank = Math.ceil(0.99 * counts.handedOff) - 1;
+  const { lagged, ...counts } = q.selectOccurrenceStats.get({ since, lostBefore })!;
+  // p99 = the delay at index ceil(0.99 n) - 1 of the n fire lags sorted ascending.
+  const rank = Math.ceil(0.99 * lagged) - 1;
   const p99 = rank < 0 ? undefined : q.selectDelayAtRank.get({ since, rank });
   return { ...counts, p99DelayMs: p99?.delayMs ?? null };
 }

@@ -190,14 +190,14 @@ select count(*)
   where ("cron_executions"."status" = 'claimed' and ("cron_executions"."fire_at" < ? and "cron_executions"."claimed_at" < ?));
 
 -- ledger/selectOccurrenceStats
-select count(*), coalesce(sum("status" = 'handed_off'), 0), coalesce(sum("cron_executions"."status" = 'claimed' AND ("cron_executions"."fire_at" < ? and "cron_executions"."claimed_at" < ?)), 0), coalesce(sum("status" = 'skipped'), 0), coalesce(sum("status" = 'missed'), 0), coalesce(sum("status" = 'abandoned'), 0), avg(CASE WHEN "status" = 'handed_off' THEN "handed_off_at" - "scheduled_time" END)
+select count(*), coalesce(sum("status" = 'handed_off'), 0), coalesce(sum("cron_executions"."status" = 'claimed' AND ("cron_executions"."fire_at" < ? and "cron_executions"."claimed_at" < ?)), 0), coalesce(sum("status" = 'skipped'), 0), coalesce(sum("status" = 'missed'), 0), coalesce(sum("status" = 'abandoned'), 0), coalesce(sum("cron_executions"."status" = 'handed_off' AND "cron_executions"."source" IN ('schedule', 'catchup')), 0), avg(CASE WHEN "cron_executions"."status" = 'handed_off' AND "cron_executions"."source" IN ('schedule', 'catchup') THEN "handed_off_at" - "scheduled_time" END)
   from "cron_executions"
   where "cron_executions"."scheduled_time" >= ?;
 
 -- ledger/selectDelayAtRank
 select "handed_off_at" - "scheduled_time"
   from "cron_executions"
-  where ("cron_executions"."scheduled_time" >= ? and "cron_executions"."status" = 'handed_off')
+  where ("cron_executions"."scheduled_time" >= ? and "cron_executions"."status" = 'handed_off' AND "cron_executions"."source" IN ('schedule', 'catchup'))
   order by "cron_executions"."handed_off_at" - "cron_executions"."scheduled_time"
   limit ?
   offset ?;
