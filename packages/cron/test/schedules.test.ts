@@ -141,7 +141,7 @@ describe('addSchedule', () => {
   describe('refuses bad input before writing anything', () => {
     const cases: [string, Record<string, unknown>, new (...args: never[]) => Error, RegExp][] = [
       ['an invalid minute', { cronExpression: '61 * * * *' }, InvalidCronExpressionError, /minute/],
-      ['too many fields', { cronExpression: '* * * * * * *' }, InvalidCronExpressionError, /\* \* \* \* \* \* \*/],
+      ['too many fields', { cronExpression: '* * * * * * * *' }, InvalidCronExpressionError, /got 8/],
       ['an unknown zone', { timezone: 'Mars/Olympus_Mons' }, InvalidTimezoneError, /Mars\/Olympus_Mons/],
       ['an unregistered workflow', { workflowName: 'nope' }, WorkflowNotFoundError, /"nope"/],
       ['a UUID-shaped name', { name: '3F2A8C1E-5B7D-4E9F-8A6C-1D2E3F4A5B6C' }, ValidationError, /UUID/],
