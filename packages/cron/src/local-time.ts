@@ -1,5 +1,6 @@
 import type { IANAZone } from 'luxon';
 import type { CronFields } from './cron-expression.js';
+import { YEAR_SPEC } from './cron-syntax.js';
 import { daysInMonth, hasQuartzDays, matchesQuartzDay, type QuartzDays } from './quartz-days.js';
 import { DST_DEFAULTS } from './schedule-fields.js';
 import { dayOffsets } from './timezone.js';
@@ -10,6 +11,7 @@ const DAY_MS = 86_400_000;
 
 /** Longer than the longest gap a valid expression can have: February 29, 2096 then 2104. */
 const SEARCH_DAYS = 9 * 366;
+const { min: FIRST_YEAR, max: LAST_YEAR } = YEAR_SPEC;
 
 /**
  * Lookup tables for walking local wall-clock time. `nextX[v]` is the smallest allowed value
@@ -26,6 +28,8 @@ export interface LocalMatcher {
   readonly quartz: QuartzDays | null;
   /** The allowed years, ascending, or null for every year. */
   readonly years: readonly number[] | null;
+  /** `isYear[year - 1970]`: whether a year is allowed (null for every year), so a day's check is one index. */
+  readonly isYear: readonly boolean[] | null;
   readonly anyDayOfMonth: boolean;
   readonly anyDayOfWeek: boolean;
   readonly followsRealClock: boolean;
@@ -76,6 +80,13 @@ export function compileMatcher(fields: CronFields, dst?: DstRules | null): Local
     dayOfWeek: membership(fields.daysOfWeek, 6),
     quartz: hasQuartzDays(fields.quartz) ? fields.quartz : null,
     years: fields.years,
+    isYear:
+      fields.years === null
+        ? null
+        : membership(
+            fields.years.map((year) => year - FIRST_YEAR),
+            LAST_YEAR - FIRST_YEAR,
+          ),
     anyDayOfMonth: fields.anyDayOfMonth,
     anyDayOfWeek: fields.anyDayOfWeek,
     followsRealClock: fields.followsRealClock,
@@ -188,8 +199,8 @@ function nextMatchingDay(matcher: LocalMatcher, day: number, lastDay: number): n
   let candidate = day;
   while (candidate <= lastDay) {
     const date = new Date(candidate * DAY_MS);
-    if (matcher.years !== null && !matcher.years.includes(date.getUTCFullYear())) {
-      const nextYear = matcher.years.find((allowed) => allowed > date.getUTCFullYear());
+    if (!isAllowedYear(matcher, date.getUTCFullYear())) {
+      const nextYear = matcher.years?.find((allowed) => allowed > date.getUTCFullYear());
       if (nextYear === undefined) return lastDay + 1;
       candidate = Date.UTC(nextYear, 0, 1) / DAY_MS;
     } else if (!matcher.month[date.getUTCMonth() + 1]) {
@@ -205,8 +216,15 @@ function nextMatchingDay(matcher: LocalMatcher, day: number, lastDay: number): n
 
 function isMatchingDay(matcher: LocalMatcher, day: number): boolean {
   const date = new Date(day * DAY_MS);
-  const isYear = matcher.years === null || matcher.years.includes(date.getUTCFullYear());
-  return isYear && matcher.month[date.getUTCMonth() + 1]! && isMatchingDate(matcher, date);
+  return (
+    isAllowedYear(matcher, date.getUTCFullYear()) &&
+    matcher.month[date.getUTCMonth() + 1]! &&
+    isMatchingDate(matcher, date)
+  );
+}
+
+function isAllowedYear(matcher: LocalMatcher, year: number): boolean {
+  return matcher.isYear === null || matcher.isYear[year - FIRST_YEAR] === true;
 }
 
 /**
