@@ -87,7 +87,12 @@ const FIELD_LABELS: Readonly<Record<string, string>> = {
 export function parseCronFields(expression: string): CronFields {
   const syntax = readCronSyntax(expression);
   const [, , hourText = '', dayOfMonthText, , dayOfWeekText] = syntax.fields;
-  const expanded = expandWithCronParser(expression, syntax.fields);
+  // A day-of-week of Quartz items only reaches cron-parser as `*`; written `0-6` instead it
+  // stays restricted, so cron-parser does not refuse a day-of-month that only the day-of-week
+  // lets fire (`0 0 30 2 5L`, as `0 0 30 2 MON`). Its values are not used: see `daysOfWeek`.
+  const parserFields =
+    dayOfWeekText === '*' && !syntax.anyDayOfWeek ? [...syntax.fields.slice(0, 5), '0-6'] : syntax.fields;
+  const expanded = expandWithCronParser(expression, parserFields);
   // A day field whose items are all Quartz rules reached cron-parser as `*`: it has no plain values.
   const daysOfMonth = dayOfMonthText === '*' && !syntax.anyDayOfMonth ? [] : expanded.dayOfMonth;
   const daysOfWeek =

@@ -246,6 +246,13 @@ describe('invalid expressions', () => {
     }
   });
 
+  it('accepts February 30 when a Quartz day-of-week item can still match', () => {
+    expect(nextOccurrences('0 0 30 2 5L', { after: new Date('2026-01-01T00:00:00Z'), count: 2 })).toEqual([
+      new Date('2026-02-27T00:00:00Z'),
+      new Date('2027-02-26T00:00:00Z'),
+    ]);
+  });
+
   it('accepts February 30 when the day-of-week field can still match (day fields combine with OR)', () => {
     expect(nextOccurrences('0 0 30 2 MON', { after: new Date('2026-01-01T00:00:00Z'), count: 2 })).toEqual([
       new Date('2026-02-02T00:00:00Z'),
