@@ -165,7 +165,14 @@ export function assertCanFire(definition: ScheduleDefinition, now: Date): void {
       `endAt ${endAt.toISOString()} is already past (now is ${now.toISOString()}), so schedule "${definition.name}" would never fire; move endAt into the future or leave it out.`,
     );
   }
-  const window = endAt === null ? 'in the next nine years' : `before endAt ${endAt.toISOString()}`;
+  const fields = parseExpressionFields(cronExpression);
+  const lastYear = fields.kind === 'calendar' ? fields.years?.at(-1) : undefined;
+  const window =
+    endAt !== null
+      ? `before endAt ${endAt.toISOString()}`
+      : lastYear === undefined
+        ? 'in the next nine years'
+        : `up to the end of its last year, ${lastYear}`;
   const from = startAt !== null && startAt.getTime() > now.getTime() ? `startAt ${startAt.toISOString()}` : 'now';
   throw new ValidationError(
     `Schedule "${definition.name}" would never fire: "${cronExpression}" in ${timezone} has no occurrence from ${from} ${window}; widen the window or change the expression.`,

@@ -179,6 +179,18 @@ describe('addSchedule', () => {
         ValidationError,
         /would never fire: "0 0 0 1 1 \*" in UTC has no occurrence from startAt/,
       ],
+      [
+        'a one-off whose year has passed',
+        { cronExpression: '0 0 18 24 12 * 2020-2025' },
+        ValidationError,
+        /would never fire: "0 0 18 24 12 \* 2020-2025" in UTC has no occurrence from now up to the end of its last year, 2025/,
+      ],
+      [
+        'a year past 2199',
+        { cronExpression: '0 0 0 1 1 * 2200' },
+        InvalidCronExpressionError,
+        /out of range 1970-2199/,
+      ],
     ];
     it.each(cases)('%s', async (_what, override, errorClass, message) => {
       const input = { name: 'n', workflowName: 'wf', cronExpression: '* * * * *', ...override };
