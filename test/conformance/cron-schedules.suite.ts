@@ -344,6 +344,48 @@ export function describeCronSchedules(open: OpenStorage): void {
           expect(states).toEqual([false, true, true, true, false]);
         });
 
+        it("cancels a cancel_other plan's replaced pipelines and their tasks with the claim, never without it", async () => {
+          const row = await insert({ overlapPolicy: 'cancel_other', nextRunAt: at(MINUTE) });
+          const [earlier] = (await store().insertOccurrences([occurrence(row, T0)])).claimed;
+          const old = newPipeline(
+            row.workflowName,
+            { a: [], b: ['a'] },
+            { idempotencyKey: earlier!.id, scheduledTime: T0 },
+          );
+          await storage().executions.createPipeline(old);
+          await store().linkOccurrence(earlier!.id, old.id, at(1));
+          const { plan: planSlot } = planOneSlot();
+          const seen: Array<readonly string[] | undefined> = [];
+          const claimDue = (prepareHandoff: () => never | null) =>
+            store().claimDueSchedules({
+              now: at(MINUTE),
+              workflowNames: [row.workflowName],
+              limit: 10,
+              plan: (schedule, state) => {
+                seen.push(state.activePipelineIds);
+                return { ...planSlot(schedule, state), cancelPipelineIds: state.activePipelineIds ?? [] };
+              },
+              prepareHandoff,
+            });
+          // A transaction that fails after the plan cancels nothing.
+          const failure = await claimDue(() => {
+            throw new ValidationError('handoff refused');
+          }).catch((error: unknown) => error);
+          expect(failure).toBeInstanceOf(ValidationError);
+          expect(await storage().executions.getPipeline(old.id)).toMatchObject({ status: 'pending' });
+          const [claimed] = await claimDue(() => null);
+          expect(claimed).toMatchObject({ status: 'claimed', scheduledTime: at(MINUTE) });
+          expect(seen).toEqual([[old.id], [old.id]]);
+          expect(await storage().executions.getPipeline(old.id)).toMatchObject({
+            status: 'cancelled',
+            completedAt: at(MINUTE),
+          });
+          expect((await storage().executions.listTasks(old.id)).map((task) => task.status)).toEqual([
+            'cancelled',
+            'cancelled',
+          ]);
+        });
+
         it('creates and links the pipeline of each due occurrence in the claim transaction', async () => {
           const workflowName = uniqueName();
           const due = await insert({ workflowName, nextRunAt: at(0) });

@@ -110,6 +110,13 @@ export interface SchedulePlan {
    * `skipped`: a newer `cancel_other` occurrence replaces them before they started anything.
    */
   skipClaimed?: boolean;
+  /**
+   * `cancel_other`: the active pipelines (from {@link DueScheduleState.activePipelineIds}, so in
+   * this database) that the plan's new occurrence replaces. They are cancelled, with their
+   * unfinished tasks, in the claim transaction itself: the replacement and the cancel commit
+   * together, so no crash between them can leave the old pipeline running beside the new one.
+   */
+  cancelPipelineIds?: readonly string[];
 }
 
 /** The newest pipeline a schedule started, as the claim reads it for `pauseOnFailure`. */
@@ -255,7 +262,8 @@ export interface CronStore {
    * advances the schedule by compare-and-set on `version`. Returns the inserted rows to
    * hand off: `claimed`, or already `handed_off` (with `pipelineExecutionId`) when
    * `prepareHandoff` created their pipelines in the transaction; and the earlier rows a plan's
-   * `skipClaimed` turned `skipped`, to report.
+   * `skipClaimed` turned `skipped`, to report. A plan's `cancelPipelineIds` are cancelled in the
+   * same transaction.
    */
   claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]>;
   /**

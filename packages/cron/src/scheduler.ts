@@ -112,7 +112,8 @@ export class CronScheduler {
         }
         const replaces =
           schedule.overlapPolicy === 'cancel_other' && plan.occurrences.some((r) => r.status === 'claimed');
-        if (replaces) for (const id of state.activePipelineIds ?? []) toCancel.add(id);
+        const cancelPipelineIds = replaces ? (state.activePipelineIds ?? []) : [];
+        for (const id of cancelPipelineIds) toCancel.add(id);
         if (plan.disableNote != null) {
           const failed = failedPipelineId(schedule, state);
           paused.push({
@@ -123,7 +124,8 @@ export class CronScheduler {
             pipelineExecutionId: failed,
           });
         }
-        return plan;
+        // The claim cancels them in its own transaction: a crash after it commits cannot leave them running.
+        return cancelPipelineIds.length === 0 ? plan : { ...plan, cancelPipelineIds };
       },
       ...(inTransactionHandoff && {
         prepareHandoff: (occurrence: CronExecutionRow) => inTransactionHandoff.preparePipeline(occurrence, now),
@@ -137,6 +139,7 @@ export class CronScheduler {
     for (const row of missed.values()) this.#reportMissed(row);
     for (const row of buffered.values()) this.#reportBuffered(row);
     for (const event of paused) emitEvent(this.#deps, 'cron:paused', event);
+    if (toCancel.size > 0) await faults?.afterReplacedCommit?.([...toCancel]);
     await this.#cancelReplaced(toCancel);
     const linkedInClaim = this.#reportHandedOff(rows);
     // Buffered occurrences whose active one has ended: claimed now, so recovery covers them from here on.
@@ -203,13 +206,28 @@ export class CronScheduler {
     return ready;
   }
 
-  /** `cancel_other`: the pipelines the new occurrences replace. A failure is logged; the new ones run anyway. */
+  /**
+   * `cancel_other`: the pipelines the new occurrences replace, which the claim transaction
+   * already cancelled in storage. The executor that shares the database is told, to abort their
+   * tasks running here at once; any other executor is asked to cancel them (a no-op in storage
+   * for one already cancelled). A failure is logged: the cancel itself is committed.
+   */
   async #cancelReplaced(ids: ReadonlySet<string>): Promise<void> {
+    if (ids.size === 0) return;
+    const { executor, inTransactionHandoff, logger } = this.#deps;
+    if (inTransactionHandoff !== undefined) {
+      try {
+        await inTransactionHandoff.cancelled([...ids]);
+      } catch (error) {
+        logger.warn({ err: error, pipelineExecutionIds: [...ids] }, 'cancel_other could not report its cancels');
+      }
+      return;
+    }
     for (const id of ids) {
       try {
-        await this.#deps.executor.cancelExecution(id);
+        await executor.cancelExecution(id);
       } catch (error) {
-        this.#deps.logger.warn({ err: error, pipelineExecutionId: id }, 'cancel_other could not cancel a pipeline');
+        logger.warn({ err: error, pipelineExecutionId: id }, 'cancel_other could not cancel a pipeline');
       }
     }
   }

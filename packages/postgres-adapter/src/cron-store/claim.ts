@@ -7,6 +7,7 @@ import {
 } from '@orreryjs/core';
 import { and, asc, desc, eq, gte, lt, lte, type SQL, sql } from 'drizzle-orm';
 import { arrayParam, dateToIso, encodeUuidList, inTextList, statusIn } from '../codec.js';
+import { cancelPipeline } from '../execution-store/control.js';
 import type { InsertPipelines } from '../execution-store/pipelines.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
@@ -290,6 +291,10 @@ export async function claimDueSchedules(
   if (replaced.length > 0) await skipBufferedRows(tx, tables, replaced);
   const superseded = landed.filter((plan) => plan.skipClaimed === true).map((plan) => plan.schedule.id);
   const skipped = superseded.length === 0 ? [] : await skipClaimedRows(tx, tables, superseded);
+  // cancel_other: the replaced pipelines end in this transaction, with the occurrence that replaces them.
+  for (const id of landed.flatMap((plan) => plan.cancelPipelineIds ?? [])) {
+    await cancelPipeline(tx, tables, id, request.now);
+  }
   const occurrences = landed.flatMap((plan) => plan.occurrences);
   const claimed = (await insertOccurrenceRows(tx, tables, occurrences)).filter((row) => row.status === 'claimed');
   const { prepareHandoff } = request;

@@ -7,6 +7,7 @@ import {
 } from '@orreryjs/core';
 import { and, asc, desc, eq, gte, lt, lte, sql } from 'drizzle-orm';
 import { bind, encodeTextList, statusIn, textListSql } from '../codec.js';
+import { type ControlStatements, cancelPipeline } from '../execution-store/control.js';
 import type { PipelineStatements } from '../execution-store/pipelines.js';
 import type { SqliteHandle } from '../transaction.js';
 import { type HandoffStatements, handOffInTransaction } from './handoff.js';
@@ -142,6 +143,7 @@ export interface ClaimDueStatements {
   ledger: LedgerStatements;
   handoff: HandoffStatements;
   pipelines: PipelineStatements;
+  control: ControlStatements;
 }
 
 /** The slots in [nextRunAt, missedBefore) that already hold a non-manual row; undefined when none can be missed. */
@@ -193,6 +195,8 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
     if (advanced.changes === 0) continue;
     if (plan.skipBuffered === true) q.claim.skipBufferedRows.run({ scheduleId: schedule.id });
     if (plan.skipClaimed === true) replaced.push(...q.claim.skipClaimedRows.all({ scheduleId: schedule.id }));
+    // cancel_other: the replaced pipelines end in this transaction, with the occurrence that replaces them.
+    for (const id of plan.cancelPipelineIds ?? []) cancelPipeline(q, id, request.now);
     for (const occurrence of plan.occurrences) {
       const inserted = insertOccurrenceRow(q.ledger, occurrence);
       if (inserted?.status === 'claimed') claimed.push(inserted);

@@ -12,6 +12,7 @@ import type {
   ScheduleFilter,
   ScheduleRow,
 } from '@orreryjs/core';
+import { prepareControl } from '../execution-store/control.js';
 import { preparePipelines } from '../execution-store/pipelines.js';
 import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
 import { insertOccurrences, prepareBackfill } from './backfill.js';
@@ -41,6 +42,8 @@ export function prepareCronStore(handle: SqliteHandle) {
     ledger: prepareLedger(handle),
     // The in-transaction handoff creates pipelines inside the claim transaction.
     pipelines: preparePipelines(handle),
+    // cancel_other cancels the pipelines it replaces inside the claim transaction.
+    control: prepareControl(handle),
   };
 }
 
