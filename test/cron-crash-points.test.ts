@@ -82,13 +82,18 @@ describe.each(TARGETS)('cron crash points with real processes on $name', ({ make
   }
 
   /** Starts a healthy runner, waits until every slot ran and every pipeline ended, and stops it gracefully. */
-  async function survive(schedules: readonly CronSchedule[], crashedRows: number) {
+  async function runHealthy(schedules: readonly CronSchedule[]): Promise<void> {
     const healthy = spawnWorker('cron-runner-worker.ts', [], { ...target!.env, ORRERY_RUNNER_CONFIG: HEALTHY_CONFIG });
     workers.push(healthy);
     await healthy.ready;
     const ids = schedules.map((schedule) => schedule.id);
     await until('the ledger to settle', () => pendingWork(storage!, ids), isSettled, 90_000);
     expect(await stopWorker(healthy), healthy.stderr()).toEqual({ code: 0, signal: null });
+  }
+
+  /** {@link runHealthy}, then the exactly-once audit of every slot. */
+  async function survive(schedules: readonly CronSchedule[], crashedRows: number) {
+    await runHealthy(schedules);
     const audit = await auditLedger(storage!, schedules);
     expect(audit.problems).toEqual([]);
     expect(audit.ledgerRows).toBe(audit.occurrences);
@@ -189,12 +194,7 @@ describe.each(TARGETS)('cron crash points with real processes on $name', ({ make
       const row = (await storage!.cron.getSchedule(schedule.id))!;
       await storage!.cron.updateSchedule(row.id, row.version, { enabled: false, nextRunAt: null });
     }
-    const healthy = spawnWorker('cron-runner-worker.ts', [], { ...target!.env, ORRERY_RUNNER_CONFIG: HEALTHY_CONFIG });
-    workers.push(healthy);
-    await healthy.ready;
-    const ids = schedules.map((schedule) => schedule.id);
-    await until('the pipelines to end', () => pendingWork(storage!, ids), isSettled, 90_000);
-    expect(await stopWorker(healthy), healthy.stderr()).toEqual({ code: 0, signal: null });
+    await runHealthy(schedules);
     for (const id of replaced) {
       expect((await storage!.executions.getPipeline(id))?.status).toBe('cancelled');
       for (const task of await storage!.executions.listTasks(id))

@@ -241,45 +241,6 @@ select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "s
   where "task_executions"."pipeline_execution_id" = ?
   order by "task_executions"."position" asc;
 
--- control/cancelPipelineRow
-update "pipeline_executions"
-  set "status" = ?, "remaining_tasks" = ?, "completed_at" = ?, "updated_at" = ?
-  where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" IN ('pending', 'running', 'paused'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
-
--- control/cancelTasks
-update "task_executions"
-  set "status" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "completed_at" = ?, "updated_at" = ?
-  where ("task_executions"."pipeline_execution_id" = ? and NOT "task_executions"."status" IN ('completed', 'failed', 'skipped', 'cancelled'));
-
--- control/pausePipelineRow
-update "pipeline_executions"
-  set "status" = ?, "pause_reason" = ?, "updated_at" = ?
-  where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" IN ('pending', 'running'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
-
--- control/requeueRunningTasks
-update "task_executions"
-  set "status" = ?, "available_at" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "updated_at" = ?
-  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."status" = 'running');
-
--- control/resumePipeline
-update "pipeline_executions"
-  set "status" = CASE WHEN "pipeline_executions"."started_at" IS NULL THEN 'pending' ELSE 'running' END, "pause_reason" = ?, "updated_at" = ?
-  where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" = 'paused')
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
-
--- control/retryPipelineRow
-update "pipeline_executions"
-  set "status" = ?, "remaining_tasks" = ?, "failed_tasks" = ?, "error" = ?, "pause_reason" = ?, "completed_at" = ?, "updated_at" = ?
-  where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" IN ('failed', 'cancelled'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
-
--- control/retryTask
-update "task_executions"
-  set "status" = ?, "pending_deps" = ?, "available_at" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "completed_at" = ?, "updated_at" = ?
-  where ("task_executions"."id" = ? and "task_executions"."pipeline_execution_id" = ?);
-
 -- schedules/selectSchedules
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
