@@ -1,6 +1,8 @@
 import {
+  type ClaimDueRequest,
   type CronExecutionRow,
   type DueScheduleState,
+  type NewCronExecution,
   newId,
   occurrenceId,
   ScheduleConflictError,
@@ -56,6 +58,21 @@ export function describeCronSchedules(open: OpenStorage): void {
         expect(created).toBe(true);
         return schedule;
       };
+
+      /** Claims the due slot of `row`'s workflow at `now` with `plan` (and an in-transaction handoff). */
+      const claimScheduleAt = (
+        row: ScheduleRow,
+        now: Date,
+        plan: ClaimDueRequest['plan'],
+        prepareHandoff?: ClaimDueRequest['prepareHandoff'],
+      ) =>
+        store().claimDueSchedules({
+          now,
+          workflowNames: [row.workflowName],
+          limit: 10,
+          plan,
+          ...(prepareHandoff !== undefined && { prepareHandoff }),
+        });
 
       describe('insertSchedule, getSchedule and getScheduleByName', () => {
         it('stores every field and reads it back unchanged, by id and by name', async () => {
@@ -316,14 +333,9 @@ export function describeCronSchedules(open: OpenStorage): void {
           const row = await insert({ overlapPolicy: 'skip', nextRunAt: at(MINUTE) });
           const states: boolean[] = [];
           const claimDue = () =>
-            store().claimDueSchedules({
-              now: at(MINUTE),
-              workflowNames: [row.workflowName],
-              limit: 10,
-              plan: (_schedule, state) => {
-                states.push(state.hasActiveOccurrence);
-                return null;
-              },
+            claimScheduleAt(row, at(MINUTE), (_schedule, state) => {
+              states.push(state.hasActiveOccurrence);
+              return null;
             });
           await claimDue();
           const [earlier] = (await store().insertOccurrences([occurrence(row, T0)])).claimed;
@@ -357,16 +369,15 @@ export function describeCronSchedules(open: OpenStorage): void {
           const { plan: planSlot } = planOneSlot();
           const seen: Array<readonly string[] | undefined> = [];
           const claimDue = (prepareHandoff: () => never | null) =>
-            store().claimDueSchedules({
-              now: at(MINUTE),
-              workflowNames: [row.workflowName],
-              limit: 10,
-              plan: (schedule, state) => {
+            claimScheduleAt(
+              row,
+              at(MINUTE),
+              (schedule, state) => {
                 seen.push(state.activePipelineIds);
                 return { ...planSlot(schedule, state), cancelPipelineIds: state.activePipelineIds ?? [] };
               },
               prepareHandoff,
-            });
+            );
           // A transaction that fails after the plan cancels nothing.
           const failure = await claimDue(() => {
             throw new ValidationError('handoff refused');
@@ -483,6 +494,113 @@ export function describeCronSchedules(open: OpenStorage): void {
           for (const row of rows) {
             expect(await store().getSchedule(row.id)).toEqual(row);
             expect(await store().listOccurrences(row.id, 10, 0)).toEqual([]);
+          }
+        });
+      });
+      describe('insertManualOccurrence', () => {
+        /** A manual row of `schedule` claimed at `now`, with a random id as the trigger writes it. */
+        const manual = (schedule: ScheduleRow, now: Date) =>
+          occurrence(schedule, now, { id: newId(), source: 'manual', claimedAt: now });
+        /** A pipeline started for `row` and linked to it, as a handoff leaves them. */
+        const handedOff = async (row: CronExecutionRow) => {
+          const pipeline = newPipeline(
+            row.workflowName,
+            { a: [], b: ['a'] },
+            { idempotencyKey: row.id, scheduledTime: row.scheduledTime },
+          );
+          await storage().executions.createPipeline(pipeline);
+          await store().linkOccurrence(row.id, pipeline.id, at(1));
+          return pipeline;
+        };
+
+        it('writes the row with the status its plan gives, telling the plan what is active', async () => {
+          const row = await insert({ overlapPolicy: 'skip' });
+          const states: DueScheduleState[] = [];
+          const trigger = (written: NewCronExecution, status: 'claimed' | 'skipped') =>
+            store().insertManualOccurrence({
+              row: written,
+              plan: (schedule, state) => {
+                expect(schedule).toEqual(row);
+                states.push(state);
+                return { status };
+              },
+            });
+          const firstRow = manual(row, at(0));
+          const first = await trigger(firstRow, 'claimed');
+          expect(first).toEqual({ row: storedOccurrence(firstRow), state: { hasActiveOccurrence: false } });
+          expect(states).toEqual([{ hasActiveOccurrence: false }]);
+          const pipeline = await handedOff(first!.row);
+          const second = await trigger(manual(row, at(2)), 'skipped');
+          expect(second!.state).toEqual({ hasActiveOccurrence: true, activePipelineIds: [pipeline.id] });
+          expect(await store().getOccurrence(second!.row.id)).toMatchObject({ status: 'skipped', source: 'manual' });
+          await storage().executions.cancelPipeline(pipeline.id, at(3));
+          expect((await trigger(manual(row, at(4)), 'claimed'))!.state).toEqual({ hasActiveOccurrence: false });
+        });
+
+        it('sees a claimed or buffered occurrence as active, and skips the buffered ones when asked', async () => {
+          const row = await insert({ overlapPolicy: 'buffer_one' });
+          const [buffered] = (await store().insertOccurrences([occurrence(row, T0, { status: 'buffered' })])).claimed;
+          expect(buffered).toBeUndefined();
+          const result = await store().insertManualOccurrence({
+            row: manual(row, at(5)),
+            plan: (_schedule, state) => {
+              expect(state).toEqual({ hasActiveOccurrence: true, activePipelineIds: [] });
+              return { status: 'buffered', skipBuffered: true };
+            },
+          });
+          expect(result!.row.status).toBe('buffered');
+          expect(await store().getOccurrence(occurrence(row, T0).id)).toMatchObject({ status: 'skipped' });
+          expect(await store().getOccurrence(result!.row.id)).toMatchObject({ status: 'buffered' });
+        });
+
+        it('cancels the pipelines and skips the claimed scheduler rows a cancel_other trigger replaces', async () => {
+          const row = await insert({ overlapPolicy: 'cancel_other' });
+          const [running] = (await store().insertOccurrences([occurrence(row, T0)])).claimed;
+          const pipeline = await handedOff(running!);
+          const [waiting] = (await store().insertOccurrences([occurrence(row, at(MINUTE))])).claimed;
+          const result = await store().insertManualOccurrence({
+            row: manual(row, at(MINUTE + 1)),
+            plan: (_schedule, state) => ({
+              status: 'claimed',
+              skipClaimed: true,
+              cancelPipelineIds: state.activePipelineIds!,
+            }),
+          });
+          expect(result!.row).toMatchObject({ status: 'claimed', source: 'manual' });
+          expect(await storage().executions.getPipeline(pipeline.id)).toMatchObject({ status: 'cancelled' });
+          expect((await storage().executions.listTasks(pipeline.id)).map((task) => task.status)).toEqual([
+            'cancelled',
+            'cancelled',
+          ]);
+          expect(await store().getOccurrence(waiting!.id)).toMatchObject({ status: 'skipped' });
+        });
+
+        it('returns null and writes nothing for an unknown schedule', async () => {
+          const ghost = scheduleRow({ workflowName: uniqueName() });
+          const row = manual(ghost, at(0));
+          const result = await store().insertManualOccurrence({
+            row,
+            plan: () => {
+              throw new Error('no plan for an unknown schedule');
+            },
+          });
+          expect(result).toBeNull();
+          expect(await store().getOccurrence(row.id)).toBeNull();
+        });
+
+        it('lets one of several concurrent triggers start and shows it to the others as active', async () => {
+          const workflowName = uniqueName();
+          const rows = [];
+          for (let i = 0; i < 8; i += 1) rows.push(await insert({ workflowName, overlapPolicy: 'skip' }));
+          const trigger = (row: ScheduleRow) =>
+            store().insertManualOccurrence({
+              row: manual(row, at(0)),
+              plan: (_schedule, state) => ({ status: state.hasActiveOccurrence ? 'skipped' : 'claimed' }),
+            });
+          const results = await Promise.all(rows.flatMap((row) => [trigger(row), trigger(row), trigger(row)]));
+          for (const row of rows) {
+            const statuses = results.filter((result) => result!.row.scheduleId === row.id).map((r) => r!.row.status);
+            expect(statuses.sort()).toEqual(['claimed', 'skipped', 'skipped']);
           }
         });
       });

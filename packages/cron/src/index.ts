@@ -42,3 +42,4 @@ export { type CronHealth, CronService } from './service.js';
 export { CRON_DEFAULTS, type CronSettings } from './settings.js';
 export { validateTimezone } from './timezone.js';
 export type { CronExecution, CronExecutionStats, CronSchedule, CronScheduleInput, RecoveryStats } from './types.js';
+export type { TriggerOptions } from './validate.js';

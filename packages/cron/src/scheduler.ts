@@ -2,7 +2,7 @@ import type { CronExecutionRow, NewCronExecution } from '@orreryjs/core';
 import { DeferredHandoffs } from './deferred.js';
 import type { CronPausedEvent } from './events.js';
 import type { Handoff } from './handoff.js';
-import { reportFired } from './link.js';
+import { reportBuffered, reportCancelled, reportFired, reportSkipped } from './link.js';
 import type { CronServiceOptions } from './options.js';
 import { emitEvent } from './options.js';
 import { failedPipelineId, planSchedule, type TickBudget } from './plan.js';
@@ -135,12 +135,12 @@ export class CronScheduler {
     this.#moreDue = moreDue || planned >= settings.batchSize;
     // Besides the rows to hand off, the claim returns the stored ones a cancel_other occurrence replaced (`skipped`).
     for (const row of rows) if (row.status === 'skipped') skipped.set(row.id, row);
-    for (const row of skipped.values()) this.#reportSkipped(row);
+    for (const row of skipped.values()) reportSkipped(this.#deps, row);
     for (const row of missed.values()) this.#reportMissed(row);
-    for (const row of buffered.values()) this.#reportBuffered(row);
+    for (const row of buffered.values()) reportBuffered(this.#deps, row);
     for (const event of paused) emitEvent(this.#deps, 'cron:paused', event);
     if (toCancel.size > 0) await faults?.afterReplacedCommit?.([...toCancel]);
-    await this.#cancelReplaced(toCancel);
+    await reportCancelled(this.#deps, toCancel);
     const linkedInClaim = this.#reportHandedOff(rows);
     // Buffered occurrences whose active one has ended: claimed now, so recovery covers them from here on.
     const released = await store.releaseBuffered({
@@ -206,41 +206,6 @@ export class CronScheduler {
     return ready;
   }
 
-  /**
-   * `cancel_other`: the pipelines the new occurrences replace, which the claim transaction
-   * already cancelled in storage. The executor that shares the database is told, to abort their
-   * tasks running here at once; any other executor is asked to cancel them (a no-op in storage
-   * for one already cancelled). A failure is logged: the cancel itself is committed.
-   */
-  async #cancelReplaced(ids: ReadonlySet<string>): Promise<void> {
-    if (ids.size === 0) return;
-    const { executor, inTransactionHandoff, logger } = this.#deps;
-    if (inTransactionHandoff !== undefined) {
-      try {
-        await inTransactionHandoff.cancelled([...ids]);
-      } catch (error) {
-        logger.warn({ err: error, pipelineExecutionIds: [...ids] }, 'cancel_other could not report its cancels');
-      }
-      return;
-    }
-    for (const id of ids) {
-      try {
-        await executor.cancelExecution(id);
-      } catch (error) {
-        logger.warn({ err: error, pipelineExecutionId: id }, 'cancel_other could not cancel a pipeline');
-      }
-    }
-  }
-
-  #reportBuffered(row: NewCronExecution): void {
-    emitEvent(this.#deps, 'cron:buffered', {
-      scheduleId: row.scheduleId,
-      scheduleName: scheduleNameOf(row),
-      occurrenceId: row.id,
-      scheduledTime: row.scheduledTime,
-    });
-  }
-
   #reportMissed(row: NewCronExecution): void {
     emitEvent(this.#deps, 'cron:missed', {
       scheduleId: row.scheduleId,
@@ -248,16 +213,6 @@ export class CronScheduler {
       occurrenceId: row.id,
       scheduledTime: row.scheduledTime,
       missedCount: row.missedCount,
-    });
-  }
-
-  #reportSkipped(row: NewCronExecution): void {
-    emitEvent(this.#deps, 'cron:skipped', {
-      scheduleId: row.scheduleId,
-      scheduleName: scheduleNameOf(row),
-      occurrenceId: row.id,
-      scheduledTime: row.scheduledTime,
-      reason: 'overlap',
     });
   }
 }

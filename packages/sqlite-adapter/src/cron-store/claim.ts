@@ -1,6 +1,7 @@
 import {
   type ClaimDueRequest,
   type CronExecutionRow,
+  type DueScheduleState,
   SCHEDULER_OCCURRENCE_SOURCES,
   type ScheduleRow,
   UNFINISHED_PIPELINE_STATUSES,
@@ -153,6 +154,22 @@ function takenSlotsOf(q: ClaimStatements, schedule: ScheduleRow, missedBefore: D
   return rows.map((row) => row.scheduledTime);
 }
 
+/**
+ * Whether an earlier occurrence of the schedule is active (`claimed`, `buffered`, or linked to an
+ * unfinished pipeline) and, with `withPipelines`, the unfinished pipelines of its handed-off ones.
+ */
+export function overlapStateOf(
+  q: ClaimStatements,
+  scheduleId: string,
+  withPipelines: boolean,
+): Pick<DueScheduleState, 'hasActiveOccurrence' | 'activePipelineIds'> {
+  const hasActiveOccurrence =
+    q.selectActiveSchedule.get({ scheduleId })?.active === 1 || q.selectHasBuffered.get({ scheduleId }) !== undefined;
+  if (!withPipelines || !hasActiveOccurrence) return { hasActiveOccurrence };
+  const activePipelineIds = q.selectActivePipelines.all({ scheduleId }).map((row) => row.pipelineId);
+  return { hasActiveOccurrence, activePipelineIds };
+}
+
 /** Claim + phase 1 (and the in-transaction handoff when asked), inside the caller's write transaction. */
 export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueRequest): CronExecutionRow[] {
   const due = q.claim.selectDueSchedules.all({
@@ -163,22 +180,17 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
   const claimed: CronExecutionRow[] = [];
   const replaced: CronExecutionRow[] = [];
   for (const schedule of due) {
-    const hasActiveOccurrence =
-      schedule.overlapPolicy !== 'allow' &&
-      (q.claim.selectActiveSchedule.get({ scheduleId: schedule.id })?.active === 1 ||
-        q.claim.selectHasBuffered.get({ scheduleId: schedule.id }) !== undefined);
-    const activePipelineIds =
-      schedule.overlapPolicy === 'cancel_other' && hasActiveOccurrence
-        ? q.claim.selectActivePipelines.all({ scheduleId: schedule.id }).map((row) => row.pipelineId)
-        : undefined;
+    const overlap =
+      schedule.overlapPolicy === 'allow'
+        ? { hasActiveOccurrence: false }
+        : overlapStateOf(q.claim, schedule.id, schedule.overlapPolicy === 'cancel_other');
     const takenSlots = takenSlotsOf(q.claim, schedule, request.missedBefore);
     const latestPipeline = schedule.pauseOnFailure
       ? (q.claim.selectLatestPipeline.get({ scheduleId: schedule.id }) ?? null)
       : undefined;
     const plan = request.plan(schedule, {
-      hasActiveOccurrence,
+      ...overlap,
       ...(takenSlots !== undefined && { takenSlots }),
-      ...(activePipelineIds !== undefined && { activePipelineIds }),
       ...(latestPipeline !== undefined && { latestPipeline }),
     });
     if (plan === null) continue;

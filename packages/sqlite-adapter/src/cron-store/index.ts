@@ -4,6 +4,8 @@ import type {
   CronExecutionRow,
   CronStore,
   LostOccurrence,
+  ManualOccurrenceRequest,
+  ManualOccurrenceResult,
   NewCronExecution,
   OccurrenceStats,
   RecoveryCounts,
@@ -29,6 +31,7 @@ import {
   selectStrandedSchedules,
   updateSchedule,
 } from './schedules.js';
+import { insertManualOccurrence } from './trigger.js';
 
 /** Every prepared statement of the cron store, by the file of the guarantee it serves. */
 export function prepareCronStore(handle: SqliteHandle) {
@@ -113,6 +116,10 @@ export class SqliteCronStore implements CronStore {
 
   insertOccurrences(rows: readonly NewCronExecution[]): Promise<{ claimed: CronExecutionRow[]; existing: number }> {
     return writeTransaction(this.#handle, 'insertOccurrences', () => insertOccurrences(this.#q, rows));
+  }
+
+  insertManualOccurrence(request: ManualOccurrenceRequest): Promise<ManualOccurrenceResult | null> {
+    return writeTransaction(this.#handle, 'insertManualOccurrence', () => insertManualOccurrence(this.#q, request));
   }
 
   linkOccurrence(id: string, pipelineExecutionId: string, now: Date): Promise<boolean> {
