@@ -117,12 +117,8 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     const idle = backend.open();
     const client = await createRunner(idle.config, { enableCronScheduling: false });
     try {
-      await client.addCronSchedule({
-        name: 'single',
-        workflowName: 'etl',
-        cronExpression: '@daily',
-        overlapPolicy: 'skip',
-      });
+      const single = { name: 'single', workflowName: 'etl', cronExpression: '@daily' };
+      await client.addCronSchedule({ ...single, overlapPolicy: 'skip' });
       const first = await client.triggerCronSchedule('single');
       const board = createDashboard({ client });
       const response = await post(board, '/api/schedules/single/trigger', {}, { 'X-Orrery-Csrf': await csrfOf(board) });
