@@ -231,6 +231,18 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
     expect(await runner.listExecutions({ workflowName: 'held' })).toHaveLength(2);
   });
 
+  it('a manual trigger of a cancel_other schedule cancels the running pipeline and runs instead', async () => {
+    const { runner, fired } = await holdingSchedule('trigger-wins', 'cancel_other');
+    const first = fired[0]!.pipelineExecutionId;
+    const execution = await runner.triggerCronSchedule('trigger-wins');
+    // Cancelled with the trigger's ledger row, before the new pipeline was even created.
+    expect(await runner.getExecutionStatus(first)).toBe('cancelled');
+    await waitFor(() => heldAborted.has(first) && heldGates.has(execution.id));
+    heldGates.get(execution.id)!.open();
+    expect(await execution.wait()).toMatchObject({ status: 'completed' });
+    expect(heldMaxRunning).toBe(1);
+  });
+
   it("a manual trigger with { overlapPolicy: 'allow' } starts at once whatever the schedule's policy", async () => {
     const { runner, fired } = await holdingSchedule('forced', 'buffer_one');
     const execution = await runner.triggerCronSchedule('forced', { overlapPolicy: 'allow' });
