@@ -397,6 +397,27 @@ export function describeCronSchedules(open: OpenStorage): void {
           ]);
         });
 
+        it('cancels with a skipClaimed plan the pipeline a replaced row already has but has not linked', async () => {
+          const row = await insert({ overlapPolicy: 'cancel_other', nextRunAt: at(MINUTE) });
+          const [waiting] = (await store().insertOccurrences([occurrence(row, T0)])).claimed;
+          const unlinked = newPipeline(
+            row.workflowName,
+            { only: [] },
+            { idempotencyKey: waiting!.id, scheduledTime: T0 },
+          );
+          await storage().executions.createPipeline(unlinked);
+          const { plan: planSlot } = planOneSlot();
+          const rows = await claimScheduleAt(row, at(MINUTE), (schedule, state) => ({
+            ...planSlot(schedule, state),
+            skipClaimed: true,
+          }));
+          expect(rows.map((r) => [r.id, r.status])).toEqual([
+            [occurrenceId(row.id, at(MINUTE)), 'claimed'],
+            [waiting!.id, 'skipped'],
+          ]);
+          expect(await storage().executions.getPipeline(unlinked.id)).toMatchObject({ status: 'cancelled' });
+        });
+
         it('creates and links the pipeline of each due occurrence in the claim transaction', async () => {
           const workflowName = uniqueName();
           const due = await insert({ workflowName, nextRunAt: at(0) });
@@ -558,6 +579,9 @@ export function describeCronSchedules(open: OpenStorage): void {
           const [running] = (await store().insertOccurrences([occurrence(row, T0)])).claimed;
           const pipeline = await handedOff(running!);
           const [waiting] = (await store().insertOccurrences([occurrence(row, at(MINUTE))])).claimed;
+          // Its runner created its pipeline and has not linked it yet (or died before).
+          const unlinked = newPipeline(row.workflowName, { only: [] }, { idempotencyKey: waiting!.id });
+          await storage().executions.createPipeline(unlinked);
           const result = await store().insertManualOccurrence({
             row: manual(row, at(MINUTE + 1)),
             plan: (_schedule, state) => ({
@@ -573,6 +597,7 @@ export function describeCronSchedules(open: OpenStorage): void {
             'cancelled',
           ]);
           expect(await store().getOccurrence(waiting!.id)).toMatchObject({ status: 'skipped' });
+          expect(await storage().executions.getPipeline(unlinked.id)).toMatchObject({ status: 'cancelled' });
         });
 
         it('returns null and writes nothing for an unknown schedule', async () => {

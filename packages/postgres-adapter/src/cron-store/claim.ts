@@ -123,6 +123,27 @@ export function skipClaimedRows(db: PostgresDb, tables: PostgresTables, schedule
 }
 
 /**
+ * cancel_other: the stored `claimed` scheduler rows of these schedules become `skipped`
+ * (returned), and a pipeline already created under one's id but not linked yet (its runner is
+ * between handoff and phase 2, or died there) is cancelled with them: nothing else would ever
+ * cancel it.
+ */
+export async function skipReplacedClaims(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  scheduleIds: readonly string[],
+  now: Date,
+): Promise<CronExecutionRow[]> {
+  const skipped = await skipClaimedRows(tx, tables, scheduleIds);
+  if (skipped.length === 0) return skipped;
+  const p = tables.pipelineExecutions;
+  const keys = skipped.map((row) => row.id);
+  const pipelines = await tx.select({ id: p.id }).from(p).where(inTextList(p.idempotencyKey, keys));
+  for (const pipeline of pipelines) await cancelPipeline(tx, tables, pipeline.id, now);
+  return skipped;
+}
+
+/**
  * pauseOnFailure: the newest pipeline of each of these schedules (none for a schedule that has
  * none), one step down the schedule's pipeline index per schedule.
  */
@@ -290,7 +311,7 @@ export async function claimDueSchedules(
   const replaced = landed.filter((plan) => plan.skipBuffered === true).map((plan) => plan.schedule.id);
   if (replaced.length > 0) await skipBufferedRows(tx, tables, replaced);
   const superseded = landed.filter((plan) => plan.skipClaimed === true).map((plan) => plan.schedule.id);
-  const skipped = superseded.length === 0 ? [] : await skipClaimedRows(tx, tables, superseded);
+  const skipped = superseded.length === 0 ? [] : await skipReplacedClaims(tx, tables, superseded, request.now);
   // cancel_other: the replaced pipelines end in this transaction, with the occurrence that replaces them.
   for (const id of landed.flatMap((plan) => plan.cancelPipelineIds ?? [])) {
     await cancelPipeline(tx, tables, id, request.now);

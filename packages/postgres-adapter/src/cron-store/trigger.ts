@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm';
 import { cancelPipeline } from '../execution-store/control.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
-import { selectActivePipelines, selectActiveSchedules, skipBufferedRows, skipClaimedRows } from './claim.js';
+import { selectActivePipelines, selectActiveSchedules, skipBufferedRows, skipReplacedClaims } from './claim.js';
 import { insertOccurrenceRows } from './ledger.js';
 
 /*
@@ -37,7 +37,7 @@ export async function insertManualOccurrence(
     : { hasActiveOccurrence: false };
   const plan = request.plan(schedule, state);
   if (plan.skipBuffered === true) await skipBufferedRows(tx, tables, [scheduleId]);
-  if (plan.skipClaimed === true) await skipClaimedRows(tx, tables, [scheduleId]);
+  if (plan.skipClaimed === true) await skipReplacedClaims(tx, tables, [scheduleId], request.row.claimedAt);
   for (const id of plan.cancelPipelineIds ?? []) await cancelPipeline(tx, tables, id, request.row.claimedAt);
   // A manual row has a random id: it never meets ON CONFLICT.
   const [row] = await insertOccurrenceRows(tx, tables, [{ ...request.row, status: plan.status }]);

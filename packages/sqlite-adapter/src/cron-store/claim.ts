@@ -170,6 +170,24 @@ export function overlapStateOf(
   return { hasActiveOccurrence, activePipelineIds };
 }
 
+/**
+ * cancel_other: the schedule's stored `claimed` scheduler rows become `skipped` (returned), and a
+ * pipeline already created under one's id but not linked yet (its runner is between handoff and
+ * phase 2, or died there) is cancelled with them: nothing else would ever cancel it.
+ */
+export function skipReplacedClaims(
+  q: { claim: ClaimStatements; control: ControlStatements; pipelines: PipelineStatements },
+  scheduleId: string,
+  now: Date,
+): CronExecutionRow[] {
+  const skipped = q.claim.skipClaimedRows.all({ scheduleId });
+  for (const row of skipped) {
+    const pipeline = q.pipelines.selectPipelineByKey.get({ key: row.id });
+    if (pipeline !== undefined) cancelPipeline(q, pipeline.id, now);
+  }
+  return skipped;
+}
+
 /** Claim + phase 1 (and the in-transaction handoff when asked), inside the caller's write transaction. */
 export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueRequest): CronExecutionRow[] {
   const due = q.claim.selectDueSchedules.all({
@@ -206,7 +224,7 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
     // Cannot miss under BEGIN IMMEDIATE; if it ever did, the schedule stays due and writes nothing.
     if (advanced.changes === 0) continue;
     if (plan.skipBuffered === true) q.claim.skipBufferedRows.run({ scheduleId: schedule.id });
-    if (plan.skipClaimed === true) replaced.push(...q.claim.skipClaimedRows.all({ scheduleId: schedule.id }));
+    if (plan.skipClaimed === true) replaced.push(...skipReplacedClaims(q, schedule.id, request.now));
     // cancel_other: the replaced pipelines end in this transaction, with the occurrence that replaces them.
     for (const id of plan.cancelPipelineIds ?? []) cancelPipeline(q, id, request.now);
     for (const occurrence of plan.occurrences) {

@@ -1,7 +1,7 @@
 import type { ManualOccurrenceRequest, ManualOccurrenceResult } from '@orreryjs/core';
 import { type ControlStatements, cancelPipeline } from '../execution-store/control.js';
 import type { PipelineStatements } from '../execution-store/pipelines.js';
-import { type ClaimStatements, overlapStateOf } from './claim.js';
+import { type ClaimStatements, overlapStateOf, skipReplacedClaims } from './claim.js';
 import { insertOccurrenceRow, type LedgerStatements } from './ledger.js';
 import type { ScheduleStatements } from './schedules.js';
 
@@ -32,7 +32,7 @@ export function insertManualOccurrence(
   const state = overlapStateOf(q.claim, scheduleId, true);
   const plan = request.plan(schedule, state);
   if (plan.skipBuffered === true) q.claim.skipBufferedRows.run({ scheduleId });
-  if (plan.skipClaimed === true) q.claim.skipClaimedRows.all({ scheduleId });
+  if (plan.skipClaimed === true) skipReplacedClaims(q, scheduleId, request.row.claimedAt);
   for (const id of plan.cancelPipelineIds ?? []) cancelPipeline(q, id, request.row.claimedAt);
   // A manual row has a random id: it never meets ON CONFLICT.
   const row = insertOccurrenceRow(q.ledger, { ...request.row, status: plan.status })!;
