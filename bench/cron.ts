@@ -113,6 +113,7 @@ const benchInTransactionHandoff: InTransactionHandoff = {
     tasks: [{ id: newId(), taskId: 'noop', position: 0, pendingDeps: 0 }],
   }),
   handedOff: () => {},
+  cancelled: async () => {},
 };
 
 type HandoffPath = 'two-phase' | 'in-transaction';

@@ -36,6 +36,7 @@ interface CrashReport {
   occurrenceIds?: string[];
   occurrenceId?: string;
   pipelineExecutionId?: string | null;
+  pipelineExecutionIds?: string[];
 }
 
 describe.each(TARGETS)('cron crash points with real processes on $name', ({ make }) => {
@@ -52,7 +53,7 @@ describe.each(TARGETS)('cron crash points with real processes on $name', ({ make
   });
 
   /** Adds the schedules: `* * * * * *` from the next whole second for WINDOW_MS. */
-  async function setUp(overlapPolicy: 'allow' | 'buffer_all' = 'allow'): Promise<CronSchedule[]> {
+  async function setUp(overlapPolicy: 'allow' | 'buffer_all' | 'cancel_other' = 'allow'): Promise<CronSchedule[]> {
     target = make();
     const endAt = wholeSecondIn(WINDOW_MS);
     const schedules = await addSchedules(target, SCHEDULES, () => ({
@@ -81,13 +82,18 @@ describe.each(TARGETS)('cron crash points with real processes on $name', ({ make
   }
 
   /** Starts a healthy runner, waits until every slot ran and every pipeline ended, and stops it gracefully. */
-  async function survive(schedules: readonly CronSchedule[], crashedRows: number) {
+  async function runHealthy(schedules: readonly CronSchedule[]): Promise<void> {
     const healthy = spawnWorker('cron-runner-worker.ts', [], { ...target!.env, ORRERY_RUNNER_CONFIG: HEALTHY_CONFIG });
     workers.push(healthy);
     await healthy.ready;
     const ids = schedules.map((schedule) => schedule.id);
     await until('the ledger to settle', () => pendingWork(storage!, ids), isSettled, 90_000);
     expect(await stopWorker(healthy), healthy.stderr()).toEqual({ code: 0, signal: null });
+  }
+
+  /** {@link runHealthy}, then the exactly-once audit of every slot. */
+  async function survive(schedules: readonly CronSchedule[], crashedRows: number) {
+    await runHealthy(schedules);
     const audit = await auditLedger(storage!, schedules);
     expect(audit.problems).toEqual([]);
     expect(audit.ledgerRows).toBe(audit.occurrences);
@@ -174,5 +180,31 @@ describe.each(TARGETS)('cron crash points with real processes on $name', ({ make
     expect(row).toMatchObject({ status: 'handed_off' });
     const pipeline = await storage!.executions.getPipeline(row!.pipelineExecutionId!);
     expect(pipeline).toMatchObject({ status: 'completed', scheduledTime: row!.scheduledTime, idempotencyKey: id });
+  });
+
+  it('cancels with the claim the pipelines a cancel_other slot replaced, though its runner was killed right after', async () => {
+    // The crash worker never runs tasks: each schedule's first pipeline stays pending (active), the next slot replaces it.
+    const schedules = await setUp('cancel_other');
+    const crash = await crashAt('after-replace');
+    const replaced = crash.pipelineExecutionIds!;
+    expect(replaced.length).toBeGreaterThanOrEqual(1);
+    for (const id of replaced) expect((await storage!.executions.getPipeline(id))?.status).toBe('cancelled');
+    // No later slot may cancel them instead: the schedules stop here, and a fresh runner runs what is left.
+    for (const schedule of schedules) {
+      const row = (await storage!.cron.getSchedule(schedule.id))!;
+      await storage!.cron.updateSchedule(row.id, row.version, { enabled: false, nextRunAt: null });
+    }
+    await runHealthy(schedules);
+    for (const id of replaced) {
+      expect((await storage!.executions.getPipeline(id))?.status).toBe('cancelled');
+      for (const task of await storage!.executions.listTasks(id))
+        expect(task).toMatchObject({ status: 'cancelled', startedAt: null });
+    }
+    // Each replaced schedule ran one pipeline to its end: the one that replaced the cancelled one.
+    for (const schedule of schedules) {
+      const pipelines = await storage!.executions.listPipelines({ scheduleId: schedule.id, limit: 100, offset: 0 });
+      if (!pipelines.some((pipeline) => replaced.includes(pipeline.id))) continue;
+      expect(pipelines.filter((pipeline) => pipeline.status === 'completed')).toHaveLength(1);
+    }
   });
 });

@@ -1,6 +1,8 @@
 import {
+  type ClaimDueRequest,
   type CronExecutionRow,
   type DueScheduleState,
+  type NewCronExecution,
   newId,
   occurrenceId,
   ScheduleConflictError,
@@ -56,6 +58,21 @@ export function describeCronSchedules(open: OpenStorage): void {
         expect(created).toBe(true);
         return schedule;
       };
+
+      /** Claims the due slot of `row`'s workflow at `now` with `plan` (and an in-transaction handoff). */
+      const claimScheduleAt = (
+        row: ScheduleRow,
+        now: Date,
+        plan: ClaimDueRequest['plan'],
+        prepareHandoff?: ClaimDueRequest['prepareHandoff'],
+      ) =>
+        store().claimDueSchedules({
+          now,
+          workflowNames: [row.workflowName],
+          limit: 10,
+          plan,
+          ...(prepareHandoff !== undefined && { prepareHandoff }),
+        });
 
       describe('insertSchedule, getSchedule and getScheduleByName', () => {
         it('stores every field and reads it back unchanged, by id and by name', async () => {
@@ -316,14 +333,9 @@ export function describeCronSchedules(open: OpenStorage): void {
           const row = await insert({ overlapPolicy: 'skip', nextRunAt: at(MINUTE) });
           const states: boolean[] = [];
           const claimDue = () =>
-            store().claimDueSchedules({
-              now: at(MINUTE),
-              workflowNames: [row.workflowName],
-              limit: 10,
-              plan: (_schedule, state) => {
-                states.push(state.hasActiveOccurrence);
-                return null;
-              },
+            claimScheduleAt(row, at(MINUTE), (_schedule, state) => {
+              states.push(state.hasActiveOccurrence);
+              return null;
             });
           await claimDue();
           const [earlier] = (await store().insertOccurrences([occurrence(row, T0)])).claimed;
@@ -342,6 +354,68 @@ export function describeCronSchedules(open: OpenStorage): void {
           await storage().executions.cancelPipeline(pipeline.id, at(3));
           await claimDue();
           expect(states).toEqual([false, true, true, true, false]);
+        });
+
+        it("cancels a cancel_other plan's replaced pipelines and their tasks with the claim, never without it", async () => {
+          const row = await insert({ overlapPolicy: 'cancel_other', nextRunAt: at(MINUTE) });
+          const [earlier] = (await store().insertOccurrences([occurrence(row, T0)])).claimed;
+          const old = newPipeline(
+            row.workflowName,
+            { a: [], b: ['a'] },
+            { idempotencyKey: earlier!.id, scheduledTime: T0 },
+          );
+          await storage().executions.createPipeline(old);
+          await store().linkOccurrence(earlier!.id, old.id, at(1));
+          const { plan: planSlot } = planOneSlot();
+          const seen: Array<readonly string[] | undefined> = [];
+          const claimDue = (prepareHandoff: () => never | null) =>
+            claimScheduleAt(
+              row,
+              at(MINUTE),
+              (schedule, state) => {
+                seen.push(state.activePipelineIds);
+                return { ...planSlot(schedule, state), cancelPipelineIds: state.activePipelineIds ?? [] };
+              },
+              prepareHandoff,
+            );
+          // A transaction that fails after the plan cancels nothing.
+          const failure = await claimDue(() => {
+            throw new ValidationError('handoff refused');
+          }).catch((error: unknown) => error);
+          expect(failure).toBeInstanceOf(ValidationError);
+          expect(await storage().executions.getPipeline(old.id)).toMatchObject({ status: 'pending' });
+          const [claimed] = await claimDue(() => null);
+          expect(claimed).toMatchObject({ status: 'claimed', scheduledTime: at(MINUTE) });
+          expect(seen).toEqual([[old.id], [old.id]]);
+          expect(await storage().executions.getPipeline(old.id)).toMatchObject({
+            status: 'cancelled',
+            completedAt: at(MINUTE),
+          });
+          expect((await storage().executions.listTasks(old.id)).map((task) => task.status)).toEqual([
+            'cancelled',
+            'cancelled',
+          ]);
+        });
+
+        it('cancels with a skipClaimed plan the pipeline a replaced row already has but has not linked', async () => {
+          const row = await insert({ overlapPolicy: 'cancel_other', nextRunAt: at(MINUTE) });
+          const [waiting] = (await store().insertOccurrences([occurrence(row, T0)])).claimed;
+          const unlinked = newPipeline(
+            row.workflowName,
+            { only: [] },
+            { idempotencyKey: waiting!.id, scheduledTime: T0 },
+          );
+          await storage().executions.createPipeline(unlinked);
+          const { plan: planSlot } = planOneSlot();
+          const rows = await claimScheduleAt(row, at(MINUTE), (schedule, state) => ({
+            ...planSlot(schedule, state),
+            skipClaimed: true,
+          }));
+          expect(rows.map((r) => [r.id, r.status])).toEqual([
+            [occurrenceId(row.id, at(MINUTE)), 'claimed'],
+            [waiting!.id, 'skipped'],
+          ]);
+          expect(await storage().executions.getPipeline(unlinked.id)).toMatchObject({ status: 'cancelled' });
         });
 
         it('creates and links the pipeline of each due occurrence in the claim transaction', async () => {
@@ -441,6 +515,117 @@ export function describeCronSchedules(open: OpenStorage): void {
           for (const row of rows) {
             expect(await store().getSchedule(row.id)).toEqual(row);
             expect(await store().listOccurrences(row.id, 10, 0)).toEqual([]);
+          }
+        });
+      });
+      describe('insertManualOccurrence', () => {
+        /** A manual row of `schedule` claimed at `now`, with a random id as the trigger writes it. */
+        const manual = (schedule: ScheduleRow, now: Date) =>
+          occurrence(schedule, now, { id: newId(), source: 'manual', claimedAt: now });
+        /** A pipeline started for `row` and linked to it, as a handoff leaves them. */
+        const handedOff = async (row: CronExecutionRow) => {
+          const pipeline = newPipeline(
+            row.workflowName,
+            { a: [], b: ['a'] },
+            { idempotencyKey: row.id, scheduledTime: row.scheduledTime },
+          );
+          await storage().executions.createPipeline(pipeline);
+          await store().linkOccurrence(row.id, pipeline.id, at(1));
+          return pipeline;
+        };
+
+        it('writes the row with the status its plan gives, telling the plan what is active', async () => {
+          const row = await insert({ overlapPolicy: 'skip' });
+          const states: DueScheduleState[] = [];
+          const trigger = (written: NewCronExecution, status: 'claimed' | 'skipped') =>
+            store().insertManualOccurrence({
+              row: written,
+              plan: (schedule, state) => {
+                expect(schedule).toEqual(row);
+                states.push(state);
+                return { status };
+              },
+            });
+          const firstRow = manual(row, at(0));
+          const first = await trigger(firstRow, 'claimed');
+          expect(first).toEqual({ row: storedOccurrence(firstRow), state: { hasActiveOccurrence: false } });
+          expect(states).toEqual([{ hasActiveOccurrence: false }]);
+          const pipeline = await handedOff(first!.row);
+          const second = await trigger(manual(row, at(2)), 'skipped');
+          expect(second!.state).toEqual({ hasActiveOccurrence: true, activePipelineIds: [pipeline.id] });
+          expect(await store().getOccurrence(second!.row.id)).toMatchObject({ status: 'skipped', source: 'manual' });
+          await storage().executions.cancelPipeline(pipeline.id, at(3));
+          expect((await trigger(manual(row, at(4)), 'claimed'))!.state).toEqual({ hasActiveOccurrence: false });
+        });
+
+        it('sees a claimed or buffered occurrence as active, and skips the buffered ones when asked', async () => {
+          const row = await insert({ overlapPolicy: 'buffer_one' });
+          const [buffered] = (await store().insertOccurrences([occurrence(row, T0, { status: 'buffered' })])).claimed;
+          expect(buffered).toBeUndefined();
+          const result = await store().insertManualOccurrence({
+            row: manual(row, at(5)),
+            plan: (_schedule, state) => {
+              expect(state).toEqual({ hasActiveOccurrence: true, activePipelineIds: [] });
+              return { status: 'buffered', skipBuffered: true };
+            },
+          });
+          expect(result!.row.status).toBe('buffered');
+          expect(await store().getOccurrence(occurrence(row, T0).id)).toMatchObject({ status: 'skipped' });
+          expect(await store().getOccurrence(result!.row.id)).toMatchObject({ status: 'buffered' });
+        });
+
+        it('cancels the pipelines and skips the claimed scheduler rows a cancel_other trigger replaces', async () => {
+          const row = await insert({ overlapPolicy: 'cancel_other' });
+          const [running] = (await store().insertOccurrences([occurrence(row, T0)])).claimed;
+          const pipeline = await handedOff(running!);
+          const [waiting] = (await store().insertOccurrences([occurrence(row, at(MINUTE))])).claimed;
+          // Its runner created its pipeline and has not linked it yet (or died before).
+          const unlinked = newPipeline(row.workflowName, { only: [] }, { idempotencyKey: waiting!.id });
+          await storage().executions.createPipeline(unlinked);
+          const result = await store().insertManualOccurrence({
+            row: manual(row, at(MINUTE + 1)),
+            plan: (_schedule, state) => ({
+              status: 'claimed',
+              skipClaimed: true,
+              cancelPipelineIds: state.activePipelineIds!,
+            }),
+          });
+          expect(result!.row).toMatchObject({ status: 'claimed', source: 'manual' });
+          expect(await storage().executions.getPipeline(pipeline.id)).toMatchObject({ status: 'cancelled' });
+          expect((await storage().executions.listTasks(pipeline.id)).map((task) => task.status)).toEqual([
+            'cancelled',
+            'cancelled',
+          ]);
+          expect(await store().getOccurrence(waiting!.id)).toMatchObject({ status: 'skipped' });
+          expect(await storage().executions.getPipeline(unlinked.id)).toMatchObject({ status: 'cancelled' });
+        });
+
+        it('returns null and writes nothing for an unknown schedule', async () => {
+          const ghost = scheduleRow({ workflowName: uniqueName() });
+          const row = manual(ghost, at(0));
+          const result = await store().insertManualOccurrence({
+            row,
+            plan: () => {
+              throw new Error('no plan for an unknown schedule');
+            },
+          });
+          expect(result).toBeNull();
+          expect(await store().getOccurrence(row.id)).toBeNull();
+        });
+
+        it('lets one of several concurrent triggers start and shows it to the others as active', async () => {
+          const workflowName = uniqueName();
+          const rows = [];
+          for (let i = 0; i < 8; i += 1) rows.push(await insert({ workflowName, overlapPolicy: 'skip' }));
+          const trigger = (row: ScheduleRow) =>
+            store().insertManualOccurrence({
+              row: manual(row, at(0)),
+              plan: (_schedule, state) => ({ status: state.hasActiveOccurrence ? 'skipped' : 'claimed' }),
+            });
+          const results = await Promise.all(rows.flatMap((row) => [trigger(row), trigger(row), trigger(row)]));
+          for (const row of rows) {
+            const statuses = results.filter((result) => result!.row.scheduleId === row.id).map((r) => r!.row.status);
+            expect(statuses.sort()).toEqual(['claimed', 'skipped', 'skipped']);
           }
         });
       });

@@ -360,6 +360,20 @@ export function describeOperations(open: OpenStorage): void {
         expect(ledger.map((stored) => stored.status)).toEqual(['skipped']);
       });
 
+      it('releases a buffered manual trigger without counting it in runCount', async () => {
+        const wf = workflowFixture(storage, CHAIN);
+        const schedule = scheduleRow({ workflowName: wf.name, overlapPolicy: 'buffer_one', maxRuns: 1, runCount: 0 });
+        await storage().cron.insertSchedule(schedule);
+        const manual = occurrence(schedule, at(0), { id: newId(), source: 'manual', status: 'buffered' });
+        await storage().cron.insertOccurrences([manual]);
+        const request = { now: at(MINUTE), workflowNames: [wf.name], runnerId: 'r2', limit: 10 };
+        expect(await storage().cron.releaseBuffered(request)).toEqual([
+          expect.objectContaining({ id: manual.id, source: 'manual', status: 'claimed' }),
+        ]);
+        // maxRuns counts the scheduler's occurrences: the schedule is neither counted nor disabled.
+        expect(await storage().cron.getSchedule(schedule.id)).toMatchObject({ runCount: 0, enabled: true });
+      });
+
       it('releases the oldest buffered row once nothing is active, and counts it in runCount', async () => {
         const wf = workflowFixture(storage, CHAIN);
         const schedule = scheduleRow({ workflowName: wf.name, overlapPolicy: 'buffer_all', maxRuns: 2, runCount: 1 });

@@ -110,6 +110,13 @@ export interface SchedulePlan {
    * `skipped`: a newer `cancel_other` occurrence replaces them before they started anything.
    */
   skipClaimed?: boolean;
+  /**
+   * `cancel_other`: the active pipelines (from {@link DueScheduleState.activePipelineIds}, so in
+   * this database) that the plan's new occurrence replaces. They are cancelled, with their
+   * unfinished tasks, in the claim transaction itself: the replacement and the cancel commit
+   * together, so no crash between them can leave the old pipeline running beside the new one.
+   */
+  cancelPipelineIds?: readonly string[];
 }
 
 /** The newest pipeline a schedule started, as the claim reads it for `pauseOnFailure`. */
@@ -160,6 +167,37 @@ export interface ClaimDueRequest {
    * two-phase path.
    */
   prepareHandoff?: (occurrence: CronExecutionRow) => NewPipeline | null;
+}
+
+/** What a manual trigger does under its schedule's overlap policy, decided under the schedule's row lock. */
+export interface ManualOccurrencePlan {
+  /** `claimed` runs it now, `buffered` waits for the active occurrence to end, `skipped` runs nothing. */
+  status: 'claimed' | 'buffered' | 'skipped';
+  /** Turn the schedule's stored `buffered` rows into `skipped` (buffer_one keeps only the newest). */
+  skipBuffered?: boolean;
+  /** Turn the schedule's stored `claimed` scheduler rows into `skipped` (cancel_other replaces them). */
+  skipClaimed?: boolean;
+  /** Pipelines to cancel, with their unfinished tasks, in the same transaction (cancel_other). */
+  cancelPipelineIds?: readonly string[];
+}
+
+/** Input of {@link CronStore.insertManualOccurrence}. */
+export interface ManualOccurrenceRequest {
+  /** The manual row to write (`claimed`); its status becomes the plan's. */
+  row: NewCronExecution;
+  /**
+   * Called synchronously, inside the transaction, with the schedule locked and the same facts a
+   * tick's plan reads (`activePipelineIds` whenever an occurrence is active).
+   */
+  plan: (schedule: ScheduleRow, state: DueScheduleState) => ManualOccurrencePlan;
+}
+
+/** What {@link CronStore.insertManualOccurrence} wrote. */
+export interface ManualOccurrenceResult {
+  /** The manual row as stored, with the plan's status. */
+  row: CronExecutionRow;
+  /** The facts the plan was given. */
+  state: DueScheduleState;
 }
 
 /** The note of a schedule that disabled itself on reaching maxRuns. */
@@ -255,7 +293,8 @@ export interface CronStore {
    * advances the schedule by compare-and-set on `version`. Returns the inserted rows to
    * hand off: `claimed`, or already `handed_off` (with `pipelineExecutionId`) when
    * `prepareHandoff` created their pipelines in the transaction; and the earlier rows a plan's
-   * `skipClaimed` turned `skipped`, to report.
+   * `skipClaimed` turned `skipped`, to report. A plan's `cancelPipelineIds` are cancelled in the
+   * same transaction.
    */
   claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]>;
   /**
@@ -263,7 +302,8 @@ export interface CronStore {
    * `workflowNames`; SKIP LOCKED on Postgres) that hold a `buffered` row and no other active
    * occurrence (`claimed`, or linked to a pending, running or paused pipeline), the oldest
    * buffered row becomes `claimed` by `runnerId` at `now` (fireAt = now; recovery treats it
-   * like any claimed row from then on) and the schedule's runCount grows by one; a schedule
+   * like any claimed row from then on) and the schedule's runCount grows by one (not for a
+   * `manual` row: maxRuns counts the scheduler's occurrences); a schedule
    * that is disabled (paused) or whose maxRuns is already reached has its buffered rows
    * `skipped` instead, and a schedule that reaches maxRuns is disabled with the note "maxRuns
    * reached". Returns the rows to hand off.
@@ -276,6 +316,14 @@ export interface CronStore {
    * already had an occurrence.
    */
   insertOccurrences(rows: readonly NewCronExecution[]): Promise<{ claimed: CronExecutionRow[]; existing: number }>;
+  /**
+   * A manual trigger, one transaction, like phase 1 of a tick: locks the schedule's row (waiting
+   * for a tick that holds it), reads whether an earlier occurrence is active, asks `plan`, applies
+   * it (skip buffered or claimed rows, cancel pipelines) and inserts the manual row with the
+   * plan's status; so concurrent triggers and ticks take turns and never both start. Null, with
+   * nothing written, when the schedule does not exist.
+   */
+  insertManualOccurrence(request: ManualOccurrenceRequest): Promise<ManualOccurrenceResult | null>;
   /** Phase 2: `claimed` → `handed_off` with the pipeline id. False when not `claimed` any more. */
   linkOccurrence(id: string, pipelineExecutionId: string, now: Date): Promise<boolean>;
   /**

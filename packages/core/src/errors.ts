@@ -91,6 +91,23 @@ export class ScheduleConflictError extends OrreryError {
   }
 }
 
+/**
+ * A manual trigger of a `skip` schedule found an earlier occurrence still active: it was
+ * recorded as a `skipped` manual ledger row and started nothing.
+ */
+export class ScheduleOverlapError extends OrreryError {
+  /**
+   * The active pipeline the trigger overlapped; null when the active occurrence has no
+   * pipeline yet (it is claimed or buffered).
+   */
+  readonly activePipelineExecutionId: string | null;
+
+  constructor(message: string, activePipelineExecutionId: string | null, options?: { cause?: unknown }) {
+    super('SCHEDULE_OVERLAP', message, options);
+    this.activePipelineExecutionId = activePipelineExecutionId;
+  }
+}
+
 /** `execute()` or `wait()` gave up before the pipeline reached a terminal state. */
 export class PipelineTimeoutError extends OrreryError {
   constructor(message: string, options?: { cause?: unknown }) {

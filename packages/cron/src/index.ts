@@ -43,3 +43,4 @@ export { CRON_DEFAULTS, type CronSettings } from './settings.js';
 export { assertKnownKeys } from './suggest.js';
 export { validateTimezone } from './timezone.js';
 export type { CronExecution, CronExecutionStats, CronSchedule, CronScheduleInput, RecoveryStats } from './types.js';
+export type { TriggerOptions } from './validate.js';

@@ -1,9 +1,10 @@
-import type { CronExecutionRow } from '@orreryjs/core';
+import type { CronExecutionRow, NewCronExecution } from '@orreryjs/core';
 import type { CronServiceOptions } from './options.js';
 import { emitEvent } from './options.js';
 import { scheduleNameOf } from './schedule-context.js';
 
 type LinkDeps = Pick<CronServiceOptions, 'store' | 'executor' | 'clock' | 'logger' | 'emit'>;
+type CancelDeps = Pick<CronServiceOptions, 'executor' | 'inTransactionHandoff' | 'logger'>;
 
 /**
  * Phase 2 of the cron cycle: records the occurrence's pipeline (`claimed` → `handed_off`) and
@@ -58,6 +59,27 @@ export function reportFired(
   });
 }
 
+/** Emits `cron:skipped` for an occurrence skipped for overlap. */
+export function reportSkipped(deps: Pick<CronServiceOptions, 'logger' | 'emit'>, row: NewCronExecution): void {
+  emitEvent(deps, 'cron:skipped', {
+    scheduleId: row.scheduleId,
+    scheduleName: scheduleNameOf(row),
+    occurrenceId: row.id,
+    scheduledTime: row.scheduledTime,
+    reason: 'overlap',
+  });
+}
+
+/** Emits `cron:buffered` for an occurrence that waits for the active one of its schedule. */
+export function reportBuffered(deps: Pick<CronServiceOptions, 'logger' | 'emit'>, row: NewCronExecution): void {
+  emitEvent(deps, 'cron:buffered', {
+    scheduleId: row.scheduleId,
+    scheduleName: scheduleNameOf(row),
+    occurrenceId: row.id,
+    scheduledTime: row.scheduledTime,
+  });
+}
+
 /**
  * For a pipeline whose row turned out not to be `claimed` any more when it was to be linked:
  * when a newer `cancel_other` occurrence replaced the row (`skipped`) while the pipeline was
@@ -81,5 +103,33 @@ export async function cancelIfReplaced(
       { err: error, scheduleId: row.scheduleId, occurrenceId: row.id, pipelineExecutionId },
       'cron could not cancel the pipeline of a replaced occurrence',
     );
+  }
+}
+
+/**
+ * `cancel_other`: after a commit that replaced these pipelines, which that same transaction
+ * (a tick's claim, or a manual trigger) already cancelled in storage. The executor that shares
+ * the database is told, to abort their tasks running here at once; any other executor is asked
+ * to cancel them (a no-op in storage for one already cancelled). Never throws: a failure is
+ * logged, and the cancel itself is committed.
+ */
+export async function reportCancelled(deps: CancelDeps, ids: ReadonlySet<string> | readonly string[]): Promise<void> {
+  const list = [...ids];
+  if (list.length === 0) return;
+  const { executor, inTransactionHandoff, logger } = deps;
+  if (inTransactionHandoff !== undefined) {
+    try {
+      await inTransactionHandoff.cancelled(list);
+    } catch (error) {
+      logger.warn({ err: error, pipelineExecutionIds: list }, 'cancel_other could not report its cancels');
+    }
+    return;
+  }
+  for (const id of list) {
+    try {
+      await executor.cancelExecution(id);
+    } catch (error) {
+      logger.warn({ err: error, pipelineExecutionId: id }, 'cancel_other could not cancel a pipeline');
+    }
   }
 }

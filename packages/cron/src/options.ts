@@ -23,6 +23,11 @@ export interface WorkflowCatalog {
 export interface CronFaults {
   /** After the claim transaction committed, before any handoff. */
   afterPhase1?(rows: readonly CronExecutionRow[]): void | Promise<void>;
+  /**
+   * After a claim that replaced pipelines under `cancel_other` committed, before the scheduler
+   * tells the executor about the cancels (with the replaced pipelines' ids).
+   */
+  afterReplacedCommit?(pipelineExecutionIds: readonly string[]): void | Promise<void>;
   /** After `executeAsync` returned, before phase 2 links the row. */
   afterHandoff?(row: CronExecutionRow, pipelineExecutionId: string): void | Promise<void>;
   /** During a recovery attempt: after the re-handoff, before the row is linked. */
@@ -43,6 +48,11 @@ export interface InTransactionHandoff {
   preparePipeline(occurrence: CronExecutionRow, now: Date): NewPipeline | null;
   /** Called after the commit with the occurrences handed off in it, e.g. to wake a task loop. */
   handedOff(occurrences: readonly CronExecutionRow[]): void;
+  /**
+   * Called after a commit that cancelled these pipelines (`cancel_other` replaced them in the
+   * claim transaction), e.g. to abort their tasks running in this process and wake their waiters.
+   */
+  cancelled(pipelineExecutionIds: readonly string[]): Promise<void>;
 }
 
 /** What a {@link CronService} is built from; the runner supplies all of it. */

@@ -3,6 +3,7 @@ import {
   type DueScheduleState,
   type Logger,
   MAX_RUNS_NOTE,
+  type ManualOccurrencePlan,
   type NewCronExecution,
   occurrenceId,
   type SchedulePlan,
@@ -260,11 +261,31 @@ export function failedPipelineId(schedule: ScheduleRow, state: DueScheduleState)
  * earlier one is still active: `skip` skips it, `buffer_one`/`buffer_all` buffer it until
  * the active one ends; `allow` and `cancel_other` (which cancels the active pipelines) run it.
  */
-function overlapStatus(policy: ScheduleRow['overlapPolicy'], active: boolean): 'claimed' | 'skipped' | 'buffered' {
+export function overlapStatus(
+  policy: ScheduleRow['overlapPolicy'],
+  active: boolean,
+): 'claimed' | 'skipped' | 'buffered' {
   if (!active) return 'claimed';
   if (policy === 'skip') return 'skipped';
   if (policy === 'buffer_one' || policy === 'buffer_all') return 'buffered';
   return 'claimed';
+}
+
+/**
+ * What a manual trigger does, decided under the schedule's row lock as a tick decides a slot
+ * (Temporal's behaviour): with no active occurrence, or when `force`d (`overlapPolicy: 'allow'`),
+ * it runs; otherwise `skip` skips it, `buffer_one` buffers it in place of the one buffered
+ * before, `buffer_all` buffers it behind the others, and `cancel_other` runs it, cancelling the
+ * active pipelines and skipping the scheduler's occurrences still waiting to start.
+ */
+export function manualPlan(schedule: ScheduleRow, state: DueScheduleState, force: boolean): ManualOccurrencePlan {
+  if (force) return { status: 'claimed' };
+  const status = overlapStatus(schedule.overlapPolicy, state.hasActiveOccurrence);
+  if (status === 'buffered') return { status, skipBuffered: schedule.overlapPolicy === 'buffer_one' };
+  if (status === 'claimed' && schedule.overlapPolicy === 'cancel_other' && state.hasActiveOccurrence) {
+    return { status, skipClaimed: true, cancelPipelineIds: state.activePipelineIds ?? [] };
+  }
+  return { status };
 }
 
 function runRow(

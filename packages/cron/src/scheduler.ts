@@ -2,7 +2,7 @@ import type { CronExecutionRow, NewCronExecution } from '@orreryjs/core';
 import { DeferredHandoffs } from './deferred.js';
 import type { CronPausedEvent } from './events.js';
 import type { Handoff } from './handoff.js';
-import { reportFired } from './link.js';
+import { reportBuffered, reportCancelled, reportFired, reportSkipped } from './link.js';
 import type { CronServiceOptions } from './options.js';
 import { emitEvent } from './options.js';
 import { failedPipelineId, planSchedule, type TickBudget } from './plan.js';
@@ -112,7 +112,8 @@ export class CronScheduler {
         }
         const replaces =
           schedule.overlapPolicy === 'cancel_other' && plan.occurrences.some((r) => r.status === 'claimed');
-        if (replaces) for (const id of state.activePipelineIds ?? []) toCancel.add(id);
+        const cancelPipelineIds = replaces ? (state.activePipelineIds ?? []) : [];
+        for (const id of cancelPipelineIds) toCancel.add(id);
         if (plan.disableNote != null) {
           const failed = failedPipelineId(schedule, state);
           paused.push({
@@ -123,7 +124,8 @@ export class CronScheduler {
             pipelineExecutionId: failed,
           });
         }
-        return plan;
+        // The claim cancels them in its own transaction: a crash after it commits cannot leave them running.
+        return cancelPipelineIds.length === 0 ? plan : { ...plan, cancelPipelineIds };
       },
       ...(inTransactionHandoff && {
         prepareHandoff: (occurrence: CronExecutionRow) => inTransactionHandoff.preparePipeline(occurrence, now),
@@ -133,11 +135,12 @@ export class CronScheduler {
     this.#moreDue = moreDue || planned >= settings.batchSize;
     // Besides the rows to hand off, the claim returns the stored ones a cancel_other occurrence replaced (`skipped`).
     for (const row of rows) if (row.status === 'skipped') skipped.set(row.id, row);
-    for (const row of skipped.values()) this.#reportSkipped(row);
+    for (const row of skipped.values()) reportSkipped(this.#deps, row);
     for (const row of missed.values()) this.#reportMissed(row);
-    for (const row of buffered.values()) this.#reportBuffered(row);
+    for (const row of buffered.values()) reportBuffered(this.#deps, row);
     for (const event of paused) emitEvent(this.#deps, 'cron:paused', event);
-    await this.#cancelReplaced(toCancel);
+    if (toCancel.size > 0) await faults?.afterReplacedCommit?.([...toCancel]);
+    await reportCancelled(this.#deps, toCancel);
     const linkedInClaim = this.#reportHandedOff(rows);
     // Buffered occurrences whose active one has ended: claimed now, so recovery covers them from here on.
     const released = await store.releaseBuffered({
@@ -203,26 +206,6 @@ export class CronScheduler {
     return ready;
   }
 
-  /** `cancel_other`: the pipelines the new occurrences replace. A failure is logged; the new ones run anyway. */
-  async #cancelReplaced(ids: ReadonlySet<string>): Promise<void> {
-    for (const id of ids) {
-      try {
-        await this.#deps.executor.cancelExecution(id);
-      } catch (error) {
-        this.#deps.logger.warn({ err: error, pipelineExecutionId: id }, 'cancel_other could not cancel a pipeline');
-      }
-    }
-  }
-
-  #reportBuffered(row: NewCronExecution): void {
-    emitEvent(this.#deps, 'cron:buffered', {
-      scheduleId: row.scheduleId,
-      scheduleName: scheduleNameOf(row),
-      occurrenceId: row.id,
-      scheduledTime: row.scheduledTime,
-    });
-  }
-
   #reportMissed(row: NewCronExecution): void {
     emitEvent(this.#deps, 'cron:missed', {
       scheduleId: row.scheduleId,
@@ -230,16 +213,6 @@ export class CronScheduler {
       occurrenceId: row.id,
       scheduledTime: row.scheduledTime,
       missedCount: row.missedCount,
-    });
-  }
-
-  #reportSkipped(row: NewCronExecution): void {
-    emitEvent(this.#deps, 'cron:skipped', {
-      scheduleId: row.scheduleId,
-      scheduleName: scheduleNameOf(row),
-      occurrenceId: row.id,
-      scheduledTime: row.scheduledTime,
-      reason: 'overlap',
     });
   }
 }

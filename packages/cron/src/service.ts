@@ -9,6 +9,7 @@ import { CronScheduler, type TickResult } from './scheduler.js';
 import { type AddScheduleOptions, type ListSchedulesFilter, ScheduleManager } from './schedules.js';
 import { triggerSchedule } from './trigger.js';
 import type { CronExecution, CronExecutionStats, CronSchedule, CronScheduleInput, RecoveryStats } from './types.js';
+import type { TriggerOptions } from './validate.js';
 
 /** What {@link CronService.health} reports. */
 export interface CronHealth {
@@ -118,11 +119,14 @@ export class CronService {
   }
 
   /**
-   * Fires a schedule now (enabled or not), audited as a `manual` ledger row.
+   * Fires a schedule now (enabled or not), audited as a `manual` ledger row, under the
+   * schedule's overlap policy unless `options.overlapPolicy` is `'allow'`.
+   * @throws ValidationError for bad options.
+   * @throws ScheduleOverlapError when a `skip` schedule has an active occurrence (the row is `skipped`).
    * @throws ScheduleNotFoundError, WorkflowNotFoundError, or the executor's error.
    */
-  trigger(idOrName: string): Promise<PipelineExecution> {
-    return triggerSchedule(this.#options, this.#schedules, this.#handoff, idOrName);
+  trigger(idOrName: string, options?: TriggerOptions): Promise<PipelineExecution> {
+    return triggerSchedule(this.#options, this.#schedules, this.#handoff, idOrName, options);
   }
 
   /**

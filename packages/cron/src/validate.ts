@@ -318,3 +318,35 @@ function describe(value: unknown): string {
   if (value instanceof Date) return `Date(${value.getTime()})`;
   return typeof value === 'object' && value !== null ? 'an object' : String(value);
 }
+
+/** Options of a manual trigger, after validation. */
+export interface TriggerOptions {
+  /** `'allow'`: start now whatever the schedule's overlap policy. */
+  overlapPolicy?: 'allow';
+}
+
+/**
+ * Checks the options of `triggerCronSchedule`: absent, or an object whose only key is
+ * `overlapPolicy: 'allow'`. Returns whether the trigger is forced past the overlap policy.
+ * @throws ValidationError naming the unknown key or the bad value.
+ */
+export function validateTriggerOptions(options: unknown): boolean {
+  if (options === undefined) return false;
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new ValidationError(
+      `Trigger options must be an object such as { overlapPolicy: 'allow' }, got ${describe(options)}.`,
+    );
+  }
+  for (const key of Object.keys(options)) {
+    if (key !== 'overlapPolicy') {
+      throw new ValidationError(`Unknown trigger option "${key}"; the only one is overlapPolicy ('allow').`);
+    }
+  }
+  const policy = (options as TriggerOptions).overlapPolicy;
+  if (policy !== undefined && policy !== 'allow') {
+    throw new ValidationError(
+      `overlapPolicy of a trigger must be 'allow' (start now whatever the schedule's policy) or absent (follow it), got ${describe(policy)}.`,
+    );
+  }
+  return policy === 'allow';
+}

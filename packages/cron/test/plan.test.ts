@@ -1,6 +1,6 @@
 import { type ScheduleRow, silentLogger } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
-import { jitterDelayMs, planSchedule, SLOT_SCAN_LIMIT, type TickBudget } from '../src/plan.js';
+import { jitterDelayMs, manualPlan, planSchedule, SLOT_SCAN_LIMIT, type TickBudget } from '../src/plan.js';
 import { CRON_DEFAULTS } from '../src/settings.js';
 
 const T0 = new Date('2026-01-01T00:00:00.000Z');
@@ -232,5 +232,32 @@ describe('jitterDelayMs', () => {
       '2026-11-01T05:30:00.000Z',
       '2026-11-01T06:30:00.000Z',
     ]);
+  });
+});
+
+describe('manualPlan', () => {
+  const active = { hasActiveOccurrence: true, activePipelineIds: ['p1'] };
+  const idle = { hasActiveOccurrence: false };
+
+  it('runs a trigger at once when nothing is active, whatever the policy', () => {
+    for (const overlapPolicy of ['allow', 'skip', 'buffer_one', 'buffer_all', 'cancel_other'] as const) {
+      expect(manualPlan(schedule({ overlapPolicy }), idle, false)).toEqual({ status: 'claimed' });
+    }
+  });
+
+  it('follows the overlap policy while an occurrence is active', () => {
+    const plan = (overlapPolicy: ScheduleRow['overlapPolicy']) =>
+      manualPlan(schedule({ overlapPolicy }), active, false);
+    expect(plan('allow')).toEqual({ status: 'claimed' });
+    expect(plan('skip')).toEqual({ status: 'skipped' });
+    expect(plan('buffer_one')).toEqual({ status: 'buffered', skipBuffered: true });
+    expect(plan('buffer_all')).toEqual({ status: 'buffered', skipBuffered: false });
+    expect(plan('cancel_other')).toEqual({ status: 'claimed', skipClaimed: true, cancelPipelineIds: ['p1'] });
+  });
+
+  it('runs a forced trigger at once, cancelling and skipping nothing', () => {
+    for (const overlapPolicy of ['skip', 'buffer_one', 'cancel_other'] as const) {
+      expect(manualPlan(schedule({ overlapPolicy }), active, true)).toEqual({ status: 'claimed' });
+    }
   });
 });

@@ -8,7 +8,8 @@ const BAD_INPUT = new Set([
   'CONTEXT',
 ]);
 const NOT_FOUND = new Set(['SCHEDULE_NOT_FOUND', 'EXECUTION_NOT_FOUND', 'WORKFLOW_NOT_FOUND']);
-const CONFLICT = new Set(['SCHEDULE_CONFLICT', 'IDEMPOTENCY_CONFLICT']);
+// SCHEDULE_OVERLAP: a trigger of a `skip` schedule while an occurrence is active (recorded skipped).
+const CONFLICT = new Set(['SCHEDULE_CONFLICT', 'IDEMPOTENCY_CONFLICT', 'SCHEDULE_OVERLAP']);
 
 /** An error as the API returns it: HTTP status and `{ error: { code, message } }`. */
 export interface HttpError {

@@ -113,6 +113,26 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     expect(detail.body.tasks.map((t: Loose) => t.taskId).sort()).toEqual(['audit', 'extract', 'load', 'transform']);
   });
 
+  it('answers 409 SCHEDULE_OVERLAP to a trigger of a skip schedule whose pipeline is still active', async () => {
+    // A runner never started runs no task: the first pipeline stays pending, so active.
+    const idle = backend.open();
+    const client = await createRunner(idle.config, { enableCronScheduling: false });
+    try {
+      const single = { name: 'single', workflowName: 'etl', cronExpression: '@daily' };
+      await client.addCronSchedule({ ...single, overlapPolicy: 'skip' });
+      const first = await client.triggerCronSchedule('single');
+      const board = createDashboard({ client });
+      const response = await post(board, '/api/schedules/single/trigger', {}, { 'X-Orrery-Csrf': await csrfOf(board) });
+      expect(response.status).toBe(409);
+      const { error } = (await response.json()) as { error: { code: string; message: string } };
+      expect(error.code).toBe('SCHEDULE_OVERLAP');
+      expect(error.message).toContain(first.id);
+    } finally {
+      await client.shutdown();
+      await idle.remove();
+    }
+  });
+
   it('pauses and resumes a schedule when the request carries the CSRF token', async () => {
     const paused = await post(
       dashboard,

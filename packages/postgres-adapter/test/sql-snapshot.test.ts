@@ -16,6 +16,7 @@ import { linkOccurrences } from '../src/cron-store/handoff.js';
 import { prepareCronStore } from '../src/cron-store/index.js';
 import { insertOccurrenceChunk } from '../src/cron-store/ledger.js';
 import { selectSchedules, updateScheduleVersion } from '../src/cron-store/schedules.js';
+import { lockSchedule } from '../src/cron-store/trigger.js';
 import {
   cancelPipelineRow,
   cancelTasks,
@@ -78,6 +79,7 @@ const stores = {
       handoff: { linkOccurrences: linkOccurrences(db, tables, new Map([[id, id]]), now) },
       backfill: { reclaimForBackfill: reclaimForBackfill(db, tables, [occurrence]) },
       ledger: { insertOccurrenceChunk: insertOccurrenceChunk(db, tables, [occurrence]) },
+      trigger: { lockSchedule: lockSchedule(db, tables, id) },
     }),
   ],
   'execution-store': [

@@ -127,6 +127,7 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
         maxContextBytes: config.maxContextBytes,
         logger,
         created: (pipeline) => this.pipelineCreated(pipeline),
+        cancelled: (ids) => this.#cancelledByCron(ids),
       }),
     });
     this.#unsubscribe = storage.wakeUps?.subscribe((wakeUp) => this.wakeUp(wakeUp)) ?? (() => {});
@@ -285,10 +286,23 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
     if (TERMINAL_PIPELINE_STATUSES.has(before.status)) return;
     const row = await this.storage.executions.cancelPipeline(before.id, this.clock.now());
     if (row === null) throw executionNotFound(executionId);
+    this.#cancelled(row);
+  }
+
+  /** What follows a cancel committed by this process: its local tasks aborted, waiters and listeners told. */
+  #cancelled(row: PipelineRow): void {
     this.abortLocalTasks(row.id, 'cancelled');
     if (row.status === 'cancelled') {
       this.waiters.notify(row);
       this.emitEvent('pipeline:cancelled', { executionId: row.id, workflowName: row.workflowName });
+    }
+  }
+
+  /** The cron claim transaction cancelled these pipelines (`cancel_other`): as if cancelExecution had. */
+  async #cancelledByCron(ids: readonly string[]): Promise<void> {
+    for (const id of ids) {
+      const row = await this.storage.executions.getPipeline(id);
+      if (row !== null) this.#cancelled(row);
     }
   }
 

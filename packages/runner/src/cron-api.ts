@@ -8,6 +8,7 @@ import type {
   HistoryOptions,
   ListSchedulesFilter,
   RecoveryStats,
+  TriggerOptions,
 } from '@orreryjs/cron';
 import { EventEmitter } from 'eventemitter3';
 import type { RunnerEvents } from './events.js';
@@ -100,13 +101,20 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
   }
 
   /**
-   * Fires a schedule now, enabled or not, audited as a `manual` ledger row.
+   * Fires a schedule now, enabled or not, audited as a `manual` ledger row. It follows the
+   * schedule's overlap policy while an earlier occurrence is active (Temporal's behaviour):
+   * `skip` records it `skipped` and throws; `buffer_one`/`buffer_all` buffer it, and the
+   * returned execution's `wait()` resolves once it has run (its `id` is then the ledger row's
+   * id until a tick hands it off); `cancel_other` cancels the active pipeline; `allow` starts
+   * at once. `{ overlapPolicy: 'allow' }` starts it whatever the policy.
+   * @throws ValidationError for unknown options or values.
+   * @throws ScheduleOverlapError when a `skip` schedule has an active occurrence; it names the active pipeline.
    * @throws ScheduleNotFoundError, WorkflowNotFoundError.
    */
-  async triggerCronSchedule(idOrName: string): Promise<PipelineExecution> {
+  async triggerCronSchedule(idOrName: string, options?: TriggerOptions): Promise<PipelineExecution> {
     this.assertOpen();
     await this.refreshWorkflows();
-    return this.cronService().trigger(idOrName);
+    return this.cronService().trigger(idOrName, options);
   }
 
   /**

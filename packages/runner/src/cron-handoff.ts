@@ -10,6 +10,8 @@ export interface CronHandoffDeps {
   logger: Logger;
   /** After the claim commits: a pipeline this runner prepared now exists. */
   created(pipeline: { id: string; workflowName: string; idempotencyKey: string; scheduledTime: Date }): void;
+  /** After the claim commits: it cancelled these pipelines (`cancel_other` replaced them). */
+  cancelled(pipelineIds: readonly string[]): Promise<void>;
 }
 
 /**
@@ -53,5 +55,6 @@ export function cronHandoffOf(deps: CronHandoffDeps): InTransactionHandoff {
       }
       prepared.clear();
     },
+    cancelled: (pipelineIds) => deps.cancelled(pipelineIds),
   };
 }

@@ -33,6 +33,7 @@ export {
   type RetryPolicy,
   ScheduleConflictError,
   ScheduleNotFoundError,
+  ScheduleOverlapError,
   type TaskDefinition,
   type TaskResult,
   type TaskRunInfo,
@@ -65,6 +66,7 @@ export type {
   HistoryOptions,
   ListSchedulesFilter,
   RecoveryStats,
+  TriggerOptions,
 } from '@orreryjs/cron';
 export { type ExecuteRequest, OrreryClient } from './client.js';
 export type { OrreryClientConfig } from './client-config.js';

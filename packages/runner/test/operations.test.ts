@@ -10,6 +10,7 @@ import {
   defineWorkflow,
   ManualClock,
   type PipelineRetriedEvent,
+  ScheduleOverlapError,
   ValidationError,
 } from '../src/index.js';
 import { ADAPTERS, gate, runnersPerTest, waitFor } from './support.js';
@@ -116,7 +117,7 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
    * A started runner with a minutely schedule of the `held` workflow under `overlapPolicy`,
    * once its first occurrence (minute 1) has fired and its pipeline is held running.
    */
-  const holdingSchedule = async (name: string, overlapPolicy: 'buffer_one' | 'cancel_other') => {
+  const holdingSchedule = async (name: string, overlapPolicy: 'skip' | 'buffer_one' | 'cancel_other') => {
     const runner = await open();
     const fired = events<CronFiredEvent>(runner, 'cron:fired');
     const buffered = events<CronBufferedEvent>(runner, 'cron:buffered');
@@ -191,6 +192,77 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
     await waitFor(async () => (await runner.getExecutionStatus(first)) === 'cancelled');
     await waitFor(() => heldAborted.has(first));
     expect(await runner.getExecutionStatus(fired[1]!.pipelineExecutionId)).not.toBe('cancelled');
+  });
+
+  it('a manual trigger of a skip schedule while its pipeline runs raises ScheduleOverlapError naming it, recorded skipped', async () => {
+    const { runner, fired } = await holdingSchedule('no-overlap', 'skip');
+    const active = fired[0]!.pipelineExecutionId;
+    const error = await runner.triggerCronSchedule('no-overlap').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ScheduleOverlapError);
+    expect(error).toMatchObject({ code: 'SCHEDULE_OVERLAP', activePipelineExecutionId: active });
+    expect((error as Error).message).toContain(active);
+    const history = await runner.getCronExecutionHistory('no-overlap');
+    expect(history.map((row) => [row.source, row.status])).toEqual([
+      ['manual', 'skipped'],
+      ['schedule', 'handed_off'],
+    ]);
+    expect(await runner.listExecutions({ workflowName: 'held' })).toHaveLength(1);
+  });
+
+  it('a manual trigger of a buffer_one schedule waits for the running pipeline, then runs: never two at once', async () => {
+    const { runner, fired, buffered } = await holdingSchedule('queued-trigger', 'buffer_one');
+    const execution = await runner.triggerCronSchedule('queued-trigger');
+    expect(buffered).toHaveLength(1);
+    const [manual] = await runner.getCronExecutionHistory('queued-trigger');
+    expect(manual).toMatchObject({ id: execution.id, source: 'manual', status: 'buffered', pipelineExecutionId: null });
+    expect(await execution.status()).toBe('pending');
+    const waited = execution.wait();
+
+    heldGates.get(fired[0]!.pipelineExecutionId)!.open();
+    let pipelineId: string | null = null;
+    await waitFor(async () => {
+      pipelineId = (await runner.getCronExecutionHistory('queued-trigger'))[0]!.pipelineExecutionId;
+      return pipelineId !== null && heldGates.has(pipelineId);
+    });
+    heldGates.get(pipelineId!)!.open();
+    const result = await waited;
+    expect(result).toMatchObject({ executionId: pipelineId, status: 'completed' });
+    expect(heldMaxRunning).toBe(1);
+    expect(await runner.listExecutions({ workflowName: 'held' })).toHaveLength(2);
+  });
+
+  it('a manual trigger of a cancel_other schedule cancels the running pipeline and runs instead', async () => {
+    const { runner, fired } = await holdingSchedule('trigger-wins', 'cancel_other');
+    const first = fired[0]!.pipelineExecutionId;
+    const execution = await runner.triggerCronSchedule('trigger-wins');
+    // Cancelled with the trigger's ledger row, before the new pipeline was even created.
+    expect(await runner.getExecutionStatus(first)).toBe('cancelled');
+    await waitFor(() => heldAborted.has(first) && heldGates.has(execution.id));
+    heldGates.get(execution.id)!.open();
+    expect(await execution.wait()).toMatchObject({ status: 'completed' });
+    expect(heldMaxRunning).toBe(1);
+  });
+
+  it("a manual trigger with { overlapPolicy: 'allow' } starts at once whatever the schedule's policy", async () => {
+    const { runner, fired } = await holdingSchedule('forced', 'buffer_one');
+    const execution = await runner.triggerCronSchedule('forced', { overlapPolicy: 'allow' });
+    await waitFor(() => heldGates.has(execution.id));
+    expect(heldRunning).toBe(2);
+    for (const id of [fired[0]!.pipelineExecutionId, execution.id]) heldGates.get(id)!.open();
+    expect(await execution.wait()).toMatchObject({ status: 'completed' });
+    const [manual] = await runner.getCronExecutionHistory('forced');
+    expect(manual).toMatchObject({ source: 'manual', status: 'handed_off', pipelineExecutionId: execution.id });
+  });
+
+  it('refuses unknown trigger options or values with ValidationError and writes nothing', async () => {
+    const runner = await open();
+    await runner.addCronSchedule({ name: 'picky', workflowName: 'quick', cronExpression: '* * * * *' });
+    for (const options of [{ overlapPolicy: 'skip' }, { force: true }, 'allow', null]) {
+      const error = await runner.triggerCronSchedule('picky', options as never).catch((e: unknown) => e);
+      expect(error, JSON.stringify(options)).toBeInstanceOf(ValidationError);
+    }
+    expect(await runner.getCronExecutionHistory('picky')).toEqual([]);
+    expect(await runner.listExecutions({ workflowName: 'quick' })).toEqual([]);
   });
 
   it('pauseOnFailure disables the schedule after its first failed pipeline, with a note and cron:paused', async () => {

@@ -23,10 +23,13 @@ const id = newId();
 const page = { limit: 10, offset: 0 };
 const patch: Partial<ScheduleRow> = { enabled: false, updatedAt: now };
 
+// The cron store's `control` statements are the execution store's cancel, in execution-store.sql already.
+const { control: _control, ...cronStatements } = prepareCronStore(handle);
+
 /** The statements each store sends: its prepared ones, then those built per call (one representative input each). */
 const stores = {
   'cron-store': [
-    ...flattenStatements(prepareCronStore(handle)),
+    ...flattenStatements(cronStatements),
     ...flattenStatements({
       schedules: {
         selectSchedules: selectSchedules(db, tables, { ...page, enabledOnly: true, workflowName: 'w' }),

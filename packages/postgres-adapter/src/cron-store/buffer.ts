@@ -110,9 +110,11 @@ export async function releaseBuffered(
     if (oldest === undefined) continue;
     const [row] = await claimBufferedRow(tx, tables, oldest.id, request);
     if (row === undefined) continue;
+    released.push(row);
+    // maxRuns counts the scheduler's occurrences: a buffered manual trigger is not one.
+    if (row.source === 'manual') continue;
     const exhausted = schedule.maxRuns !== null && schedule.runCount + 1 >= schedule.maxRuns;
     await countReleasedRun(tx, tables, schedule.id, exhausted, request.now);
-    released.push(row);
   }
   return released;
 }

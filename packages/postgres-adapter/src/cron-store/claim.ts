@@ -7,6 +7,7 @@ import {
 } from '@orreryjs/core';
 import { and, asc, desc, eq, gte, lt, lte, type SQL, sql } from 'drizzle-orm';
 import { arrayParam, dateToIso, encodeUuidList, inTextList, statusIn } from '../codec.js';
+import { cancelPipeline } from '../execution-store/control.js';
 import type { InsertPipelines } from '../execution-store/pipelines.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
@@ -119,6 +120,27 @@ export function skipBufferedRows(db: PostgresDb, tables: PostgresTables, schedul
 export function skipClaimedRows(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[]) {
   const condition = and(isClaimed(tables), statusIn(tables.cronExecutions.source, SCHEDULER_OCCURRENCE_SOURCES))!;
   return skipRows(db, tables, scheduleIds, condition).returning();
+}
+
+/**
+ * cancel_other: the stored `claimed` scheduler rows of these schedules become `skipped`
+ * (returned), and a pipeline already created under one's id but not linked yet (its runner is
+ * between handoff and phase 2, or died there) is cancelled with them: nothing else would ever
+ * cancel it.
+ */
+export async function skipReplacedClaims(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  scheduleIds: readonly string[],
+  now: Date,
+): Promise<CronExecutionRow[]> {
+  const skipped = await skipClaimedRows(tx, tables, scheduleIds);
+  if (skipped.length === 0) return skipped;
+  const p = tables.pipelineExecutions;
+  const keys = skipped.map((row) => row.id);
+  const pipelines = await tx.select({ id: p.id }).from(p).where(inTextList(p.idempotencyKey, keys));
+  for (const pipeline of pipelines) await cancelPipeline(tx, tables, pipeline.id, now);
+  return skipped;
 }
 
 /**
@@ -289,7 +311,11 @@ export async function claimDueSchedules(
   const replaced = landed.filter((plan) => plan.skipBuffered === true).map((plan) => plan.schedule.id);
   if (replaced.length > 0) await skipBufferedRows(tx, tables, replaced);
   const superseded = landed.filter((plan) => plan.skipClaimed === true).map((plan) => plan.schedule.id);
-  const skipped = superseded.length === 0 ? [] : await skipClaimedRows(tx, tables, superseded);
+  const skipped = superseded.length === 0 ? [] : await skipReplacedClaims(tx, tables, superseded, request.now);
+  // cancel_other: the replaced pipelines end in this transaction, with the occurrence that replaces them.
+  for (const id of landed.flatMap((plan) => plan.cancelPipelineIds ?? [])) {
+    await cancelPipeline(tx, tables, id, request.now);
+  }
   const occurrences = landed.flatMap((plan) => plan.occurrences);
   const claimed = (await insertOccurrenceRows(tx, tables, occurrences)).filter((row) => row.status === 'claimed');
   const { prepareHandoff } = request;

@@ -4,6 +4,8 @@ import type {
   CronExecutionRow,
   CronStore,
   LostOccurrence,
+  ManualOccurrenceRequest,
+  ManualOccurrenceResult,
   NewCronExecution,
   OccurrenceStats,
   RecoveryCounts,
@@ -27,6 +29,7 @@ import {
   selectStrandedSchedules,
   updateSchedule,
 } from './schedules.js';
+import { insertManualOccurrence } from './trigger.js';
 
 /** Every prepared statement of the cron store, by the file of the guarantee it serves. */
 export function prepareCronStore(handle: PostgresHandle) {
@@ -104,6 +107,12 @@ export class PostgresCronStore implements CronStore {
   insertOccurrences(rows: readonly NewCronExecution[]): Promise<{ claimed: CronExecutionRow[]; existing: number }> {
     if (rows.length === 0) return Promise.resolve({ claimed: [], existing: 0 });
     return transaction(this.#handle, 'insertOccurrences', (tx) => insertOccurrences(tx, this.#handle.tables, rows));
+  }
+
+  insertManualOccurrence(request: ManualOccurrenceRequest): Promise<ManualOccurrenceResult | null> {
+    return transaction(this.#handle, 'insertManualOccurrence', (tx) =>
+      insertManualOccurrence(tx, this.#handle.tables, request),
+    );
   }
 
   linkOccurrence(id: string, pipelineExecutionId: string, now: Date): Promise<boolean> {

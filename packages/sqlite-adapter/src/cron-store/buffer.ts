@@ -89,11 +89,13 @@ export function releaseBuffered(
     if (oldest === undefined) continue;
     const row = q.buffer.claimBufferedRow.get({ id: oldest.id, now: request.now, runnerId: request.runnerId });
     if (row === undefined) continue;
+    released.push(row);
+    // maxRuns counts the scheduler's occurrences: a buffered manual trigger is not one.
+    if (row.source === 'manual') continue;
     q.buffer.countReleasedRun.run({ scheduleId: schedule.id, now: request.now });
     if (schedule.maxRuns !== null && schedule.runCount + 1 >= schedule.maxRuns) {
       q.buffer.disableExhausted.run({ scheduleId: schedule.id });
     }
-    released.push(row);
   }
   return released;
 }

@@ -1,12 +1,14 @@
 import {
   type ClaimDueRequest,
   type CronExecutionRow,
+  type DueScheduleState,
   SCHEDULER_OCCURRENCE_SOURCES,
   type ScheduleRow,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, asc, desc, eq, gte, lt, lte, sql } from 'drizzle-orm';
 import { bind, encodeTextList, statusIn, textListSql } from '../codec.js';
+import { type ControlStatements, cancelPipeline } from '../execution-store/control.js';
 import type { PipelineStatements } from '../execution-store/pipelines.js';
 import type { SqliteHandle } from '../transaction.js';
 import { type HandoffStatements, handOffInTransaction } from './handoff.js';
@@ -142,6 +144,7 @@ export interface ClaimDueStatements {
   ledger: LedgerStatements;
   handoff: HandoffStatements;
   pipelines: PipelineStatements;
+  control: ControlStatements;
 }
 
 /** The slots in [nextRunAt, missedBefore) that already hold a non-manual row; undefined when none can be missed. */
@@ -149,6 +152,40 @@ function takenSlotsOf(q: ClaimStatements, schedule: ScheduleRow, missedBefore: D
   if (missedBefore === undefined || schedule.nextRunAt === null || schedule.nextRunAt >= missedBefore) return undefined;
   const rows = q.selectTakenSlots.all({ scheduleId: schedule.id, from: schedule.nextRunAt, missedBefore });
   return rows.map((row) => row.scheduledTime);
+}
+
+/**
+ * Whether an earlier occurrence of the schedule is active (`claimed`, `buffered`, or linked to an
+ * unfinished pipeline) and, with `withPipelines`, the unfinished pipelines of its handed-off ones.
+ */
+export function overlapStateOf(
+  q: ClaimStatements,
+  scheduleId: string,
+  withPipelines: boolean,
+): Pick<DueScheduleState, 'hasActiveOccurrence' | 'activePipelineIds'> {
+  const hasActiveOccurrence =
+    q.selectActiveSchedule.get({ scheduleId })?.active === 1 || q.selectHasBuffered.get({ scheduleId }) !== undefined;
+  if (!withPipelines || !hasActiveOccurrence) return { hasActiveOccurrence };
+  const activePipelineIds = q.selectActivePipelines.all({ scheduleId }).map((row) => row.pipelineId);
+  return { hasActiveOccurrence, activePipelineIds };
+}
+
+/**
+ * cancel_other: the schedule's stored `claimed` scheduler rows become `skipped` (returned), and a
+ * pipeline already created under one's id but not linked yet (its runner is between handoff and
+ * phase 2, or died there) is cancelled with them: nothing else would ever cancel it.
+ */
+export function skipReplacedClaims(
+  q: { claim: ClaimStatements; control: ControlStatements; pipelines: PipelineStatements },
+  scheduleId: string,
+  now: Date,
+): CronExecutionRow[] {
+  const skipped = q.claim.skipClaimedRows.all({ scheduleId });
+  for (const row of skipped) {
+    const pipeline = q.pipelines.selectPipelineByKey.get({ key: row.id });
+    if (pipeline !== undefined) cancelPipeline(q, pipeline.id, now);
+  }
+  return skipped;
 }
 
 /** Claim + phase 1 (and the in-transaction handoff when asked), inside the caller's write transaction. */
@@ -161,22 +198,17 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
   const claimed: CronExecutionRow[] = [];
   const replaced: CronExecutionRow[] = [];
   for (const schedule of due) {
-    const hasActiveOccurrence =
-      schedule.overlapPolicy !== 'allow' &&
-      (q.claim.selectActiveSchedule.get({ scheduleId: schedule.id })?.active === 1 ||
-        q.claim.selectHasBuffered.get({ scheduleId: schedule.id }) !== undefined);
-    const activePipelineIds =
-      schedule.overlapPolicy === 'cancel_other' && hasActiveOccurrence
-        ? q.claim.selectActivePipelines.all({ scheduleId: schedule.id }).map((row) => row.pipelineId)
-        : undefined;
+    const overlap =
+      schedule.overlapPolicy === 'allow'
+        ? { hasActiveOccurrence: false }
+        : overlapStateOf(q.claim, schedule.id, schedule.overlapPolicy === 'cancel_other');
     const takenSlots = takenSlotsOf(q.claim, schedule, request.missedBefore);
     const latestPipeline = schedule.pauseOnFailure
       ? (q.claim.selectLatestPipeline.get({ scheduleId: schedule.id }) ?? null)
       : undefined;
     const plan = request.plan(schedule, {
-      hasActiveOccurrence,
+      ...overlap,
       ...(takenSlots !== undefined && { takenSlots }),
-      ...(activePipelineIds !== undefined && { activePipelineIds }),
       ...(latestPipeline !== undefined && { latestPipeline }),
     });
     if (plan === null) continue;
@@ -192,7 +224,9 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
     // Cannot miss under BEGIN IMMEDIATE; if it ever did, the schedule stays due and writes nothing.
     if (advanced.changes === 0) continue;
     if (plan.skipBuffered === true) q.claim.skipBufferedRows.run({ scheduleId: schedule.id });
-    if (plan.skipClaimed === true) replaced.push(...q.claim.skipClaimedRows.all({ scheduleId: schedule.id }));
+    if (plan.skipClaimed === true) replaced.push(...skipReplacedClaims(q, schedule.id, request.now));
+    // cancel_other: the replaced pipelines end in this transaction, with the occurrence that replaces them.
+    for (const id of plan.cancelPipelineIds ?? []) cancelPipeline(q, id, request.now);
     for (const occurrence of plan.occurrences) {
       const inserted = insertOccurrenceRow(q.ledger, occurrence);
       if (inserted?.status === 'claimed') claimed.push(inserted);

@@ -4,6 +4,8 @@ import type {
   CronExecutionRow,
   CronStore,
   LostOccurrence,
+  ManualOccurrenceRequest,
+  ManualOccurrenceResult,
   NewCronExecution,
   OccurrenceStats,
   RecoveryCounts,
@@ -12,6 +14,7 @@ import type {
   ScheduleFilter,
   ScheduleRow,
 } from '@orreryjs/core';
+import { prepareControl } from '../execution-store/control.js';
 import { preparePipelines } from '../execution-store/pipelines.js';
 import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
 import { insertOccurrences, prepareBackfill } from './backfill.js';
@@ -28,6 +31,7 @@ import {
   selectStrandedSchedules,
   updateSchedule,
 } from './schedules.js';
+import { insertManualOccurrence } from './trigger.js';
 
 /** Every prepared statement of the cron store, by the file of the guarantee it serves. */
 export function prepareCronStore(handle: SqliteHandle) {
@@ -41,6 +45,8 @@ export function prepareCronStore(handle: SqliteHandle) {
     ledger: prepareLedger(handle),
     // The in-transaction handoff creates pipelines inside the claim transaction.
     pipelines: preparePipelines(handle),
+    // cancel_other cancels the pipelines it replaces inside the claim transaction.
+    control: prepareControl(handle),
   };
 }
 
@@ -110,6 +116,10 @@ export class SqliteCronStore implements CronStore {
 
   insertOccurrences(rows: readonly NewCronExecution[]): Promise<{ claimed: CronExecutionRow[]; existing: number }> {
     return writeTransaction(this.#handle, 'insertOccurrences', () => insertOccurrences(this.#q, rows));
+  }
+
+  insertManualOccurrence(request: ManualOccurrenceRequest): Promise<ManualOccurrenceResult | null> {
+    return writeTransaction(this.#handle, 'insertManualOccurrence', () => insertManualOccurrence(this.#q, request));
   }
 
   linkOccurrence(id: string, pipelineExecutionId: string, now: Date): Promise<boolean> {

@@ -1,0 +1,40 @@
+import type { ManualOccurrenceRequest, ManualOccurrenceResult } from '@orreryjs/core';
+import { type ControlStatements, cancelPipeline } from '../execution-store/control.js';
+import type { PipelineStatements } from '../execution-store/pipelines.js';
+import { type ClaimStatements, overlapStateOf, skipReplacedClaims } from './claim.js';
+import { insertOccurrenceRow, type LedgerStatements } from './ledger.js';
+import type { ScheduleStatements } from './schedules.js';
+
+/*
+ * Manual triggers under the overlap policy: like phase 1 of a tick, the decision and the
+ * ledger row commit together, and BEGIN IMMEDIATE holds the write lock, so a trigger and a tick
+ * (or two triggers) take turns and the second sees the first's row as active.
+ */
+
+/** The statements a manual trigger runs. */
+export interface TriggerStatements {
+  schedules: ScheduleStatements;
+  claim: ClaimStatements;
+  ledger: LedgerStatements;
+  control: ControlStatements;
+  pipelines: PipelineStatements;
+}
+
+/** See CronStore.insertManualOccurrence: inside the caller's write transaction. */
+export function insertManualOccurrence(
+  q: TriggerStatements,
+  request: ManualOccurrenceRequest,
+): ManualOccurrenceResult | null {
+  const scheduleId = request.row.scheduleId;
+  // Differs by necessity: no row lock in SQLite; BEGIN IMMEDIATE already holds the database's write lock.
+  const schedule = q.schedules.selectSchedule.get({ id: scheduleId });
+  if (schedule === undefined) return null;
+  const state = overlapStateOf(q.claim, scheduleId, true);
+  const plan = request.plan(schedule, state);
+  if (plan.skipBuffered === true) q.claim.skipBufferedRows.run({ scheduleId });
+  if (plan.skipClaimed === true) skipReplacedClaims(q, scheduleId, request.row.claimedAt);
+  for (const id of plan.cancelPipelineIds ?? []) cancelPipeline(q, id, request.row.claimedAt);
+  // A manual row has a random id: it never meets ON CONFLICT.
+  const row = insertOccurrenceRow(q.ledger, { ...request.row, status: plan.status })!;
+  return { row, state };
+}
