@@ -11,6 +11,7 @@ import type {
 } from '@orreryjs/cron';
 import { EventEmitter } from 'eventemitter3';
 import type { RunnerEvents } from './events.js';
+import { inProducerSpan, SPAN_ATTRIBUTES } from './tracing.js';
 
 /**
  * The cron half of the {@link OrreryClient} (and so {@link DefaultRunner}) API: schedule management, triggers, backfills and
@@ -105,8 +106,16 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
    */
   async triggerCronSchedule(idOrName: string): Promise<PipelineExecution> {
     this.assertOpen();
-    await this.refreshWorkflows();
-    return this.cronService().trigger(idOrName);
+    // The handoff's orrery.cron.handoff span (in executeAsync) is this span's child.
+    return inProducerSpan('orrery.execute', { [SPAN_ATTRIBUTES.schedule]: String(idOrName) }, async (span) => {
+      await this.refreshWorkflows();
+      const execution = await this.cronService().trigger(idOrName);
+      span.setAttributes({
+        [SPAN_ATTRIBUTES.workflow]: execution.workflowName,
+        [SPAN_ATTRIBUTES.executionId]: execution.id,
+      });
+      return execution;
+    });
   }
 
   /**
@@ -120,8 +129,11 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
     range: { start: Date; end: Date },
   ): Promise<{ created: number; existing: number }> {
     this.assertOpen();
-    await this.refreshWorkflows();
-    return this.cronService().backfill(idOrName, range);
+    // One span for the backfill; each slot's handoff is an orrery.cron.handoff child of it.
+    return inProducerSpan('orrery.execute', { [SPAN_ATTRIBUTES.schedule]: String(idOrName) }, async () => {
+      await this.refreshWorkflows();
+      return this.cronService().backfill(idOrName, range);
+    });
   }
 
   /**
