@@ -1,11 +1,12 @@
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { installTracing, type SpanSummary, summarize } from '../../../test/support/tracing.js';
 import { defineWorkflow, ManualClock } from '../src/index.js';
 import { ADAPTERS, runnersPerTest, waitFor } from './support.js';
 
-const tracing = installTracing();
-afterAll(() => tracing.uninstall());
+/** The SDK, installed for the blocks that trace (the first block runs without one). */
+let tracing: ReturnType<typeof installTracing> | undefined;
+afterAll(() => tracing?.uninstall());
 
 /** `flaky` fails its first attempt and succeeds on the second. */
 const traced = defineWorkflow({
@@ -30,7 +31,7 @@ const report = defineWorkflow({
 
 /** The finished spans so far, as plain objects. */
 function spans(): SpanSummary[] {
-  return tracing.exporter.getFinishedSpans().map(summarize);
+  return tracing!.exporter.getFinishedSpans().map(summarize);
 }
 
 /** The finished spans named `name` whose attribute `key` is `value`. */
@@ -44,7 +45,34 @@ async function waitForSpans(count: number, name: string, key?: string, value?: u
   return spansNamed(name, key, value);
 }
 
+describe.each(ADAPTERS)('without an OpenTelemetry SDK on $name', (adapter) => {
+  const perTest = runnersPerTest(adapter, () => ({ workflows: [report], pollIntervalMs: 20 }));
+
+  it('stores no trace context with the pipeline and runs it as usual', async () => {
+    const runner = await perTest.open();
+    await runner.start();
+    const execution = await trace.getTracer('test').startActiveSpan('caller', async (span) => {
+      try {
+        return await runner.executeAsync('report');
+      } finally {
+        span.end();
+      }
+    });
+    expect((await execution.wait({ timeoutMs: 20_000 })).status).toBe('completed');
+    const storage = await perTest.db.storage();
+    try {
+      expect((await storage.executions.getPipeline(execution.id))?.traceContext).toBeNull();
+    } finally {
+      await storage.close();
+    }
+  });
+});
+
 describe.each(ADAPTERS)('OpenTelemetry spans on $name', (adapter) => {
+  // Once for the file: the runner's tracer keeps the first provider's tracer, as the API's proxy does.
+  beforeAll(() => {
+    tracing ??= installTracing();
+  });
   const T0 = new Date('2030-01-07T00:00:00.000Z');
   let clock: ManualClock | undefined;
   const { open } = runnersPerTest(
@@ -54,9 +82,17 @@ describe.each(ADAPTERS)('OpenTelemetry spans on $name', (adapter) => {
   );
 
   beforeEach(() => {
-    tracing.exporter.reset();
+    tracing!.exporter.reset();
     clock = undefined;
   });
+
+  /** A started runner with a schedule of `report`. */
+  const startWithSchedule = async (name: string, cronExpression: string) => {
+    const runner = await open();
+    const schedule = await runner.addCronSchedule({ name, workflowName: 'report', cronExpression });
+    await runner.start();
+    return { runner, schedule };
+  };
 
   it('continues the caller span: caller → orrery.execute → orrery.task per attempt, a failed attempt recorded', async () => {
     const runner = await open();
@@ -137,13 +173,7 @@ describe.each(ADAPTERS)('OpenTelemetry spans on $name', (adapter) => {
 
   it('traces a scheduled occurrence as an orrery.cron.handoff span with its schedule and slot, parent of its task', async () => {
     clock = new ManualClock(T0);
-    const runner = await open();
-    const schedule = await runner.addCronSchedule({
-      name: 'each-second',
-      workflowName: 'report',
-      cronExpression: '* * * * * *',
-    });
-    await runner.start();
+    const { runner, schedule } = await startWithSchedule('each-second', '* * * * * *');
     clock.set(new Date(T0.getTime() + 1_000));
     const [handoff] = await waitForSpans(1, 'orrery.cron.handoff', 'orrery.schedule', schedule.id);
     expect(handoff).toMatchObject({
@@ -167,13 +197,7 @@ describe.each(ADAPTERS)('OpenTelemetry spans on $name', (adapter) => {
   });
 
   it('traces a manual trigger as orrery.execute → orrery.cron.handoff → orrery.task', async () => {
-    const runner = await open();
-    const schedule = await runner.addCronSchedule({
-      name: 'nightly',
-      workflowName: 'report',
-      cronExpression: '0 0 * * *',
-    });
-    await runner.start();
+    const { runner, schedule } = await startWithSchedule('nightly', '0 0 * * *');
     const execution = await runner.triggerCronSchedule('nightly');
     await execution.wait({ timeoutMs: 20_000 });
     const [task] = await waitForSpans(1, 'orrery.task', 'orrery.execution_id', execution.id);
