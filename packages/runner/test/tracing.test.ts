@@ -211,4 +211,28 @@ describe.each(ADAPTERS)('OpenTelemetry spans on $name', (adapter) => {
     });
     expect(task).toMatchObject({ traceId: execute!.traceId, parentSpanId: handoff!.spanId });
   });
+
+  it('traces a backfill as one orrery.execute span whose children hand off each slot', async () => {
+    clock = new ManualClock(T0);
+    const { runner, schedule } = await startWithSchedule('hourly', '0 * * * *');
+    const slots = [3, 2, 1].map((hours) => new Date(T0.getTime() - hours * 3_600_000).toISOString());
+    expect(await runner.backfillCronSchedule('hourly', { start: new Date(slots[0]!), end: T0 })).toEqual({
+      created: 3,
+      existing: 0,
+    });
+    const [execute] = spansNamed('orrery.execute', 'orrery.schedule', 'hourly');
+    expect(execute).toMatchObject({ kind: SpanKind.PRODUCER, parentSpanId: null });
+    const handoffs = spansNamed('orrery.cron.handoff', 'orrery.schedule', schedule.id);
+    expect(handoffs.map((span) => span.attributes['orrery.scheduled_time']).sort()).toEqual(slots);
+    for (const handoff of handoffs) {
+      expect(handoff).toMatchObject({ traceId: execute!.traceId, parentSpanId: execute!.spanId });
+      const [task] = await waitForSpans(
+        1,
+        'orrery.task',
+        'orrery.execution_id',
+        handoff.attributes['orrery.execution_id'],
+      );
+      expect(task).toMatchObject({ traceId: execute!.traceId, parentSpanId: handoff.spanId });
+    }
+  });
 });
