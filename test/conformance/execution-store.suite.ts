@@ -49,6 +49,7 @@ export function describeExecutionStore(open: OpenStorage): void {
             failedTasks: 0,
             error: null,
             pauseReason: null,
+            traceContext: null,
             createdAt: at(5),
             startedAt: null,
             completedAt: null,
@@ -97,6 +98,33 @@ export function describeExecutionStore(open: OpenStorage): void {
           await wf.create();
           await wf.create();
           expect(await store().listPipelines({ workflowName: wf.name, limit: 10, offset: 0 })).toHaveLength(2);
+        });
+      });
+
+      describe('trace context', () => {
+        it('stores the trace context of each pipeline and returns it from every read and the claim', async () => {
+          const wf = fixture();
+          const traced = {
+            traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+            tracestate: 'vendor=a,other=b',
+          };
+          const [withTrace, without] = await store().createPipelines([
+            newPipeline(wf.name, SINGLE, { traceContext: traced, now: at(1) }),
+            newPipeline(wf.name, SINGLE, { now: at(2) }),
+          ]);
+          expect(withTrace!.pipeline.traceContext).toEqual(traced);
+          expect(without!.pipeline.traceContext).toBeNull();
+          expect(await store().getPipeline(withTrace!.pipeline.id)).toMatchObject({ traceContext: traced });
+          expect(
+            (await store().listPipelines({ workflowName: wf.name, limit: 10, offset: 0 })).map((p) => p.traceContext),
+          ).toEqual([null, traced]);
+          const claimed = await wf.claim('r1', at(3));
+          expect(new Map(claimed.map((c) => [c.pipeline.id, c.pipeline.traceContext]))).toEqual(
+            new Map([
+              [withTrace!.pipeline.id, traced],
+              [without!.pipeline.id, null],
+            ]),
+          );
         });
       });
 

@@ -25,6 +25,11 @@ export interface PipelineRow {
   failedTasks: number;
   error: string | null;
   pauseReason: string | null;
+  /**
+   * The W3C trace context (`traceparent`, `tracestate`) of the span that started it, as
+   * OpenTelemetry's `propagation.inject` wrote it; null when no trace was active.
+   */
+  traceContext: Record<string, string> | null;
   createdAt: Date;
   startedAt: Date | null;
   completedAt: Date | null;
@@ -69,6 +74,8 @@ export interface NewPipeline {
   scheduleId?: string | null;
   /** Delayed start: the tasks' `availableAt`; null or absent for now. */
   runAt?: Date | null;
+  /** The W3C trace context of the span that starts it (see {@link PipelineRow.traceContext}); null or absent for none. */
+  traceContext?: Record<string, string> | null;
   now: Date;
   /** One per task, in canonical order; `pendingDeps` = number of dependencies. */
   tasks: ReadonlyArray<{ id: string; taskId: string; position: number; pendingDeps: number }>;

@@ -46,6 +46,8 @@ function defineTables(table: TableFn) {
       failedTasks: integer('failed_tasks').notNull(),
       error: freeText('error'),
       pauseReason: freeText('pause_reason'),
+      /** The W3C trace context (`traceparent`, `tracestate`) of the span that started it, else null. */
+      traceContext: json<Record<string, string>>('trace_context'),
       createdAt: timestamp('created_at').notNull(),
       startedAt: timestamp('started_at'),
       completedAt: timestamp('completed_at'),

@@ -1,3 +1,4 @@
+import type { Span } from '@opentelemetry/api';
 import {
   assertNoNul,
   ConfigurationError,
@@ -38,6 +39,7 @@ import { toPipelineResult, toPipelineSummary } from './result.js';
 import { assertRetryable, planRetry } from './retry-execution.js';
 import { type ListRunnersOptions, type RunnerInfo, toRunnerInfos } from './runner-info.js';
 import { checkPipelineRequest, newPipelineRows, type PipelineRequest, startPipeline } from './start-pipeline.js';
+import { inProducerSpan, SPAN_ATTRIBUTES, scheduleAttributes, traceContextOf } from './tracing.js';
 import { checkExecutionId, checkListFilter, checkTimeoutMs, executionNotFound } from './validate.js';
 
 /** What a client is built from; a DefaultRunner passes its own registry and clock. @internal */
@@ -126,6 +128,7 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
         registry,
         maxContextBytes: config.maxContextBytes,
         logger,
+        runnerId: config.runnerId,
         created: (pipeline) => this.pipelineCreated(pipeline),
         cancelled: (ids) => this.#cancelledByCron(ids),
       }),
@@ -171,12 +174,24 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
     options: ExecuteOptions = {},
   ): Promise<PipelineExecution> {
     this.assertOpen();
-    const workflow = await this.known.resolve(workflowName);
-    const request = checkPipelineRequest(workflow, context, options, this.config.maxContextBytes);
-    const defaultTimeoutMs = checkTimeoutMs(options.timeoutMs, this.config.pipelineTimeoutMs, 'timeoutMs');
-    const { pipeline, created } = await startPipeline({ writer: this.#writer, now: () => this.clock.now() }, request);
-    if (created) this.pipelineCreated(pipeline);
-    return this.#handle(pipeline, defaultTimeoutMs);
+    // The cron scheduler's handoffs (two-phase, recovery, triggers, backfills) are the calls that pass a scheduleId.
+    const handoff = (options as ExecuteOptions | null)?.scheduleId !== undefined;
+    const attributes = handoff ? { [SPAN_ATTRIBUTES.runnerId]: this.config.runnerId } : {};
+    return inProducerSpan(handoff ? 'orrery.cron.handoff' : 'orrery.execute', attributes, async (span) => {
+      const workflow = await this.known.resolve(workflowName);
+      const request = checkPipelineRequest(workflow, context, options, this.config.maxContextBytes);
+      span.setAttribute(SPAN_ATTRIBUTES.workflow, workflow.name);
+      span.setAttributes(scheduleAttributes(request.scheduleId, request.scheduledTime));
+      const defaultTimeoutMs = checkTimeoutMs(options.timeoutMs, this.config.pipelineTimeoutMs, 'timeoutMs');
+      const { pipeline, created } = await startPipeline(
+        { writer: this.#writer, now: () => this.clock.now() },
+        request,
+        traceContextOf(span),
+      );
+      span.setAttribute(SPAN_ATTRIBUTES.executionId, pipeline.id);
+      if (created) this.pipelineCreated(pipeline);
+      return this.#handle(pipeline, defaultTimeoutMs);
+    });
   }
 
   /**
@@ -193,6 +208,12 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
    */
   async executeAsyncMany(requests: readonly ExecuteRequest[]): Promise<PipelineExecution[]> {
     this.assertOpen();
+    // One orrery.execute span per call, not per pipeline: the batch is one transaction, and its
+    // pipelines' tasks all continue this span's trace. orrery.workflow is set when all share one.
+    return inProducerSpan('orrery.execute', {}, (span) => this.#executeMany(requests, span));
+  }
+
+  async #executeMany(requests: readonly ExecuteRequest[], span: Span): Promise<PipelineExecution[]> {
     if (!Array.isArray(requests)) {
       throw new ValidationError(
         `executeAsyncMany takes an array of { workflowName, context?, options? }, got ${describeValue(requests)}.`,
@@ -229,10 +250,13 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
       checked.push({ request, timeoutMs });
     }
     if (checked.length === 0) return [];
+    const names = new Set(checked.map(({ request }) => request.workflow.name));
+    if (names.size === 1) span.setAttribute(SPAN_ATTRIBUTES.workflow, [...names][0]!);
     const now = this.clock.now();
+    const traceContext = traceContextOf(span);
     // All or nothing: a key another workflow's execution holds rolls the whole batch back.
     const results = await this.storage.executions.createPipelines(
-      checked.map(({ request }) => newPipelineRows(request, now)),
+      checked.map(({ request }) => newPipelineRows(request, now, traceContext)),
       { allOrNothing: true },
     );
     for (const { pipeline, created } of results) if (created) this.pipelineCreated(pipeline);

@@ -12,6 +12,7 @@ import type {
 } from '@orreryjs/cron';
 import { EventEmitter } from 'eventemitter3';
 import type { RunnerEvents } from './events.js';
+import { inProducerSpan, SPAN_ATTRIBUTES } from './tracing.js';
 
 /**
  * The cron half of the {@link OrreryClient} (and so {@link DefaultRunner}) API: schedule management, triggers, backfills and
@@ -113,8 +114,16 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
    */
   async triggerCronSchedule(idOrName: string, options?: TriggerOptions): Promise<PipelineExecution> {
     this.assertOpen();
-    await this.refreshWorkflows();
-    return this.cronService().trigger(idOrName, options);
+    // The handoff's orrery.cron.handoff span (in executeAsync) is this span's child.
+    return inProducerSpan('orrery.execute', { [SPAN_ATTRIBUTES.schedule]: String(idOrName) }, async (span) => {
+      await this.refreshWorkflows();
+      const execution = await this.cronService().trigger(idOrName, options);
+      span.setAttributes({
+        [SPAN_ATTRIBUTES.workflow]: execution.workflowName,
+        [SPAN_ATTRIBUTES.executionId]: execution.id,
+      });
+      return execution;
+    });
   }
 
   /**
@@ -128,8 +137,11 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
     range: { start: Date; end: Date },
   ): Promise<{ created: number; existing: number }> {
     this.assertOpen();
-    await this.refreshWorkflows();
-    return this.cronService().backfill(idOrName, range);
+    // One span for the backfill; each slot's handoff is an orrery.cron.handoff child of it.
+    return inProducerSpan('orrery.execute', { [SPAN_ATTRIBUTES.schedule]: String(idOrName) }, async () => {
+      await this.refreshWorkflows();
+      return this.cronService().backfill(idOrName, range);
+    });
   }
 
   /**

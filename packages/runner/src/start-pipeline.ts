@@ -115,8 +115,15 @@ function readInput(context: Context | Record<string, unknown> | undefined): Json
   return new Context(context as JsonObject).toJSON();
 }
 
-/** The rows of a new pipeline: tasks without dependencies start `ready`. */
-export function newPipelineRows(request: PipelineRequest, now: Date): NewPipeline {
+/**
+ * The rows of a new pipeline: tasks without dependencies start `ready`. `traceContext` is that
+ * of the span starting it (see tracing.ts): its attempts continue that trace, on any host.
+ */
+export function newPipelineRows(
+  request: PipelineRequest,
+  now: Date,
+  traceContext: Record<string, string> | null,
+): NewPipeline {
   const { workflow } = request;
   return {
     id: newId(),
@@ -127,6 +134,7 @@ export function newPipelineRows(request: PipelineRequest, now: Date): NewPipelin
     scheduledTime: request.scheduledTime,
     scheduleId: request.scheduleId,
     runAt: request.runAt,
+    traceContext,
     now: truncateToMillis(now),
     tasks: workflow.tasks.map((task, position) => ({
       id: newId(),
@@ -147,9 +155,10 @@ export function newPipelineRows(request: PipelineRequest, now: Date): NewPipelin
 export async function startPipeline(
   deps: StartPipelineDeps,
   request: PipelineRequest,
+  traceContext: Record<string, string> | null,
 ): Promise<{ pipeline: PipelineRow; created: boolean }> {
   const { workflow } = request;
-  const result = await deps.writer.create(newPipelineRows(request, deps.now()));
+  const result = await deps.writer.create(newPipelineRows(request, deps.now(), traceContext));
   if (!result.created && result.pipeline.workflowName !== workflow.name) {
     throw idempotencyConflictError(request.idempotencyKey, result.pipeline, workflow.name);
   }

@@ -1,3 +1,4 @@
+import { context as otelContext, type Span } from '@opentelemetry/api';
 import {
   type ClaimedTask,
   type Clock,
@@ -14,6 +15,7 @@ import {
   type TaskOutcome,
   type TaskRow,
   type TaskRunInfo,
+  type Workflow,
 } from '@orreryjs/core';
 import { type ActiveTask, type ActiveTasks, leaseOf } from './active-tasks.js';
 import type { RunnerEvents } from './events.js';
@@ -22,6 +24,7 @@ import type { WorkflowRegistry } from './registry.js';
 import { finishedTaskRows } from './result.js';
 import { taskInput, unmetTrigger } from './task-input.js';
 import { completedOutcome, errorMessage, failedOutcome, maxAttempts } from './task-outcome.js';
+import { SPAN_ATTRIBUTES, setOutcome, startTaskSpan } from './tracing.js';
 
 /** Emits one runner event (through emitSafely). */
 export type EmitEvent = <K extends keyof RunnerEvents>(event: K, payload: RunnerEvents[K][0]) => void;
@@ -108,13 +111,39 @@ async function runAttempt(claimed: ClaimedTask, entry: ActiveTask, env: AttemptE
     return;
   }
   const ref = { executionId: pipeline.id, workflowName: row.workflowName, taskId: row.taskId, attempt: row.attempt };
+  // One orrery.task span per attempt, a child of the caller's stored trace context, active while the task runs.
+  const traced = startTaskSpan(pipeline, ref, env.runnerId);
+  try {
+    await otelContext.with(traced.context, () =>
+      runTraced(claimed, entry, env, { workflow, definition, ref }, traced.span),
+    );
+  } finally {
+    traced.span.end();
+  }
+}
+
+/** The registered code of a claimed task and how events name its attempt. */
+interface AttemptCode {
+  workflow: Workflow;
+  definition: TaskDefinition;
+  ref: AttemptRef;
+}
+
+async function runTraced(
+  claimed: ClaimedTask,
+  entry: ActiveTask,
+  env: AttemptEnvironment,
+  { workflow, definition, ref }: AttemptCode,
+  span: Span,
+): Promise<void> {
+  const { task: row, pipeline } = claimed;
   if (claimed.leaseExpired && row.failedAttempts >= maxAttempts(definition.retry)) {
     // The crashed attempts used up the policy; the retryOn predicate judges task errors, not crashes.
     const error = row.error ?? 'lease expired';
-    return commit(env, claimed, entry, ref, { status: 'failed', error }, 0);
+    return commit(env, claimed, entry, ref, span, { status: 'failed', error }, 0);
   }
   const skipReason = unmetTrigger(definition, claimed.terminalTasks);
-  if (skipReason !== null) return commit(env, claimed, entry, ref, { status: 'skipped', reason: skipReason }, 0);
+  if (skipReason !== null) return commit(env, claimed, entry, ref, span, { status: 'skipped', reason: skipReason }, 0);
 
   const startedMs = env.clock.now().getTime();
   let outcome: TaskOutcome;
@@ -122,7 +151,7 @@ async function runAttempt(claimed: ClaimedTask, entry: ActiveTask, env: AttemptE
   try {
     const context = new Context(taskInput(workflow, row.taskId, pipeline.input, claimed.terminalTasks));
     if (definition.when !== undefined && !definition.when(context)) {
-      return commit(env, claimed, entry, ref, { status: 'skipped', reason: 'when returned false' }, 0);
+      return commit(env, claimed, entry, ref, span, { status: 'skipped', reason: 'when returned false' }, 0);
     }
     env.emit('task:started', ref);
     await runWithSignal(definition, context, attemptInfo(ref, entry, pipeline), entry, env);
@@ -132,8 +161,10 @@ async function runAttempt(claimed: ClaimedTask, entry: ActiveTask, env: AttemptE
       // Cancel and pause already rewrote the task row, shutdown releases the lease and a lost lease is
       // fenced out: none of them is a failed attempt, so there is nothing to commit.
       env.logger.debug({ ...ref, cause: entry.abortCause }, 'task attempt aborted');
+      span.setAttribute(SPAN_ATTRIBUTES.outcome, entry.abortCause);
       return;
     }
+    span.recordException(error instanceof Error ? error : String(error));
     const message =
       entry.abortCause === 'timeout'
         ? `Task "${row.taskId}" timed out after ${definition.timeoutMs ?? env.taskTimeoutMs} ms`
@@ -141,7 +172,7 @@ async function runAttempt(claimed: ClaimedTask, entry: ActiveTask, env: AttemptE
     outcome = failedOutcome(definition.retry, row.failedAttempts + 1, error, message, env.clock.now());
     if (entry.abortCause === null && error instanceof Error && typeof error.stack === 'string') stack = error.stack;
   }
-  return commit(env, claimed, entry, ref, outcome, env.clock.now().getTime() - startedMs, stack);
+  return commit(env, claimed, entry, ref, span, outcome, env.clock.now().getTime() - startedMs, stack);
 }
 
 function attemptInfo(ref: AttemptRef, entry: ActiveTask, pipeline: PipelineRow): TaskRunInfo {
@@ -186,12 +217,14 @@ async function commit(
   claimed: ClaimedTask,
   entry: ActiveTask,
   ref: AttemptRef,
+  span: Span,
   outcome: TaskOutcome,
   durationMs: number,
   stack: string | null = null,
 ): Promise<void> {
   const workflow = env.registry.get(ref.workflowName);
   const now = env.clock.now();
+  setOutcome(span, outcome);
   env.outcomeReady?.(entry);
   const result = await finishWithRetries(env, {
     runnerId: env.runnerId,

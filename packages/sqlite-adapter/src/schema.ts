@@ -37,6 +37,8 @@ export const pipelineExecutions = sqliteTable(
     failedTasks: integer('failed_tasks').notNull(),
     error: text('error'),
     pauseReason: text('pause_reason'),
+    /** The W3C trace context (`traceparent`, `tracestate`) of the span that started it, else null. */
+    traceContext: json<Record<string, string>>('trace_context'),
     createdAt: timestamp('created_at').notNull(),
     startedAt: timestamp('started_at'),
     completedAt: timestamp('completed_at'),

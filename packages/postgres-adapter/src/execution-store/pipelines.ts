@@ -87,12 +87,13 @@ export function selectPipelines(db: PostgresDb, tables: PostgresTables, filter: 
 function insertPipelinesSql({ pipelineExecutions: p, taskExecutions: t }: PostgresTables): SQL {
   return sql`WITH inserted AS (
       INSERT INTO ${p} (id, workflow_name, workflow_version, status, input, idempotency_key, scheduled_time,
-        schedule_id, remaining_tasks, failed_tasks, created_at, updated_at)
+        schedule_id, remaining_tasks, failed_tasks, created_at, updated_at, trace_context)
       SELECT u.id, u.workflow_name, u.workflow_version, 'pending', u.input::jsonb, u.idempotency_key,
-        u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now
+        u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now, u.trace_context::jsonb
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::uuid[],
-        $8::int[], $9::timestamptz[])
-        AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, schedule_id, remaining_tasks, now)
+        $8::int[], $9::timestamptz[], $17::text[])
+        AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, schedule_id, remaining_tasks, now,
+          trace_context)
       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
       RETURNING *
     ), tasks AS (
@@ -127,6 +128,7 @@ function insertPipelinesValues(pipelines: readonly NewPipeline[]): unknown[] {
     tasks.map((x) => newTaskStatus(x.task.pendingDeps)),
     tasks.map((x) => x.task.pendingDeps),
     tasks.map((x) => (x.pipeline.runAt == null ? null : dateToIso(x.pipeline.runAt))),
+    pipelines.map((x) => (x.traceContext == null ? null : encodeJson(x.traceContext))),
   ];
 }
 

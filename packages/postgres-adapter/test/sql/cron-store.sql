@@ -25,12 +25,13 @@ with "skipped_buffered" as (update "tenant"."cron_executions"
 -- handoff/insertPipelines
 WITH inserted AS (
       INSERT INTO "tenant"."pipeline_executions" (id, workflow_name, workflow_version, status, input, idempotency_key, scheduled_time,
-        schedule_id, remaining_tasks, failed_tasks, created_at, updated_at)
+        schedule_id, remaining_tasks, failed_tasks, created_at, updated_at, trace_context)
       SELECT u.id, u.workflow_name, u.workflow_version, 'pending', u.input::jsonb, u.idempotency_key,
-        u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now
+        u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now, u.trace_context::jsonb
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::uuid[],
-        $8::int[], $9::timestamptz[])
-        AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, schedule_id, remaining_tasks, now)
+        $8::int[], $9::timestamptz[], $17::text[])
+        AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, schedule_id, remaining_tasks, now,
+          trace_context)
       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
       RETURNING *
     ), tasks AS (

@@ -1,12 +1,13 @@
 -- pipelines/insertPipelines
 WITH inserted AS (
       INSERT INTO "tenant"."pipeline_executions" (id, workflow_name, workflow_version, status, input, idempotency_key, scheduled_time,
-        schedule_id, remaining_tasks, failed_tasks, created_at, updated_at)
+        schedule_id, remaining_tasks, failed_tasks, created_at, updated_at, trace_context)
       SELECT u.id, u.workflow_name, u.workflow_version, 'pending', u.input::jsonb, u.idempotency_key,
-        u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now
+        u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now, u.trace_context::jsonb
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::uuid[],
-        $8::int[], $9::timestamptz[])
-        AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, schedule_id, remaining_tasks, now)
+        $8::int[], $9::timestamptz[], $17::text[])
+        AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, schedule_id, remaining_tasks, now,
+          trace_context)
       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
       RETURNING *
     ), tasks AS (
@@ -21,12 +22,12 @@ WITH inserted AS (
     SELECT to_json(i) AS row FROM inserted i;
 
 -- pipelines/selectPipeline
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
   from "tenant"."pipeline_executions"
   where "tenant"."pipeline_executions"."id" = $1::uuid;
 
 -- pipelines/selectPipelineByKey
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
   from "tenant"."pipeline_executions"
   where "tenant"."pipeline_executions"."idempotency_key" = $1::text;
 
@@ -37,21 +38,21 @@ select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "s
   order by "tenant"."task_executions"."position" asc;
 
 -- claim/claimTasks
-with "ready" as (select "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."task_id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."task_executions"."started_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "p_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
+with "ready" as (select "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."task_id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."task_executions"."started_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "p_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."trace_context" as "p_trace_context", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
   from "tenant"."task_executions"
   inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."task_executions"."pipeline_execution_id"
   where ((coalesce("tenant"."task_executions"."status" = 'ready', false) and "tenant"."task_executions"."available_at" <= $1::timestamp (3) with time zone) and coalesce("tenant"."pipeline_executions"."status" IN ('pending', 'running'), false) and coalesce("tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($2::text[]), false))
   order by "tenant"."task_executions"."available_at" asc
   limit $3
-  for no key update of "task_executions", "pipeline_executions" skip locked), "expired" as (select "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."task_id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."task_executions"."started_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "p_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
+  for no key update of "task_executions", "pipeline_executions" skip locked), "expired" as (select "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."task_id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."task_executions"."started_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "p_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."trace_context" as "p_trace_context", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
   from "tenant"."task_executions"
   inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."task_executions"."pipeline_execution_id"
   where (("tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_expires_at" < $4::timestamp (3) with time zone) and coalesce("tenant"."pipeline_executions"."status" IN ('pending', 'running'), false) and coalesce("tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($5::text[]), false))
   order by "tenant"."task_executions"."available_at" asc
   limit $6
-  for no key update of "task_executions", "pipeline_executions" skip locked), "candidates" as ((select "pipeline_execution_id", "task_id", "status", "available_at", "started_at", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"
+  for no key update of "task_executions", "pipeline_executions" skip locked), "candidates" as ((select "pipeline_execution_id", "task_id", "status", "available_at", "started_at", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"
   from "ready")
-  union all (select "pipeline_execution_id", "task_id", "status", "available_at", "started_at", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"
+  union all (select "pipeline_execution_id", "task_id", "status", "available_at", "started_at", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"
   from "expired")
   order by available_at
   limit $7), "leased" as (update "tenant"."task_executions"
@@ -60,14 +61,14 @@ with "ready" as (select "tenant"."task_executions"."pipeline_execution_id", "ten
             < ("candidates"."available_at", "candidates"."pipeline_execution_id", "candidates"."task_id")) < $14::int THEN $15::timestamp (3) with time zone END, "updated_at" = $16::timestamp (3) with time zone
   from "candidates"
   where ("tenant"."task_executions"."pipeline_execution_id" = "candidates"."pipeline_execution_id" and "tenant"."task_executions"."task_id" = "candidates"."task_id")
-  returning "tenant"."task_executions"."id", "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."workflow_name", "tenant"."task_executions"."task_id", "tenant"."task_executions"."position", "tenant"."task_executions"."status", "tenant"."task_executions"."attempt", "tenant"."task_executions"."failed_attempts", "tenant"."task_executions"."pending_deps", "tenant"."task_executions"."available_at", "tenant"."task_executions"."lease_owner", "tenant"."task_executions"."lease_expires_at", "tenant"."task_executions"."output", "tenant"."task_executions"."error", "tenant"."task_executions"."started_at", "tenant"."task_executions"."completed_at", "candidates"."status" = 'running' AND "candidates"."started_at" IS NOT NULL as "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"), "started" as (update "tenant"."pipeline_executions"
+  returning "tenant"."task_executions"."id", "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."workflow_name", "tenant"."task_executions"."task_id", "tenant"."task_executions"."position", "tenant"."task_executions"."status", "tenant"."task_executions"."attempt", "tenant"."task_executions"."failed_attempts", "tenant"."task_executions"."pending_deps", "tenant"."task_executions"."available_at", "tenant"."task_executions"."lease_owner", "tenant"."task_executions"."lease_expires_at", "tenant"."task_executions"."output", "tenant"."task_executions"."error", "tenant"."task_executions"."started_at", "tenant"."task_executions"."completed_at", "candidates"."status" = 'running' AND "candidates"."started_at" IS NOT NULL as "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"), "started" as (update "tenant"."pipeline_executions"
   set "status" = $17, "started_at" = $18::timestamp (3) with time zone, "updated_at" = $19::timestamp (3) with time zone
   where ("tenant"."pipeline_executions"."status" = 'pending' and "tenant"."pipeline_executions"."id" IN (SELECT "leased"."pipeline_execution_id" FROM "leased"))
   returning "id" as "started_id"), "terminal" as (select "pipeline_execution_id" as "terminal_pipeline_id", json_agg(tt ORDER BY "position") as "terminal_tasks"
   from "tenant"."task_executions" "tt"
   where ("tt"."pipeline_execution_id" IN (SELECT "leased"."pipeline_execution_id" FROM "leased") and "tt"."status" IN ('completed', 'failed', 'skipped', 'cancelled'))
   group by "tt"."pipeline_execution_id")
-  select "leased"."id", "leased"."pipeline_execution_id", "leased"."workflow_name", "leased"."task_id", "leased"."position", "leased"."status", "leased"."attempt", "leased"."failed_attempts", "leased"."pending_deps", "leased"."available_at", "leased"."lease_owner", "leased"."lease_expires_at", "leased"."output", "leased"."error", "leased"."started_at", "leased"."completed_at", "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at", "started_id", "terminal_tasks"
+  select "leased"."id", "leased"."pipeline_execution_id", "leased"."workflow_name", "leased"."task_id", "leased"."position", "leased"."status", "leased"."attempt", "leased"."failed_attempts", "leased"."pending_deps", "leased"."available_at", "leased"."lease_owner", "leased"."lease_expires_at", "leased"."output", "leased"."error", "leased"."started_at", "leased"."completed_at", "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at", "started_id", "terminal_tasks"
   from "leased"
   left join "started" on "started_id" = "leased"."pipeline_execution_id"
   left join "terminal" on "terminal_pipeline_id" = "leased"."pipeline_execution_id"
@@ -154,8 +155,8 @@ with "locked" as (select "id", "status" as "locked_status"
   set "status" = CASE WHEN "tenant"."pipeline_executions"."remaining_tasks" <= 1 AND "tenant"."pipeline_executions"."status" IN ('pending', 'running', 'paused') THEN (CASE WHEN "tenant"."pipeline_executions"."failed_tasks" + $22::int > 0 THEN 'failed' ELSE 'completed' END) ELSE "tenant"."pipeline_executions"."status" END, "remaining_tasks" = "tenant"."pipeline_executions"."remaining_tasks" - 1, "failed_tasks" = "tenant"."pipeline_executions"."failed_tasks" + $23::int, "error" = coalesce("tenant"."pipeline_executions"."error", 'task ' || (SELECT "fenced"."task_id" FROM "fenced") || ' failed: ' || $24::text), "completed_at" = CASE WHEN "tenant"."pipeline_executions"."remaining_tasks" <= 1 AND "tenant"."pipeline_executions"."status" IN ('pending', 'running', 'paused') THEN $25::timestamp (3) with time zone ELSE "tenant"."pipeline_executions"."completed_at" END, "updated_at" = $26::timestamp (3) with time zone
   from "locked"
   where ($27::boolean and "tenant"."pipeline_executions"."id" = "locked"."id" and EXISTS (SELECT 1 FROM "fenced"))
-  returning "tenant"."pipeline_executions"."id" as "c_id", "tenant"."pipeline_executions"."workflow_name" as "c_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "c_workflow_version", "tenant"."pipeline_executions"."status" as "c_status", "tenant"."pipeline_executions"."input" as "c_input", "tenant"."pipeline_executions"."idempotency_key" as "c_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "c_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "c_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "c_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "c_failed_tasks", "tenant"."pipeline_executions"."error" as "c_error", "tenant"."pipeline_executions"."pause_reason" as "c_pause_reason", "tenant"."pipeline_executions"."created_at" as "c_created_at", "tenant"."pipeline_executions"."started_at" as "c_started_at", "tenant"."pipeline_executions"."completed_at" as "c_completed_at", "tenant"."pipeline_executions"."updated_at" as "c_updated_at", "locked_status" IN ('pending', 'running', 'paused') AND "tenant"."pipeline_executions"."remaining_tasks" <= 0 as "ended")
-  select (SELECT count(*) FROM "fenced")::int, (SELECT count(*) FROM "released" WHERE status = 'ready' AND pending_deps = 0)::int, "ended", "c_id", "c_workflow_name", "c_workflow_version", "c_status", "c_input", "c_idempotency_key", "c_scheduled_time", "c_schedule_id", "c_remaining_tasks", "c_failed_tasks", "c_error", "c_pause_reason", "c_created_at", "c_started_at", "c_completed_at", "c_updated_at"
+  returning "tenant"."pipeline_executions"."id" as "c_id", "tenant"."pipeline_executions"."workflow_name" as "c_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "c_workflow_version", "tenant"."pipeline_executions"."status" as "c_status", "tenant"."pipeline_executions"."input" as "c_input", "tenant"."pipeline_executions"."idempotency_key" as "c_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "c_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "c_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "c_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "c_failed_tasks", "tenant"."pipeline_executions"."error" as "c_error", "tenant"."pipeline_executions"."pause_reason" as "c_pause_reason", "tenant"."pipeline_executions"."trace_context" as "c_trace_context", "tenant"."pipeline_executions"."created_at" as "c_created_at", "tenant"."pipeline_executions"."started_at" as "c_started_at", "tenant"."pipeline_executions"."completed_at" as "c_completed_at", "tenant"."pipeline_executions"."updated_at" as "c_updated_at", "locked_status" IN ('pending', 'running', 'paused') AND "tenant"."pipeline_executions"."remaining_tasks" <= 0 as "ended")
+  select (SELECT count(*) FROM "fenced")::int, (SELECT count(*) FROM "released" WHERE status = 'ready' AND pending_deps = 0)::int, "ended", "c_id", "c_workflow_name", "c_workflow_version", "c_status", "c_input", "c_idempotency_key", "c_scheduled_time", "c_schedule_id", "c_remaining_tasks", "c_failed_tasks", "c_error", "c_pause_reason", "c_trace_context", "c_created_at", "c_started_at", "c_completed_at", "c_updated_at"
   from (SELECT 1) AS one
   left join "counted" on true;
 
@@ -163,7 +164,7 @@ with "locked" as (select "id", "status" as "locked_status"
 update "tenant"."pipeline_executions"
   set "status" = CASE WHEN "tenant"."pipeline_executions"."started_at" IS NULL THEN 'pending' ELSE 'running' END, "pause_reason" = $1, "updated_at" = $2::timestamp (3) with time zone
   where ("tenant"."pipeline_executions"."id" = $3::uuid and "tenant"."pipeline_executions"."status" = 'paused')
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
 
 -- retention/deleteTerminalPipelines
 delete
@@ -177,7 +178,7 @@ delete
   for update skip locked);
 
 -- pipelines/selectPipelines
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
   from "tenant"."pipeline_executions"
   where ("tenant"."pipeline_executions"."workflow_name" = $1 and "tenant"."pipeline_executions"."status" = $2)
   order by "tenant"."pipeline_executions"."created_at" desc, "tenant"."pipeline_executions"."id" desc
@@ -187,7 +188,7 @@ select "id", "workflow_name", "workflow_version", "status", "input", "idempotenc
 update "tenant"."pipeline_executions"
   set "status" = $1, "remaining_tasks" = $2, "completed_at" = $3, "updated_at" = $4
   where ("tenant"."pipeline_executions"."id" = $5 and "tenant"."pipeline_executions"."status" IN ('pending', 'running', 'paused'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
 
 -- control/cancelTasks
 update "tenant"."task_executions"
@@ -198,7 +199,7 @@ update "tenant"."task_executions"
 update "tenant"."pipeline_executions"
   set "status" = $1, "pause_reason" = $2, "updated_at" = $3
   where ("tenant"."pipeline_executions"."id" = $4 and "tenant"."pipeline_executions"."status" IN ('pending', 'running'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
 
 -- control/requeueRunningTasks
 update "tenant"."task_executions"

@@ -30,6 +30,7 @@ export function preparePipelines({ db, tables }: SqliteHandle) {
         idempotencyKey: bind(p.idempotencyKey, 'idempotencyKey'),
         scheduledTime: bind(p.scheduledTime, 'scheduledTime'),
         scheduleId: bind(p.scheduleId, 'scheduleId'),
+        traceContext: bind(p.traceContext, 'traceContext'),
         remainingTasks: bind(p.remainingTasks, 'remainingTasks'),
         failedTasks: 0,
         createdAt: bind(p.createdAt, 'now'),
@@ -114,6 +115,7 @@ export function createPipelineIn(
     idempotencyKey: pipeline.idempotencyKey,
     scheduledTime: pipeline.scheduledTime,
     scheduleId: pipeline.scheduleId ?? null,
+    traceContext: pipeline.traceContext ?? null,
     remainingTasks: pipeline.tasks.length,
     now: pipeline.now,
   });

@@ -1,20 +1,20 @@
 -- pipelines/insertPipeline
-insert into "pipeline_executions" ("id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, ?, null, null, ?)
+insert into "pipeline_executions" ("id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, ?, ?, null, null, ?)
   on conflict do nothing
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
 
 -- pipelines/insertTask
 insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at", "updated_at")
   values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, null, null, ?);
 
 -- pipelines/selectPipeline
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
   from "pipeline_executions"
   where "pipeline_executions"."id" = ?;
 
 -- pipelines/selectPipelineByKey
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
   from "pipeline_executions"
   where "pipeline_executions"."idempotency_key" = ?;
 
@@ -52,7 +52,7 @@ update "pipeline_executions"
   where ("pipeline_executions"."status" = 'pending' and "pipeline_executions"."id" IN (SELECT unhex(value) FROM json_each(?)));
 
 -- claim/selectPipelinesById
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
   from "pipeline_executions"
   where "pipeline_executions"."id" IN (SELECT unhex(value) FROM json_each(?));
 
@@ -100,13 +100,13 @@ update "pipeline_executions"
 update "pipeline_executions"
   set "status" = CASE WHEN "pipeline_executions"."failed_tasks" > 0 THEN 'failed' ELSE 'completed' END, "completed_at" = ?, "updated_at" = ?
   where ("pipeline_executions"."id" = ? and "pipeline_executions"."remaining_tasks" <= 0 and "pipeline_executions"."status" IN ('pending', 'running', 'paused'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
 
 -- control/cancelPipelineRow
 update "pipeline_executions"
   set "status" = ?, "remaining_tasks" = ?, "completed_at" = ?, "updated_at" = ?
   where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" IN ('pending', 'running', 'paused'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
 
 -- control/cancelTasks
 update "task_executions"
@@ -117,7 +117,7 @@ update "task_executions"
 update "pipeline_executions"
   set "status" = ?, "pause_reason" = ?, "updated_at" = ?
   where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" IN ('pending', 'running'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
 
 -- control/requeueRunningTasks
 update "task_executions"
@@ -128,13 +128,13 @@ update "task_executions"
 update "pipeline_executions"
   set "status" = CASE WHEN "pipeline_executions"."started_at" IS NULL THEN 'pending' ELSE 'running' END, "pause_reason" = ?, "updated_at" = ?
   where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" = 'paused')
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
 
 -- control/retryPipelineRow
 update "pipeline_executions"
   set "status" = ?, "remaining_tasks" = ?, "failed_tasks" = ?, "error" = ?, "pause_reason" = ?, "completed_at" = ?, "updated_at" = ?
   where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" IN ('failed', 'cancelled'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
 
 -- control/retryTask
 update "task_executions"
@@ -151,7 +151,7 @@ delete
   limit ?);
 
 -- pipelines/selectPipelines
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "created_at", "started_at", "completed_at", "updated_at"
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
   from "pipeline_executions"
   where ("pipeline_executions"."workflow_name" = ? and "pipeline_executions"."status" = ?)
   order by "pipeline_executions"."created_at" desc, "pipeline_executions".rowid DESC

@@ -1,0 +1,1 @@
+ALTER TABLE `pipeline_executions` ADD `trace_context` text;
