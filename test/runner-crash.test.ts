@@ -81,18 +81,6 @@ describe.each(TARGETS)('a runner killed mid-task on $name', ({ make }) => {
     expect(tasks[0]?.failedAttempts).toBe(1);
     expect(tasks[0]?.output?.set).toEqual({ finishedOnAttempt: 2 });
   });
-});
-
-describe.each(TARGETS)('a runner killed while it holds tasks claimed ahead, on $name', ({ make }) => {
-  const workers: Worker[] = [];
-  let target: Target | undefined;
-  let storage: Storage | undefined;
-
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((worker) => stopWorker(worker)));
-    await storage?.close();
-    await target?.remove();
-  });
 
   it('gives them back without using an attempt: with one attempt allowed, each still runs once, only the started one fails', async () => {
     target = make();

@@ -11,7 +11,7 @@ import {
   type TaskRunInfo,
   WorkflowNotFoundError,
 } from '../src/index.js';
-import { ADAPTERS, gate, type TestDatabase, waitFor } from './support.js';
+import { ADAPTERS, gate, type TestDatabase, untilAborted, waitFor } from './support.js';
 
 /** Signals each attempt received, by execution id, so tests can see what was aborted and why. */
 const signals = new Map<string, TaskRunInfo['signal'][]>();
@@ -21,8 +21,6 @@ function track(info: TaskRunInfo): AbortSignal {
   started.add(info.executionId);
   return info.signal;
 }
-const untilAborted = (signal: AbortSignal) =>
-  new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 
 const retried = defineWorkflow({
   name: 'retried',

@@ -13,11 +13,9 @@ import {
   RUNNER_DEFAULTS,
   type TaskRunInfo,
 } from '../src/index.js';
-import { ADAPTERS, runnersPerTest, waitFor } from './support.js';
+import { ADAPTERS, runnersPerTest, untilAborted, waitFor } from './support.js';
 
 const signals = new Map<string, AbortSignal[]>();
-const untilAborted = (signal: AbortSignal) =>
-  new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 
 const blocking = defineWorkflow({
   name: 'blocking',

@@ -2,7 +2,7 @@ import type { Logger } from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { defineWorkflow, OrreryClient, type PipelineExecution, type TaskRunInfo } from '../src/index.js';
 import { REMOTE_STOP_MESSAGE } from '../src/runner.js';
-import { ADAPTERS, gate, runnersPerTest, waitFor } from './support.js';
+import { ADAPTERS, gate, runnersPerTest, untilAborted, waitFor } from './support.js';
 
 /*
  * Pauses, cancels and retries made by another process. The "other process" is an OrreryClient
@@ -13,8 +13,6 @@ import { ADAPTERS, gate, runnersPerTest, waitFor } from './support.js';
 /** Every start and end of an attempt of the `held` task, in order. */
 const timeline: Array<{ attempt: number; event: 'start' | 'end'; aborted: boolean }> = [];
 let release = gate();
-const untilAborted = (signal: AbortSignal) =>
-  new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 
 const held = defineWorkflow({
   name: 'held',

@@ -89,6 +89,11 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, timeo
   }
 }
 
+/** Resolves when `signal` aborts: for tasks that hold their slot until they are told to stop. */
+export function untilAborted(signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
+
 /** A promise with its resolve function, for tasks that block until a test lets them go. */
 export function gate(): { promise: Promise<void>; open(): void } {
   let open!: () => void;
