@@ -1,4 +1,4 @@
-import type { DefaultRunner, OrreryClient } from '@orreryjs/runner';
+import type { OrreryClient } from '@orreryjs/runner';
 import { type Command, Option } from 'commander';
 import { addJsonOption } from './output.js';
 
@@ -58,14 +58,6 @@ export async function withClient<T>(
   } finally {
     await client.close();
   }
-}
-
-/**
- * The runner class, loaded on first use (by `worker`): `next` and `--help` then start without
- * loading the runner, its database adapters and their drivers.
- */
-export async function loadRunnerClass(): Promise<typeof DefaultRunner> {
-  return (await import('@orreryjs/runner')).DefaultRunner;
 }
 
 async function openClient(database: DatabaseOptions, session: SessionOptions): Promise<OrreryClient> {
