@@ -110,6 +110,18 @@ describe('orrery executions show', () => {
     expectOneLineError(run(['executions', 'show', randomUUID()]), 1, /not found|no pipeline execution|no execution/i);
   });
 
+  it('names the database it read when an execution, schedule or workflow is not found', () => {
+    const id = randomUUID();
+    expectOneLineError(
+      run(['executions', 'show', id]),
+      1,
+      `error: No pipeline execution has id "${id}" in ${database.url}; ids are UUIDs`,
+    );
+    expectOneLineError(run(['executions', 'cancel', id]), 1, `"${id}" in ${database.url};`);
+    expectOneLineError(run(['schedules', 'show', 'nope']), 1, `No cron schedule has name "nope" in ${database.url};`);
+    expectOneLineError(run(['run', 'nope']), 1, `nor by any runner on ${database.url} (known:`);
+  });
+
   // Last: it empties the workflows table.
   it('lists tasks flat, with a hint, when no runner stored the workflow definition', () => {
     const file = new Database(database.url.slice('sqlite:'.length));
