@@ -34,16 +34,27 @@ beforeAll(async () => {
 afterAll(() => database.remove());
 
 describe('orrery executions list', () => {
-  it('prints executions newest first in a table', () => {
+  it('prints executions newest first in a table, ids shortened to the 8 characters commands take', () => {
     const table = run(['executions', 'list']);
     expect(table.status).toBe(0);
     const lines = table.stdout.split('\n');
-    const flakyLine = lines.findIndex((line) => line.includes(flakyRun.executionId));
-    const reportLine = lines.findIndex((line) => line.includes(reportRun.executionId));
+    const flakyLine = lines.findIndex((line) => line.startsWith(`│ ${flakyRun.executionId.slice(0, 8)} │`));
+    const reportLine = lines.findIndex((line) => line.startsWith(`│ ${reportRun.executionId.slice(0, 8)} │`));
     expect(flakyLine).toBeGreaterThan(0);
     expect(reportLine).toBeGreaterThan(flakyLine);
     expect(lines[reportLine]).toContain('completed');
     expect(lines[flakyLine]).toContain('failed');
+  });
+
+  it('fits 120 characters by default, and --wide shows whole ids, Started and Scheduled', () => {
+    const table = run(['executions', 'list']).stdout;
+    for (const line of table.split('\n')) expect(line.length, line).toBeLessThanOrEqual(120);
+    expect(table).not.toContain(reportRun.executionId);
+    expect(table).not.toContain('Started (UTC)');
+    const wide = run(['executions', 'list', '--wide']).stdout;
+    for (const text of [reportRun.executionId, flakyRun.executionId, 'Started (UTC)', 'Scheduled (UTC)']) {
+      expect(wide).toContain(text);
+    }
   });
 
   it('filters by status and workflow, with --json', () => {

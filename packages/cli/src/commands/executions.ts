@@ -4,12 +4,14 @@ import type { Command } from 'commander';
 import { integerAtLeast, oneOf } from '../arguments.js';
 import { oneLine, UsageError } from '../failure.js';
 import {
+  addWideOption,
   type CliIo,
   type Column,
   formatDuration,
   formatInstant,
   type OutputOptions,
   orDash,
+  shortId,
   writeJson,
   writeLine,
   writeRecord,
@@ -22,15 +24,17 @@ type CommonOptions = DatabaseOptions & OutputOptions;
 
 const STATUSES: readonly PipelineStatus[] = ['pending', 'running', 'completed', 'failed', 'cancelled', 'paused'];
 
+// Without --wide: ids shortened to 8 characters (commands take them), no Started and
+// Scheduled columns, workflow and error cut to fit.
 const EXECUTION_COLUMNS: readonly Column<PipelineSummary>[] = [
-  { header: 'ID', cell: (e) => e.executionId },
-  { header: 'Workflow', cell: (e) => e.workflowName },
+  { header: 'ID', cell: (e) => e.executionId, narrow: (e) => shortId(e.executionId) },
+  { header: 'Workflow', cell: (e) => e.workflowName, shrinks: true },
   { header: 'Status', cell: (e) => e.status },
   { header: 'Created (UTC)', cell: (e) => formatInstant(e.createdAt) },
-  { header: 'Started (UTC)', cell: (e) => formatInstant(e.startedAt) },
-  { header: 'Scheduled (UTC)', cell: (e) => formatInstant(e.scheduledTime) },
+  { header: 'Started (UTC)', cell: (e) => formatInstant(e.startedAt), wideOnly: true },
+  { header: 'Scheduled (UTC)', cell: (e) => formatInstant(e.scheduledTime), wideOnly: true },
   { header: 'Duration', cell: (e) => formatDuration(e.durationMs) },
-  { header: 'Error', cell: (e) => orDash(e.error === undefined ? undefined : oneLine(e.error)) },
+  { header: 'Error', cell: (e) => orDash(e.error === undefined ? undefined : oneLine(e.error)), shrinks: true },
 ];
 
 const ID_HELP = 'execution id, or its first 8 or more hex digits when no other id starts with them';
@@ -55,7 +59,10 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
     .command('executions')
     .description('List pipeline executions, inspect one, cancel, pause, resume or retry it');
 
-  databaseCommand(executions, 'list', 'List executions, newest first')
+  addWideOption(
+    databaseCommand(executions, 'list', 'List executions, newest first'),
+    'ids shortened to 8 characters, no Started and Scheduled, workflow and error cut',
+  )
     .option('--workflow <name>', 'only executions of this workflow')
     .option('--schedule <schedule>', 'only executions started by this schedule (id or name)')
     .option('--status <status>', `only executions in this state: ${STATUSES.join(', ')}`, oneOf(STATUSES))
@@ -84,7 +91,7 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
           });
         });
         if (options.json) writeJson(io, found);
-        else writeTable(io, EXECUTION_COLUMNS, found, 'No executions.');
+        else writeTable(io, EXECUTION_COLUMNS, found, 'No executions.', options.wide);
       },
     );
 
