@@ -84,7 +84,7 @@ describe('execution ids given by a prefix', () => {
     expectOneLineError(
       run(['executions', 'show', unknown]),
       1,
-      `No pipeline execution has id "${unknown}" in ${database.url}`,
+      `No pipeline execution has id "${unknown}" in ${database.url}; ids are UUIDs, or their first 8 or more hex digits,`,
     );
     expectOneLineError(run(['executions', 'pause', completed.executionId.slice(0, 7)]), 1, 'No pipeline execution');
     expectOneLineError(
