@@ -238,6 +238,35 @@ export function describeExecutionStore(open: OpenStorage): void {
         });
       });
 
+      describe('listPipelineIdsByPrefix', () => {
+        it('lists the ids starting with a hex prefix in id order, up to the limit, boundaries included', async () => {
+          const wf = fixture();
+          // A prefix of this test's own: 8 random hex digits, neither all 0s nor all fs.
+          const base = (0x10000000 + Math.floor(Math.random() * 0xd0000000)).toString(16);
+          const next = (Number.parseInt(base, 16) + 1).toString(16).padStart(8, '0');
+          const previous = (Number.parseInt(base, 16) - 1).toString(16).padStart(8, '0');
+          const first = `${base}-0000-0000-0000-000000000000`;
+          const one = `${base}-0000-4000-8000-000000000001`;
+          const two = `${base}-0000-4000-8000-000000000002`;
+          const last = `${base}-ffff-ffff-ffff-ffffffffffff`;
+          const outside = [`${previous}-ffff-ffff-ffff-ffffffffffff`, `${next}-0000-0000-0000-000000000000`];
+          for (const id of [two, outside[0]!, last, one, outside[1]!, first]) await wf.create({ id });
+
+          const hex = (id: string) => id.replaceAll('-', '');
+          expect(await store().listPipelineIdsByPrefix(base, 10)).toEqual([first, one, two, last]);
+          expect(await store().listPipelineIdsByPrefix(base, 2)).toEqual([first, one]);
+          expect(await store().listPipelineIdsByPrefix(hex(one).slice(0, 31), 10)).toEqual([one, two]);
+          expect(await store().listPipelineIdsByPrefix(hex(two), 10)).toEqual([two]);
+          expect(await store().listPipelineIdsByPrefix(`${hex(two).slice(0, 31)}3`, 10)).toEqual([]);
+        });
+
+        it('refuses a prefix that is not 1 to 32 lower-case hex digits', async () => {
+          for (const prefix of ['', 'abcdefgh', 'ABCDEF12', '1234abcd-12', 'a'.repeat(33)]) {
+            await expect(store().listPipelineIdsByPrefix(prefix, 10), prefix).rejects.toBeInstanceOf(ValidationError);
+          }
+        });
+      });
+
       describe('listPipelines', () => {
         it("lists a workflow's pipelines newest first, by status, a page at a time", async () => {
           const wf = fixture();

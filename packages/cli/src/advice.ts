@@ -5,7 +5,7 @@ const RULES: ReadonlyArray<readonly [RegExp, string]> = [
   [/list them with listCronSchedules\(\)/, 'list them with `orrery schedules list`'],
   [
     /ids are UUIDs as returned by executeAsync\(\) or listExecutions\(\)/,
-    'ids are UUIDs as `orrery executions list` and `orrery run` print',
+    'ids are UUIDs, or their first 8 or more hex digits, as `orrery executions list` and `orrery run` print',
   ],
   [
     /\(DefaultRunner\.create\(\{ workflows \}\) or `orrery worker`\)/,

@@ -55,11 +55,23 @@ export function parsePort(value: string): number {
   return parsed;
 }
 
-/** A duration such as `90s`, `15m`, `24h` or `7d`, in milliseconds. */
+/**
+ * The longest duration the command line takes: 100 years. Longer ones are typing errors, and
+ * would make instants (`stats --since 99999999999d`) no Date or database can hold.
+ */
+const MAX_DURATION_DAYS = 36_500;
+
+/** A duration such as `90s`, `15m`, `24h` or `7d`, in milliseconds; at most {@link MAX_DURATION_DAYS} days. */
 export function parseDurationMs(value: string): number {
   const match = /^(\d+)(s|m|h|d)$/.exec(value.trim());
   if (match === null) throw new InvalidArgumentError('expected a duration such as 90s, 15m, 24h or 7d.');
-  return Number(match[1]) * DURATION_UNITS_MS[match[2]!]!;
+  const ms = Number(match[1]) * DURATION_UNITS_MS[match[2]!]!;
+  if (ms > MAX_DURATION_DAYS * DURATION_UNITS_MS.d!) {
+    throw new InvalidArgumentError(
+      `expected a duration of at most ${MAX_DURATION_DAYS}d (100 years), not ${value.trim()}.`,
+    );
+  }
+  return ms;
 }
 
 /** A JSON object, as a schedule's input context. */

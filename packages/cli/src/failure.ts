@@ -23,6 +23,12 @@ export class ExitWithCode extends Error {
 }
 
 /**
+ * A command line found wrong only once the database was read (an id prefix that several
+ * executions share): reported as usage errors are, exit code 2, with its message.
+ */
+export class UsageError extends Error {}
+
+/**
  * Reports an error that ended a command on stderr and returns the exit code: one line
  * `error: <message>`, or with `json` one document `{ "error": { "code", "message" } }`.
  * Commander's usage errors are printed by commander in text mode (see {@link oneLine}) and
@@ -37,6 +43,11 @@ export function reportFailure(error: unknown, io: CliIo, json = false): number {
     if (error.exitCode === 0) return EXIT.ok;
     if (error.code === 'commander.help' || error.code === 'commander.executeSubCommandAsync') return error.exitCode;
     if (json) writeJsonError(io, 'USAGE', error.message.replace(/^error: /, ''));
+    return EXIT.usage;
+  }
+  if (error instanceof UsageError) {
+    if (json) writeJsonError(io, 'USAGE', error.message);
+    else io.stderr(`error: ${oneLine(error.message)}\n`);
     return EXIT.usage;
   }
   if (process.env.ORRERY_DEBUG && error instanceof Error && error.stack) io.stderr(`${error.stack}\n`);

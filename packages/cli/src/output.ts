@@ -15,15 +15,48 @@ export const processIo: CliIo = {
   stderr: (text) => process.stderr.write(text),
 };
 
-/** One column of a table: its heading and how a row renders in it. */
+/**
+ * One column of a table: its heading and how a row renders in it. By default a table fits
+ * {@link TABLE_WIDTH} characters: `wideOnly` columns are left out, `narrow` cells replace
+ * `cell`, and text of any length (`shrinks`) is cut with `…`; `--wide` shows every column whole.
+ */
 export interface Column<T> {
   header: string;
   cell(row: T): string | number | boolean;
+  /** Shown only with `--wide`. */
+  wideOnly?: boolean;
+  /** The cell without `--wide`, when shorter than `cell` (an id's first 8 characters). */
+  narrow?(row: T): string;
+  /** Text of unbounded length (names, errors, notes): cut to fit without `--wide`. */
+  shrinks?: boolean;
 }
 
-/** The flag every command takes to switch from tables to JSON. */
+/** The flags every command takes to switch from tables to JSON, and tables to every column. */
 export interface OutputOptions {
   json?: boolean;
+  wide?: boolean;
+}
+
+/** How wide a table is without `--wide`, borders included: a terminal of 120 columns. */
+export const TABLE_WIDTH = 120;
+
+/** The narrowest a `shrinks` column is cut to (its heading is never cut). */
+const MIN_CUT_WIDTH = 6;
+
+/** An id as tables show it without `--wide`: its first 8 characters, which commands accept. */
+export function shortId(id: string | null): string {
+  return id === null ? '-' : id.slice(0, 8);
+}
+
+/**
+ * Adds `--wide` to a command that prints a table; `hidden` says what the default table
+ * leaves out or shortens, so the help documents it.
+ */
+export function addWideOption(command: Command, hidden: string): Command {
+  return command.option(
+    '--wide',
+    `show every column in full (by default the table fits ${TABLE_WIDTH} characters: ${hidden})`,
+  );
 }
 
 /** Adds `--json`, which every command that prints a result takes. */
@@ -39,15 +72,55 @@ export function writeJson(io: CliIo, value: unknown): void {
   io.stdout(`${JSON.stringify(value, null, 2)}\n`);
 }
 
-/** Writes rows as a table with a heading row, or `empty` when there are none. */
-export function writeTable<T>(io: CliIo, columns: readonly Column<T>[], rows: readonly T[], empty: string): void {
+/**
+ * Writes rows as a table with a heading row, or `empty` when there are none: every column in
+ * full with `wide`, else fitted to {@link TABLE_WIDTH} as {@link Column} says.
+ */
+export function writeTable<T>(
+  io: CliIo,
+  columns: readonly Column<T>[],
+  rows: readonly T[],
+  empty: string,
+  wide = false,
+): void {
   if (rows.length === 0) {
     io.stdout(`${empty}\n`);
     return;
   }
-  const table = newTable(columns.map((column) => column.header));
-  for (const row of rows) table.push(columns.map((column) => String(column.cell(row))));
+  const shown = wide ? columns : columns.filter((column) => !column.wideOnly);
+  const cells = rows.map((row) =>
+    shown.map((column) => String(!wide && column.narrow ? column.narrow(row) : column.cell(row))),
+  );
+  const widths = wide ? undefined : fittedWidths(shown, cells);
+  const table = newTable(shown.map((column) => column.header));
+  for (const line of cells) table.push(widths === undefined ? line : line.map((cell, i) => cut(cell, widths[i]!)));
   io.stdout(`${table.toString()}\n`);
+}
+
+/**
+ * Column widths (without padding) that fit {@link TABLE_WIDTH}: the widest `shrinks` column
+ * loses a character at a time, down to its heading or {@link MIN_CUT_WIDTH}, until the table fits.
+ */
+function fittedWidths<T>(columns: readonly Column<T>[], cells: readonly string[][]): number[] {
+  const widths = columns.map((column, i) => Math.max(column.header.length, ...cells.map((line) => line[i]!.length)));
+  const floors = columns.map((column) => (column.shrinks ? Math.max(column.header.length, MIN_CUT_WIDTH) : Infinity));
+  // Each column adds its padding and a border: "│ cell " is width + 3, plus the last "│".
+  let excess = widths.reduce((total, width) => total + width + 3, 1) - TABLE_WIDTH;
+  while (excess > 0) {
+    let widest = -1;
+    for (let i = 0; i < widths.length; i += 1) {
+      if (widths[i]! > floors[i]! && (widest === -1 || widths[i]! > widths[widest]!)) widest = i;
+    }
+    if (widest === -1) break;
+    widths[widest]! -= 1;
+    excess -= 1;
+  }
+  return widths;
+}
+
+/** `text` in at most `width` characters, ending with `…` when cut. */
+function cut(text: string, width: number): string {
+  return text.length <= width ? text : `${text.slice(0, width - 1)}…`;
 }
 
 /**

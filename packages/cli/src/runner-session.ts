@@ -1,4 +1,11 @@
-import type { DefaultRunner, OrreryClient } from '@orreryjs/runner';
+import {
+  ExecutionNotFoundError,
+  isOrreryError,
+  type OrreryError,
+  ScheduleNotFoundError,
+  WorkflowNotFoundError,
+} from '@orreryjs/core';
+import type { OrreryClient } from '@orreryjs/runner';
 import { type Command, Option } from 'commander';
 import { addJsonOption } from './output.js';
 
@@ -45,7 +52,8 @@ export interface SessionOptions {
  * Opens an OrreryClient (no task code, no loops: workflows are known from the `workflows`
  * table the runners fill), hands it to `use`, and closes it whatever happens.
  * @throws ConfigurationError when the database is unreachable, its schema is out of date, or
- * (SQLite) its file does not exist, and whatever `use` throws.
+ * (SQLite) its file does not exist, and whatever `use` throws (a "not found" error naming
+ * the database read, see {@link namingDatabase}).
  */
 export async function withClient<T>(
   database: DatabaseOptions,
@@ -55,17 +63,11 @@ export async function withClient<T>(
   const client = await openClient(database, session);
   try {
     return await use(client);
+  } catch (error) {
+    throw namingDatabase(error, database);
   } finally {
     await client.close();
   }
-}
-
-/**
- * The runner class, loaded on first use (by `worker`): `next` and `--help` then start without
- * loading the runner, its database adapters and their drivers.
- */
-export async function loadRunnerClass(): Promise<typeof DefaultRunner> {
-  return (await import('@orreryjs/runner')).DefaultRunner;
 }
 
 async function openClient(database: DatabaseOptions, session: SessionOptions): Promise<OrreryClient> {
@@ -81,4 +83,35 @@ async function openClient(database: DatabaseOptions, session: SessionOptions): P
 /** A database URL safe to print: the password, if any, is masked. */
 export function redactDatabaseUrl(url: string): string {
   return url.replace(/(\/\/[^:/@]+:)[^@/]*@/, '$1***@');
+}
+
+/** The "not found" errors, by code: what was looked for is absent from the database read. */
+const NOT_FOUND_ERRORS: Readonly<Record<string, new (message: string, options?: { cause?: unknown }) => OrreryError>> =
+  {
+    EXECUTION_NOT_FOUND: ExecutionNotFoundError,
+    SCHEDULE_NOT_FOUND: ScheduleNotFoundError,
+    WORKFLOW_NOT_FOUND: WorkflowNotFoundError,
+  };
+
+/**
+ * `error`, when it says that something was not found, as the same kind of error that also
+ * names the database read (password masked), so that a wrong --database or
+ * ORRERY_DATABASE_URL is plain: `No pipeline execution has id "…" in sqlite:./orrery.db; …`.
+ * Other errors are returned as they are.
+ */
+export function namingDatabase(error: unknown, database: DatabaseOptions): unknown {
+  const NotFound = isOrreryError(error) ? NOT_FOUND_ERRORS[error.code] : undefined;
+  if (NotFound === undefined) return error;
+  const where = `${redactDatabaseUrl(database.database)}${database.schema === undefined ? '' : ` (schema ${database.schema})`}`;
+  const message = (error as OrreryError).message;
+  // `No <thing> has <key> "<value>"…` (executions, schedules) and the workflow message's
+  // "on this database" say where; a message of neither form gets the database at its end.
+  const named = /^No [^"]* "(?:[^"\\]|\\.)*"/.exec(message);
+  const located =
+    named !== null
+      ? `${named[0]} in ${where}${message.slice(named[0].length)}`
+      : message.includes('on this database')
+        ? message.replace('on this database', `on ${where}`)
+        : `${message} (database: ${where})`;
+  return new NotFound(located, { cause: error });
 }

@@ -4,7 +4,9 @@ import {
   type Column,
   formatDuration,
   formatInstant,
+  type OutputOptions,
   orDash,
+  shortId,
   writeJson,
   writeRecord,
   writeTable,
@@ -12,37 +14,55 @@ import {
 
 // How schedules and their ledger rows look in tables. JSON output is the runner's own objects.
 
+/** What `schedules list` leaves out or cuts without --wide, as its help says. */
+export const SCHEDULES_NARROWED =
+  'no ID, Timezone and Last run columns, an unnamed schedule named by its id, workflow, cron and note cut';
+
+// Schedule commands take a whole id or the name, so neither is ever cut: without --wide the
+// Name column identifies each schedule (its id when it has no name) and ID is left out.
 const SCHEDULE_COLUMNS: readonly Column<CronSchedule>[] = [
-  { header: 'ID', cell: (s) => s.id },
-  { header: 'Name', cell: (s) => orDash(s.name) },
-  { header: 'Workflow', cell: (s) => s.workflowName },
-  { header: 'Cron', cell: (s) => s.cronExpression },
-  { header: 'Timezone', cell: (s) => s.timezone },
+  { header: 'ID', cell: (s) => s.id, wideOnly: true },
+  { header: 'Name', cell: (s) => orDash(s.name), narrow: (s) => s.name ?? s.id },
+  { header: 'Workflow', cell: (s) => s.workflowName, shrinks: true },
+  { header: 'Cron', cell: (s) => s.cronExpression, shrinks: true },
+  { header: 'Timezone', cell: (s) => s.timezone, wideOnly: true },
   { header: 'Enabled', cell: (s) => (s.enabled ? 'yes' : 'no') },
   { header: 'Runs', cell: (s) => (s.maxRuns === null ? s.runCount : `${s.runCount} of ${s.maxRuns}`) },
   { header: 'Next run (UTC)', cell: (s) => formatInstant(s.nextRunAt) },
-  { header: 'Last run (UTC)', cell: (s) => formatInstant(s.lastRunAt) },
-  { header: 'Note', cell: (s) => orDash(shorten(s.note, NOTE_WIDTH)) },
+  { header: 'Last run (UTC)', cell: (s) => formatInstant(s.lastRunAt), wideOnly: true },
+  {
+    header: 'Note',
+    cell: (s) => orDash(s.note),
+    narrow: (s) => orDash(shorten(s.note, NOTE_WIDTH)),
+    shrinks: true,
+  },
 ];
 
-/** How much of a note the list shows; `show` prints all of it. */
+/** How much of a note the list shows without --wide; `show` prints all of it. */
 const NOTE_WIDTH = 40;
+
+/** What `schedules history` leaves out or shortens without --wide, as its help says. */
+export const HISTORY_NARROWED = 'execution ids shortened to 8 characters, no Claimed';
 
 const HISTORY_COLUMNS: readonly Column<CronExecution>[] = [
   { header: 'Scheduled (UTC)', cell: (e) => formatInstant(e.scheduledTime) },
   { header: 'Status', cell: (e) => e.status },
   { header: 'Source', cell: (e) => e.source },
   { header: 'Missed', cell: (e) => (e.status === 'missed' ? e.missedCount : '-') },
-  { header: 'Execution', cell: (e) => orDash(e.pipelineExecutionId) },
-  { header: 'Claimed (UTC)', cell: (e) => formatInstant(e.claimedAt) },
+  { header: 'Execution', cell: (e) => orDash(e.pipelineExecutionId), narrow: (e) => shortId(e.pipelineExecutionId) },
+  { header: 'Claimed (UTC)', cell: (e) => formatInstant(e.claimedAt), wideOnly: true },
   { header: 'Handed off (UTC)', cell: (e) => formatInstant(e.handedOffAt) },
-  { header: 'Recovery', cell: (e) => (e.recoveryAttempts > 0 ? `${e.recoveryAttempts} attempt(s)` : '-') },
+  {
+    header: 'Recovery',
+    cell: (e) => (e.recoveryAttempts > 0 ? `${e.recoveryAttempts} attempt(s)` : '-'),
+    shrinks: true,
+  },
 ];
 
-/** Writes a list of schedules as a table, or as a JSON array. */
-export function writeSchedules(io: CliIo, schedules: readonly CronSchedule[], json: boolean | undefined): void {
-  if (json) writeJson(io, schedules);
-  else writeTable(io, SCHEDULE_COLUMNS, schedules, 'No schedules.');
+/** Writes a list of schedules as a table (every column with `wide`), or as a JSON array. */
+export function writeSchedules(io: CliIo, schedules: readonly CronSchedule[], output: OutputOptions): void {
+  if (output.json) writeJson(io, schedules);
+  else writeTable(io, SCHEDULE_COLUMNS, schedules, 'No schedules.', output.wide);
 }
 
 /** Writes one schedule, every field, as a two-column table or a JSON object. */
@@ -75,10 +95,10 @@ export function writeSchedule(io: CliIo, schedule: CronSchedule, json: boolean |
   ]);
 }
 
-/** Writes a schedule's ledger, newest first as the runner returns it, as a table or a JSON array. */
-export function writeHistory(io: CliIo, rows: readonly CronExecution[], json: boolean | undefined): void {
-  if (json) writeJson(io, rows);
-  else writeTable(io, HISTORY_COLUMNS, rows, 'No occurrences recorded for this schedule.');
+/** Writes a schedule's ledger, newest first as the runner returns it, as a table (every column with `wide`) or a JSON array. */
+export function writeHistory(io: CliIo, rows: readonly CronExecution[], output: OutputOptions): void {
+  if (output.json) writeJson(io, rows);
+  else writeTable(io, HISTORY_COLUMNS, rows, 'No occurrences recorded for this schedule.', output.wide);
 }
 
 /** `text` cut to `width` characters, ending with `…` when cut. */

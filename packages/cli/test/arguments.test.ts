@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseDstRules, parseInstant, parsePort } from '../src/arguments.js';
+import { parseDstRules, parseDurationMs, parseInstant, parsePort } from '../src/arguments.js';
 import { orreryJson } from './support/cli.js';
 
 describe('parseInstant', () => {
@@ -29,6 +29,16 @@ describe('parsePort', () => {
     expect(parsePort('0')).toBe(0);
     expect(parsePort('65535')).toBe(65_535);
     for (const value of ['99999', '-1', '80.5', '']) expect(() => parsePort(value)).toThrow(/0 to 65535/);
+  });
+});
+
+describe('parseDurationMs', () => {
+  it('takes up to 36500 days and refuses longer, naming the limit', () => {
+    expect(parseDurationMs('90s')).toBe(90_000);
+    expect(parseDurationMs('36500d')).toBe(36_500 * 86_400_000);
+    for (const value of ['36501d', '876001h', '99999999999d', `${'9'.repeat(400)}s`]) {
+      expect(() => parseDurationMs(value), value).toThrow(/at most 36500d \(100 years\)/);
+    }
   });
 });
 

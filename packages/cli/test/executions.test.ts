@@ -34,16 +34,27 @@ beforeAll(async () => {
 afterAll(() => database.remove());
 
 describe('orrery executions list', () => {
-  it('prints executions newest first in a table', () => {
+  it('prints executions newest first in a table, ids shortened to the 8 characters commands take', () => {
     const table = run(['executions', 'list']);
     expect(table.status).toBe(0);
     const lines = table.stdout.split('\n');
-    const flakyLine = lines.findIndex((line) => line.includes(flakyRun.executionId));
-    const reportLine = lines.findIndex((line) => line.includes(reportRun.executionId));
+    const flakyLine = lines.findIndex((line) => line.startsWith(`│ ${flakyRun.executionId.slice(0, 8)} │`));
+    const reportLine = lines.findIndex((line) => line.startsWith(`│ ${reportRun.executionId.slice(0, 8)} │`));
     expect(flakyLine).toBeGreaterThan(0);
     expect(reportLine).toBeGreaterThan(flakyLine);
     expect(lines[reportLine]).toContain('completed');
     expect(lines[flakyLine]).toContain('failed');
+  });
+
+  it('fits 120 characters by default, and --wide shows whole ids, Started and Scheduled', () => {
+    const table = run(['executions', 'list']).stdout;
+    for (const line of table.split('\n')) expect(line.length, line).toBeLessThanOrEqual(120);
+    expect(table).not.toContain(reportRun.executionId);
+    expect(table).not.toContain('Started (UTC)');
+    const wide = run(['executions', 'list', '--wide']).stdout;
+    for (const text of [reportRun.executionId, flakyRun.executionId, 'Started (UTC)', 'Scheduled (UTC)']) {
+      expect(wide).toContain(text);
+    }
   });
 
   it('filters by status and workflow, with --json', () => {
@@ -108,6 +119,18 @@ describe('orrery executions show', () => {
 
   it('refuses an unknown execution id in one line', () => {
     expectOneLineError(run(['executions', 'show', randomUUID()]), 1, /not found|no pipeline execution|no execution/i);
+  });
+
+  it('names the database it read when an execution, schedule or workflow is not found', () => {
+    const id = randomUUID();
+    expectOneLineError(
+      run(['executions', 'show', id]),
+      1,
+      `error: No pipeline execution has id "${id}" in ${database.url}; ids are UUIDs`,
+    );
+    expectOneLineError(run(['executions', 'cancel', id]), 1, `"${id}" in ${database.url};`);
+    expectOneLineError(run(['schedules', 'show', 'nope']), 1, `No cron schedule has name "nope" in ${database.url};`);
+    expectOneLineError(run(['run', 'nope']), 1, `nor by any runner on ${database.url} (known:`);
   });
 
   // Last: it empties the workflows table.

@@ -1,3 +1,4 @@
+import { SHUTDOWN_TIMEOUT_MS } from '@orreryjs/runner';
 import { describe, expect, it } from 'vitest';
 import { expectOneLineError, orrery } from './support/cli.js';
 
@@ -52,6 +53,22 @@ describe('orrery --help', () => {
     }
     expect(orrery(['schedules', 'update', '--help']).stdout).toContain('--no-max-runs');
     expect(orrery(['schedules', 'pause', '--help']).stdout).toContain('--note');
+  });
+
+  it("shows the worker's durations as durations, the default being the runner's", () => {
+    const help = orrery(['worker', '--help']).stdout;
+    expect(help).toMatch(
+      /--shutdown-timeout <duration>\s+on a signal, [^(]+\(e\.g\. 90s, 5m; default 30s, the runner's\)/,
+    );
+    expect(help).not.toMatch(/default: \d{4,}/);
+    // The help states the runner's default, which the worker uses when the flag is absent.
+    expect(SHUTDOWN_TIMEOUT_MS).toBe(30_000);
+  });
+
+  it("describes the dashboard's --json as what it prints, not a table it has none of", () => {
+    const help = orrery(['dashboard', '--help']).stdout;
+    expect(help).toMatch(/--json\s+print the address as one JSON document/);
+    expect(help).not.toContain('instead of a table');
   });
 
   it('refuses an unknown command in one line with a suggestion, exit code 2', () => {

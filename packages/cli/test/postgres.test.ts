@@ -68,6 +68,18 @@ describe('orrery against PostgreSQL', () => {
     expect(orreryJson<CronSchedule>(['schedules', 'show', 'guarded'], { env: env() })).toEqual(updated);
   });
 
+  it('names the database and schema read when a schedule is not found, with the password masked', () => {
+    const url = new URL(postgresUrl());
+    url.password = 'hunter2';
+    const masked = `${url.protocol}//${url.username}:***@${url.host}${url.pathname}`;
+    const line = expectOneLineError(
+      orrery(['schedules', 'show', 'absent'], { env: { ...env(), ORRERY_DATABASE_URL: url.href } }),
+      1,
+      `No cron schedule has name "absent" in ${masked} (schema ${schema});`,
+    );
+    expect(line).not.toContain('hunter2');
+  });
+
   it('refuses an invalid schema name in one line', () => {
     expectOneLineError(orrery(['schedules', 'list', '--schema', 'Bad-Name'], { env: env() }), 1, 'Bad-Name');
   });

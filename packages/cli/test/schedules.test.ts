@@ -329,3 +329,41 @@ describe('orrery schedules: overlap, pause on failure, run limit, DST and note',
     expect(json<CronSchedule>(['schedules', 'resume', 'guarded'])).toMatchObject({ enabled: true, note: null });
   });
 });
+
+describe('orrery schedules list and history widths', () => {
+  const note = `escalate to ${'the on-call data engineer, '.repeat(6)}then wait`;
+
+  it('fits 120 characters by default, cutting a long note; --wide shows id, timezone and the whole note', () => {
+    const added = json<CronSchedule>([
+      'schedules',
+      'add',
+      'report',
+      '0 */6 * * 1-5',
+      '--name',
+      'wide-check',
+      '--tz',
+      'Europe/Paris',
+      '--note',
+      note,
+    ]);
+    const table = run(['schedules', 'list']).stdout.split('\n');
+    for (const line of table) expect(line.length, line).toBeLessThanOrEqual(120);
+    const row = table.find((line) => line.includes('wide-check'))!;
+    expect(row).toContain('0 */6 * * 1-5');
+    expect(row).toMatch(/escalate to .*…/);
+    expect(table.join('\n')).not.toContain(added.id);
+
+    const wide = run(['schedules', 'list', '--wide']).stdout;
+    for (const text of [added.id, 'Europe/Paris', 'Last run (UTC)', note]) expect(wide).toContain(text);
+
+    const { executionId } = json<{ executionId: string }>(['schedules', 'trigger', 'wide-check']);
+    const history = run(['schedules', 'history', 'wide-check']).stdout.split('\n');
+    for (const line of history) expect(line.length, line).toBeLessThanOrEqual(120);
+    expect(history.join('\n')).not.toContain('Claimed (UTC)');
+    expect(history.join('\n')).toContain(`│ ${executionId.slice(0, 8)} `);
+    const wideHistory = run(['schedules', 'history', 'wide-check', '--wide']).stdout;
+    expect(wideHistory).toContain(executionId);
+    expect(wideHistory).toContain('Claimed (UTC)');
+    expect(run(['schedules', 'delete', 'wide-check']).status).toBe(0);
+  });
+});

@@ -59,6 +59,12 @@ describe('orrery stats', () => {
     expect(Date.parse(stats.since!)).toBeLessThan(Date.now());
   });
 
+  it('refuses a --since more than 100 years back as a usage error, and takes 100 years', () => {
+    expectOneLineError(orrery(['stats', '--since', '99999999999d'], { env }), 2, 'at most 100 years');
+    const stats = orreryJson<Stats>(['stats', '--since', '36500d'], { env });
+    expect(new Date(stats.since!).getUTCFullYear()).toBe(new Date().getUTCFullYear() - 100);
+  });
+
   it('refuses a --since that is neither an instant nor a duration', () => {
     expectOneLineError(orrery(['stats', '--since', 'last week'], { env }), 2, 'duration');
   });

@@ -212,6 +212,14 @@ export interface ExecutionStore {
   ): Promise<Array<{ pipeline: PipelineRow; created: boolean }>>;
   getPipeline(id: string): Promise<PipelineRow | null>;
   getPipelineByIdempotencyKey(key: string): Promise<PipelineRow | null>;
+  /**
+   * Ids of at most `limit` pipelines whose id, as 32 hex digits, starts with `hexPrefix`
+   * (lower case, no dashes), in id order: how a shortened id (the dashboard and the CLI show
+   * 8 characters) is resolved. A range on the id ({@link uuidPrefixRange}), so the primary key
+   * serves it.
+   * @throws ValidationError when `hexPrefix` is not 1 to 32 lower-case hex digits.
+   */
+  listPipelineIdsByPrefix(hexPrefix: string, limit: number): Promise<string[]>;
   listPipelines(filter: PipelineFilter): Promise<PipelineRow[]>;
   /** Tasks of a pipeline in canonical order. */
   listTasks(pipelineExecutionId: string): Promise<TaskRow[]>;

@@ -153,7 +153,7 @@ export {
   UniversalTimestamp,
 } from './timestamp.js';
 export { isTriggerMet, type TerminalTaskStatus } from './trigger.js';
-export { newId, occurrenceId, UniversalUuid } from './uuid.js';
+export { newId, occurrenceId, UniversalUuid, uuidPrefixRange } from './uuid.js';
 export {
   defineWorkflow,
   type TaskDefinition,

@@ -75,6 +75,23 @@ export function newId(): string {
   return v4();
 }
 
+/**
+ * The first and last UUIDs (canonical strings) whose 32 hex digits start with `hexPrefix`
+ * (1 to 32 lower-case hex digits, no dashes): a shortened id is the range between them,
+ * which both a 16-byte BLOB and a native `uuid` column compare byte by byte.
+ * @throws ValidationError when `hexPrefix` is not 1 to 32 lower-case hex digits.
+ */
+export function uuidPrefixRange(hexPrefix: string): { first: string; last: string } {
+  if (!/^[0-9a-f]{1,32}$/.test(hexPrefix)) {
+    throw new ValidationError(
+      `An id prefix is 1 to 32 lower-case hex digits without dashes, not ${JSON.stringify(hexPrefix)}.`,
+    );
+  }
+  const dashed = (hex: string) =>
+    `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return { first: dashed(hexPrefix.padEnd(32, '0')), last: dashed(hexPrefix.padEnd(32, 'f')) };
+}
+
 /** The id of the occurrence of `scheduleId` at `scheduledTime`: every instance derives the same. */
 export function occurrenceId(scheduleId: string, scheduledTime: Date): string {
   return UniversalUuid.v5(`${scheduleId.toLowerCase()}@${scheduledTime.toISOString()}`).toString();

@@ -40,7 +40,7 @@ import { assertRetryable, planRetry } from './retry-execution.js';
 import { type ListRunnersOptions, type RunnerInfo, toRunnerInfos } from './runner-info.js';
 import { checkPipelineRequest, newPipelineRows, type PipelineRequest, startPipeline } from './start-pipeline.js';
 import { inProducerSpan, SPAN_ATTRIBUTES, scheduleAttributes, traceContextOf } from './tracing.js';
-import { checkExecutionId, checkListFilter, checkTimeoutMs, executionNotFound } from './validate.js';
+import { checkExecutionId, checkListFilter, checkTimeoutMs, executionIdPrefix, executionNotFound } from './validate.js';
 
 /** What a client is built from; a DefaultRunner passes its own registry and clock. @internal */
 export interface ClientParts {
@@ -357,6 +357,32 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
     const row = await this.storage.executions.resumePipeline(id, this.clock.now());
     if (row === null) throw executionNotFound(executionId);
     this.workReady();
+  }
+
+  /**
+   * The whole id of the one execution whose id starts with `idOrPrefix`: a UUID, or at least
+   * 8 of its leading hex digits (dashes where the UUID has them, or none), as the dashboard
+   * and `orrery executions list` show ids shortened. For tools (the CLI) that take ids from
+   * people.
+   * @internal Not part of DESIGN.md's contract; may change.
+   * @throws ExecutionNotFoundError when no execution's id starts so, or `idOrPrefix` is no
+   * such prefix.
+   * @throws ValidationError when several do, listing a few of them.
+   */
+  async resolveExecutionId(idOrPrefix: string): Promise<string> {
+    this.assertOpen();
+    const hexPrefix = typeof idOrPrefix === 'string' ? executionIdPrefix(idOrPrefix) : undefined;
+    if (hexPrefix === undefined) throw executionNotFound(idOrPrefix);
+    const shown = 5;
+    const ids = await this.storage.executions.listPipelineIdsByPrefix(hexPrefix, shown + 1);
+    if (ids.length === 0) throw executionNotFound(idOrPrefix);
+    if (ids.length > 1) {
+      const listed = ids.length > shown ? `${ids.slice(0, shown).join(', ')}, …` : ids.join(', ');
+      throw new ValidationError(
+        `Execution id prefix ${JSON.stringify(idOrPrefix)} matches ${ids.length > shown ? `more than ${shown}` : ids.length} executions (${listed}); give more of its characters.`,
+      );
+    }
+    return ids[0]!;
   }
 
   /**

@@ -62,6 +62,25 @@ export function checkExecutionId(executionId: string): string {
   return executionId.toLowerCase();
 }
 
+/** The fewest leading hex digits of an id that {@link executionIdPrefix} takes, as the dashboard shows. */
+export const MIN_ID_PREFIX_DIGITS = 8;
+
+const UUID_LAYOUT = 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx';
+
+/**
+ * The hex digits (lower case) of an execution id or of its start: at least
+ * {@link MIN_ID_PREFIX_DIGITS} of them, with dashes where the UUID has them or none at all
+ * (`1a2b3c4d`, `1a2b3c4d-5e6f`, a whole UUID); undefined for anything else.
+ */
+export function executionIdPrefix(text: string): string | undefined {
+  const lower = text.trim().toLowerCase();
+  const asLaidOut =
+    lower.length <= UUID_LAYOUT.length &&
+    [...lower].every((char, i) => (UUID_LAYOUT[i] === '-' ? char === '-' : /[0-9a-f]/.test(char)));
+  const hex = asLaidOut ? lower.replaceAll('-', '') : /^[0-9a-f]{1,32}$/.test(lower) ? lower : '';
+  return hex.length >= MIN_ID_PREFIX_DIGITS ? hex : undefined;
+}
+
 /** The error for an id that names no execution, saying what ids look like. */
 export function executionNotFound(executionId: unknown): ExecutionNotFoundError {
   return new ExecutionNotFoundError(

@@ -7,6 +7,7 @@ import {
   DefaultRunner,
   type DefaultRunnerConfig,
   defineWorkflow,
+  ExecutionNotFoundError,
   ManualClock,
   OrreryClient,
   type OrreryClientConfig,
@@ -307,6 +308,19 @@ describe.each(ADAPTERS)('OrreryClient on $name', (adapter) => {
     expect(await c.getCronExecutionHistory('hourly')).toEqual([]);
     const recent = { start: new Date(T0.getTime() - 9 * DAY), end: new Date(T0.getTime() - 9 * DAY + 3_600_000) };
     expect(await c.backfillCronSchedule('hourly', recent)).toEqual({ created: 1, existing: 0 });
+  });
+
+  it('resolves an execution id from a unique prefix of 8 or more hex digits, and no other text', async () => {
+    await runner({ workflows: [reportV1] });
+    const c = await client();
+    const { id } = await c.executeAsync('report');
+    for (const given of [id, id.slice(0, 8), id.slice(0, 13), id.slice(0, 19).toUpperCase(), id.replaceAll('-', '')]) {
+      expect(await c.resolveExecutionId(given), given).toBe(id);
+    }
+    const other = id.startsWith('0') ? '1' : '0';
+    for (const given of [id.slice(0, 7), `${other}${id.slice(1, 8)}`, `${id.slice(0, 8)}x`, `${id.slice(0, 7)}-`, '']) {
+      await expect(c.resolveExecutionId(given), given).rejects.toBeInstanceOf(ExecutionNotFoundError);
+    }
   });
 
   it('refuses calls after close()', async () => {

@@ -5,7 +5,7 @@ import { ConfigurationError } from '@orreryjs/core';
 import type { Command } from 'commander';
 import { parsePort } from '../arguments.js';
 import { type CliIo, type OutputOptions, writeJson, writeLine } from '../output.js';
-import { type DatabaseOptions, databaseCommand, withClient } from '../runner-session.js';
+import { addDatabaseOptions, type DatabaseOptions, withClient } from '../runner-session.js';
 
 interface DashboardOptions extends DatabaseOptions, OutputOptions {
   host: string;
@@ -19,7 +19,11 @@ interface DashboardOptions extends DatabaseOptions, OutputOptions {
  * SIGINT or SIGTERM, bound to 127.0.0.1 unless told otherwise (it has no login of its own).
  */
 export function registerDashboardCommand(program: Command, io: CliIo): void {
-  databaseCommand(program, 'dashboard', 'Serve the operator dashboard in a browser, until SIGINT or SIGTERM')
+  // Not databaseCommand: its --json says "instead of a table", and the dashboard prints no
+  // table. --json is kept (scripts and tests read the address it picked for --port 0), with
+  // help that says what it prints.
+  addDatabaseOptions(program.command('dashboard'))
+    .description('Serve the operator dashboard in a browser, until SIGINT or SIGTERM')
     .option(
       '--host <host>',
       'interface to listen on (the dashboard has no login: keep it local or behind a proxy)',
@@ -33,6 +37,7 @@ export function registerDashboardCommand(program: Command, io: CliIo): void {
       (value: string, previous: string[]) => [...previous, value],
       [],
     )
+    .option('--json', 'print the address as one JSON document {"url","readOnly"} instead of a sentence')
     .action(async (options: DashboardOptions) => {
       const { createDashboard } = await import('@orreryjs/dashboard');
       await withClient(options, {}, async (client) => {

@@ -1,14 +1,17 @@
-import type { PipelineStatus, PipelineSummary } from '@orreryjs/core';
+import { isOrreryError, type PipelineStatus, type PipelineSummary } from '@orreryjs/core';
+import type { OrreryClient } from '@orreryjs/runner';
 import type { Command } from 'commander';
 import { integerAtLeast, oneOf } from '../arguments.js';
-import { oneLine } from '../failure.js';
+import { oneLine, UsageError } from '../failure.js';
 import {
+  addWideOption,
   type CliIo,
   type Column,
   formatDuration,
   formatInstant,
   type OutputOptions,
   orDash,
+  shortId,
   writeJson,
   writeLine,
   writeRecord,
@@ -21,16 +24,34 @@ type CommonOptions = DatabaseOptions & OutputOptions;
 
 const STATUSES: readonly PipelineStatus[] = ['pending', 'running', 'completed', 'failed', 'cancelled', 'paused'];
 
+// Without --wide: ids shortened to 8 characters (commands take them), no Started and
+// Scheduled columns, workflow and error cut to fit.
 const EXECUTION_COLUMNS: readonly Column<PipelineSummary>[] = [
-  { header: 'ID', cell: (e) => e.executionId },
-  { header: 'Workflow', cell: (e) => e.workflowName },
+  { header: 'ID', cell: (e) => e.executionId, narrow: (e) => shortId(e.executionId) },
+  { header: 'Workflow', cell: (e) => e.workflowName, shrinks: true },
   { header: 'Status', cell: (e) => e.status },
   { header: 'Created (UTC)', cell: (e) => formatInstant(e.createdAt) },
-  { header: 'Started (UTC)', cell: (e) => formatInstant(e.startedAt) },
-  { header: 'Scheduled (UTC)', cell: (e) => formatInstant(e.scheduledTime) },
+  { header: 'Started (UTC)', cell: (e) => formatInstant(e.startedAt), wideOnly: true },
+  { header: 'Scheduled (UTC)', cell: (e) => formatInstant(e.scheduledTime), wideOnly: true },
   { header: 'Duration', cell: (e) => formatDuration(e.durationMs) },
-  { header: 'Error', cell: (e) => orDash(e.error === undefined ? undefined : oneLine(e.error)) },
+  { header: 'Error', cell: (e) => orDash(e.error === undefined ? undefined : oneLine(e.error)), shrinks: true },
 ];
+
+const ID_HELP = 'execution id, or its first 8 or more hex digits when no other id starts with them';
+
+/**
+ * The whole id of the execution `id` names: `id` itself, or the one id starting with it (8+
+ * hex digits, as tables show ids shortened). A prefix that several ids share is a usage
+ * error listing some of them; one that none has, the usual not-found error.
+ */
+async function resolveId(client: OrreryClient, id: string): Promise<string> {
+  try {
+    return await client.resolveExecutionId(id);
+  } catch (error) {
+    if (isOrreryError(error, 'VALIDATION')) throw new UsageError(error.message, { cause: error });
+    throw error;
+  }
+}
 
 /** `orrery executions …`: list pipeline executions, show one with its task DAG, cancel, pause, resume or retry one. */
 export function registerExecutionCommands(program: Command, io: CliIo): void {
@@ -38,7 +59,10 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
     .command('executions')
     .description('List pipeline executions, inspect one, cancel, pause, resume or retry it');
 
-  databaseCommand(executions, 'list', 'List executions, newest first')
+  addWideOption(
+    databaseCommand(executions, 'list', 'List executions, newest first'),
+    'ids shortened to 8 characters, no Started and Scheduled, workflow and error cut',
+  )
     .option('--workflow <name>', 'only executions of this workflow')
     .option('--schedule <schedule>', 'only executions started by this schedule (id or name)')
     .option('--status <status>', `only executions in this state: ${STATUSES.join(', ')}`, oneOf(STATUSES))
@@ -67,15 +91,15 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
           });
         });
         if (options.json) writeJson(io, found);
-        else writeTable(io, EXECUTION_COLUMNS, found, 'No executions.');
+        else writeTable(io, EXECUTION_COLUMNS, found, 'No executions.', options.wide);
       },
     );
 
   databaseCommand(executions, 'retry', 'Run a failed or cancelled execution again from its failed tasks')
-    .argument('<id>', 'execution id')
+    .argument('<id>', ID_HELP)
     .action(async (id: string, options: CommonOptions) => {
       const retried = await withClient(options, {}, async (client) => {
-        const execution = await client.retryExecution(id);
+        const execution = await client.retryExecution(await resolveId(client, id));
         return client.getExecutionResult(execution.id);
       });
       if (options.json) {
@@ -90,11 +114,11 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
     });
 
   databaseCommand(executions, 'show', 'Show one execution and its task DAG: state, attempts and duration of each task')
-    .argument('<id>', 'execution id')
+    .argument('<id>', ID_HELP)
     .action(async (id: string, options: CommonOptions) => {
       // Task rows keep states, not the DAG's edges: those come from the definitions runners stored.
       const { result, workflow } = await withClient(options, {}, async (client) => {
-        const result = await client.getExecutionResult(id);
+        const result = await client.getExecutionResult(await resolveId(client, id));
         const versions = (await client.listWorkflows()).filter((w) => w.name === result.workflowName);
         // The version that ran, else the latest one stored.
         const workflow = versions.find((w) => w.version === result.workflowVersion) ?? versions.at(-1);
@@ -154,15 +178,16 @@ function registerControlCommands(executions: Command, io: CliIo): void {
   for (const [verb, { description, done }] of Object.entries(CONTROLS)) {
     const command = databaseCommand(executions, verb, `${description} (a no-op when it cannot apply)`).argument(
       '<id>',
-      'execution id',
+      ID_HELP,
     );
     if (verb === 'pause') command.option('--reason <text>', 'why, stored with the execution');
-    command.action(async (id: string, options: CommonOptions & { reason?: string }) => {
-      const status = await withClient(options, {}, async (client) => {
+    command.action(async (given: string, options: CommonOptions & { reason?: string }) => {
+      const { id, status } = await withClient(options, {}, async (client) => {
+        const id = await resolveId(client, given);
         if (verb === 'cancel') await client.cancelExecution(id);
         else if (verb === 'pause') await client.pauseExecution(id, options.reason);
         else await client.resumeExecution(id);
-        return client.getExecutionStatus(id);
+        return { id, status: await client.getExecutionStatus(id) };
       });
       const applied = verb === 'resume' ? status !== 'paused' : status === (verb === 'cancel' ? 'cancelled' : 'paused');
       if (options.json) writeJson(io, { executionId: id, status });

@@ -13,9 +13,16 @@ import type { CronScheduleInput, DstRules } from '@orreryjs/runner';
 import type { Command } from 'commander';
 import { integerAtLeast, oneOf, parseDstRules, parseInstant, parseJsonObject } from '../arguments.js';
 import { EXIT } from '../failure.js';
-import { type CliIo, formatInstant, type OutputOptions, writeJson, writeLine } from '../output.js';
+import { addWideOption, type CliIo, formatInstant, type OutputOptions, writeJson, writeLine } from '../output.js';
 import { type DatabaseOptions, databaseCommand, withClient } from '../runner-session.js';
-import { scheduleLabel, writeHistory, writeSchedule, writeSchedules } from '../schedule-view.js';
+import {
+  HISTORY_NARROWED,
+  SCHEDULES_NARROWED,
+  scheduleLabel,
+  writeHistory,
+  writeSchedule,
+  writeSchedules,
+} from '../schedule-view.js';
 
 interface CommonOptions extends DatabaseOptions, OutputOptions {}
 
@@ -73,7 +80,7 @@ interface PageOptions extends CommonOptions {
 export function registerScheduleCommands(program: Command, io: CliIo): void {
   const schedules = program.command('schedules').description('List, inspect and manage cron schedules');
 
-  databaseCommand(schedules, 'list', 'List schedules with their next and last run')
+  addWideOption(databaseCommand(schedules, 'list', 'List schedules with their next and last run'), SCHEDULES_NARROWED)
     .option('--workflow <name>', 'only schedules of this workflow')
     .option('--enabled-only', 'only enabled schedules')
     .option('--limit <n>', 'at most this many', integerAtLeast(1), 100)
@@ -87,7 +94,7 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
           ...(options.enabledOnly ? { enabledOnly: true } : {}),
         }),
       );
-      writeSchedules(io, found, options.json);
+      writeSchedules(io, found, options);
     });
 
   databaseCommand(schedules, 'show', 'Show every field of one schedule')
@@ -217,10 +224,13 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
       );
     });
 
-  databaseCommand(
-    schedules,
-    'history',
-    "Show a schedule's occurrences, newest first: fired, skipped, missed, manual, backfilled",
+  addWideOption(
+    databaseCommand(
+      schedules,
+      'history',
+      "Show a schedule's occurrences, newest first: fired, skipped, missed, manual, backfilled",
+    ),
+    HISTORY_NARROWED,
   )
     .argument('<schedule>', 'schedule id or name')
     .option('--limit <n>', 'at most this many', integerAtLeast(1), 50)
@@ -229,7 +239,7 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
       const rows = await withClient(options, {}, (client) =>
         client.getCronExecutionHistory(idOrName, { limit: options.limit, offset: options.offset }),
       );
-      writeHistory(io, rows, options.json);
+      writeHistory(io, rows, options);
     });
 }
 

@@ -68,7 +68,7 @@ function parseSince(value: string): Date {
       return new Date(Date.now() - parseDurationMs(value));
     } catch {
       throw new InvalidArgumentError(
-        'expected an ISO-8601 instant (2024-05-01T00:00:00Z) or a duration (90m, 24h, 7d).',
+        'expected an ISO-8601 instant (2024-05-01T00:00:00Z) or a duration of at most 100 years (90m, 24h, 7d).',
       );
     }
   }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { integerAtLeast, oneOf, parseDurationMs, parsePort } from '../arguments.js';
 import { type MetricsServer, serveMetrics } from '../metrics-server.js';
 import type { CliIo, OutputOptions } from '../output.js';
-import { addDatabaseOptions, type DatabaseOptions, loadRunnerClass, redactDatabaseUrl } from '../runner-session.js';
+import { addDatabaseOptions, type DatabaseOptions, redactDatabaseUrl } from '../runner-session.js';
 import {
   asLibraryLogger,
   createWorkerLogger,
@@ -19,7 +19,7 @@ interface WorkerOptions extends DatabaseOptions, OutputOptions {
   runnerId?: string;
   cron: boolean;
   migrate: boolean;
-  shutdownTimeout: number;
+  shutdownTimeout?: number;
   metricsPort?: number;
   metricsHost: string;
   quiet?: boolean;
@@ -36,11 +36,12 @@ export function registerWorkerCommand(program: Command, io: CliIo): void {
     .option('--runner-id <id>', 'name of this runner in the database (default host-pid-random)')
     .option('--no-cron', 'run tasks only; do not fire cron schedules')
     .option('--no-migrate', 'refuse a database whose schema is out of date instead of migrating it')
+    // No commander default: it would print as milliseconds ("default: 30000"), and the value is
+    // the runner's SHUTDOWN_TIMEOUT_MS (importing it here would load the runner for --help).
     .option(
       '--shutdown-timeout <duration>',
-      'on a signal, how long running tasks may finish (e.g. 30s, 5m)',
+      "on a signal, how long running tasks may finish (e.g. 90s, 5m; default 30s, the runner's)",
       parseDurationMs,
-      30_000,
     )
     .option(
       '--metrics-port <port>',
@@ -61,7 +62,9 @@ export function registerWorkerCommand(program: Command, io: CliIo): void {
       const workflows = await loadWorkflows(modules);
       const format: LogFormat = options.json ? 'json' : options.logFormat;
       const logger = createWorkerLogger(io, options.logLevel, format, process.stdout.isTTY === true);
-      const DefaultRunner = await loadRunnerClass();
+      // Loaded on first use: `next` and `--help` start without the runner and its drivers.
+      const { DefaultRunner, SHUTDOWN_TIMEOUT_MS } = await import('@orreryjs/runner');
+      const shutdownTimeoutMs = options.shutdownTimeout ?? SHUTDOWN_TIMEOUT_MS;
       const runner = await DefaultRunner.create({
         database: options.database,
         ...(options.schema === undefined ? {} : { schema: options.schema }),
@@ -93,11 +96,11 @@ export function registerWorkerCommand(program: Command, io: CliIo): void {
             : { metrics: `http://${urlHost(options.metricsHost)}:${metrics.port}/metrics` }),
         });
         const signal = await nextStopSignal();
-        report('worker:stopping', { signal, timeoutMs: options.shutdownTimeout });
+        report('worker:stopping', { signal, timeoutMs: shutdownTimeoutMs });
         const forceExit = () => process.exit(130);
         process.once('SIGINT', forceExit).once('SIGTERM', forceExit);
         try {
-          await runner.shutdown({ timeoutMs: options.shutdownTimeout });
+          await runner.shutdown({ timeoutMs: shutdownTimeoutMs });
         } finally {
           process.off('SIGINT', forceExit).off('SIGTERM', forceExit);
         }

@@ -15,6 +15,7 @@ import {
   type RenewLeasesOptions,
   type RetriedTask,
   type TaskRow,
+  uuidPrefixRange,
 } from '@orreryjs/core';
 import { type PostgresHandle, statement, transaction } from '../transaction.js';
 import { claimTasks, prepareClaim } from './claim.js';
@@ -82,6 +83,14 @@ export class PostgresExecutionStore implements ExecutionStore {
       'getPipelineByIdempotencyKey',
       async () => (await this.#q.pipelines.selectPipelineByKey.execute({ key }))[0] ?? null,
     );
+  }
+
+  async listPipelineIdsByPrefix(hexPrefix: string, limit: number): Promise<string[]> {
+    const { first, last } = uuidPrefixRange(hexPrefix);
+    const rows = await statement('listPipelineIdsByPrefix', () =>
+      this.#q.pipelines.selectPipelineIdsByPrefix.execute({ first, last, limit }),
+    );
+    return rows.map((row) => row.id);
   }
 
   listPipelines(filter: PipelineFilter): Promise<PipelineRow[]> {

@@ -6,7 +6,7 @@ import {
   type PipelineFilter,
   type PipelineRow,
 } from '@orreryjs/core';
-import { and, asc, desc, eq, getTableColumns, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gte, lte, type SQL, sql } from 'drizzle-orm';
 import {
   bind,
   canonicalUuid,
@@ -46,6 +46,14 @@ export function preparePipelines(handle: PostgresHandle) {
       .from(p)
       .where(eq(p.idempotencyKey, bind(p.idempotencyKey, 'key')))
       .prepare(named('orrery_select_pipeline_by_key')),
+    // A range on the primary key: the ids from the prefix padded with 0s to it padded with fs.
+    selectPipelineIdsByPrefix: db
+      .select({ id: p.id })
+      .from(p)
+      .where(and(gte(p.id, bind(p.id, 'first')), lte(p.id, bind(p.id, 'last'))))
+      .orderBy(asc(p.id))
+      .limit(sql.placeholder('limit'))
+      .prepare(named('orrery_select_pipeline_ids_by_prefix')),
     selectTasks: db
       .select(taskRowColumns(tables))
       .from(t)

@@ -31,6 +31,13 @@ select "id", "workflow_name", "workflow_version", "status", "input", "idempotenc
   from "tenant"."pipeline_executions"
   where "tenant"."pipeline_executions"."idempotency_key" = $1::text;
 
+-- pipelines/selectPipelineIdsByPrefix
+select "id"
+  from "tenant"."pipeline_executions"
+  where ("tenant"."pipeline_executions"."id" >= $1::uuid and "tenant"."pipeline_executions"."id" <= $2::uuid)
+  order by "tenant"."pipeline_executions"."id" asc
+  limit $3;
+
 -- pipelines/selectTasks
 select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at"
   from "tenant"."task_executions"

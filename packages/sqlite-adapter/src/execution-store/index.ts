@@ -15,6 +15,7 @@ import {
   type RenewLeasesOptions,
   type RetriedTask,
   type TaskRow,
+  uuidPrefixRange,
 } from '@orreryjs/core';
 import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
 import { claimTasks, prepareClaim } from './claim.js';
@@ -75,6 +76,14 @@ export class SqliteExecutionStore implements ExecutionStore {
       'getPipelineByIdempotencyKey',
       () => this.#q.pipelines.selectPipelineByKey.get({ key }) ?? null,
     );
+  }
+
+  async listPipelineIdsByPrefix(hexPrefix: string, limit: number): Promise<string[]> {
+    const { first, last } = uuidPrefixRange(hexPrefix);
+    const rows = await readTransaction(this.#handle, 'listPipelineIdsByPrefix', () =>
+      this.#q.pipelines.selectPipelineIdsByPrefix.all({ first, last, limit }),
+    );
+    return rows.map((row) => row.id);
   }
 
   listPipelines(filter: PipelineFilter): Promise<PipelineRow[]> {

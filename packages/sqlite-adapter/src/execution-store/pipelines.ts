@@ -1,5 +1,5 @@
 import { DatabaseError, type NewPipeline, newTaskStatus, type PipelineFilter, type PipelineRow } from '@orreryjs/core';
-import { and, asc, desc, eq, getTableColumns, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gte, lte, sql } from 'drizzle-orm';
 import { bind } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
@@ -65,6 +65,14 @@ export function preparePipelines({ db, tables }: SqliteHandle) {
       .select()
       .from(p)
       .where(eq(p.idempotencyKey, bind(p.idempotencyKey, 'key')))
+      .prepare(),
+    // A range on the primary key: the ids from the prefix padded with 0s to it padded with fs.
+    selectPipelineIdsByPrefix: db
+      .select({ id: p.id })
+      .from(p)
+      .where(and(gte(p.id, bind(p.id, 'first')), lte(p.id, bind(p.id, 'last'))))
+      .orderBy(asc(p.id))
+      .limit(sql.placeholder('limit'))
       .prepare(),
     selectTasks: db
       .select(taskRowColumns(tables))

@@ -235,6 +235,13 @@ select "id", "workflow_name", "workflow_version", "status", "input", "idempotenc
   from "pipeline_executions"
   where "pipeline_executions"."idempotency_key" = ?;
 
+-- pipelines/selectPipelineIdsByPrefix
+select "id"
+  from "pipeline_executions"
+  where ("pipeline_executions"."id" >= ? and "pipeline_executions"."id" <= ?)
+  order by "pipeline_executions"."id" asc
+  limit ?;
+
 -- pipelines/selectTasks
 select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at"
   from "task_executions"
