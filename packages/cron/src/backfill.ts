@@ -38,6 +38,7 @@ export async function backfillSchedule(
     start: range.start,
     end: range.end,
     limit: MAX_BACKFILL_SLOTS + 1,
+    anchor: schedule.startAt ?? undefined,
   });
   if (slots.length > MAX_BACKFILL_SLOTS) {
     throw new ValidationError(

@@ -1,11 +1,14 @@
 import { CronExpressionParser, type CronField } from 'cron-parser';
-import { FIELD_SPECS, invalid, readCronSyntax } from './cron-syntax.js';
+import { FIELD_SPECS, invalid, readCronSyntax, YEAR_SPEC } from './cron-syntax.js';
+import { isIntervalExpression, readInterval, renderInterval } from './interval.js';
+import { hasQuartzDays, type QuartzDays, renderQuartzItems } from './quartz-days.js';
 
 /**
  * The sets of values a cron expression allows, expanded, plus the facts the DST rules and
  * the day-of-month/day-of-week rule depend on. Internal: callers use `ParsedCron`.
  */
 export interface CronFields {
+  readonly kind: 'calendar';
   readonly seconds: readonly number[];
   readonly minutes: readonly number[];
   readonly hours: readonly number[];
@@ -13,6 +16,10 @@ export interface CronFields {
   readonly months: readonly number[];
   /** 0-6, Sunday = 0 (a written 7 is folded into 0). */
   readonly daysOfWeek: readonly number[];
+  /** The years allowed (1970-2199), or null for every year (no year field, or one covering them all). */
+  readonly years: readonly number[] | null;
+  /** Quartz day items (`L`, `15W`, `5#3`, `5L` …); they match besides `daysOfMonth` and `daysOfWeek`. */
+  readonly quartz: QuartzDays;
   /** Day-of-month is unrestricted; when both day fields are restricted, a day matching either fires. */
   readonly anyDayOfMonth: boolean;
   /** Day-of-week is unrestricted. */
@@ -21,8 +28,39 @@ export interface CronFields {
   readonly followsRealClock: boolean;
   /** The expression was written with a seconds field. */
   readonly hasSeconds: boolean;
-  /** Canonical 6-field text: expressions with the same text fire at the same instants. */
+  /** Canonical 6-field text (7 with a year): expressions with the same text fire at the same instants. */
   readonly normalized: string;
+}
+
+/** An `@every <duration>` expression: absolute instants `anchor + k·everyMs`. */
+export interface IntervalFields {
+  readonly kind: 'interval';
+  readonly everyMs: number;
+  /** Intervals follow the real clock: DST never moves them. */
+  readonly followsRealClock: true;
+  /** The interval is not a whole number of minutes. */
+  readonly hasSeconds: boolean;
+  /** Canonical text, `@every 1h30m`. */
+  readonly normalized: string;
+}
+
+/**
+ * Validates any schedule expression: a calendar one (see {@link parseCronFields}) or an
+ * `@every <duration>` interval.
+ * @throws InvalidCronExpressionError naming the expression and what is wrong.
+ */
+export function parseExpressionFields(expression: string): CronFields | IntervalFields {
+  if (typeof expression === 'string' && isIntervalExpression(expression)) {
+    const everyMs = readInterval(expression);
+    return {
+      kind: 'interval',
+      everyMs,
+      followsRealClock: true,
+      hasSeconds: everyMs % 60_000 !== 0,
+      normalized: renderInterval(everyMs),
+    };
+  }
+  return parseCronFields(expression);
 }
 
 // The two cron-parser 5.10.5 errors our syntax check leaves to it, reworded to name the field.
@@ -49,19 +87,33 @@ const FIELD_LABELS: Readonly<Record<string, string>> = {
 export function parseCronFields(expression: string): CronFields {
   const syntax = readCronSyntax(expression);
   const [, , hourText = '', dayOfMonthText, , dayOfWeekText] = syntax.fields;
-  const expanded = expandWithCronParser(expression, syntax.fields);
-  const daysOfWeek = [...new Set(expanded.dayOfWeek.map((day) => day % 7))].sort((a, b) => a - b);
+  // A day-of-week of Quartz items only reaches cron-parser as `*`; written `0-6` instead it
+  // stays restricted, so cron-parser does not refuse a day-of-month that only the day-of-week
+  // lets fire (`0 0 30 2 5L`, as `0 0 30 2 MON`). Its values are not used: see `daysOfWeek`.
+  const parserFields =
+    dayOfWeekText === '*' && !syntax.anyDayOfWeek ? [...syntax.fields.slice(0, 5), '0-6'] : syntax.fields;
+  const expanded = expandWithCronParser(expression, parserFields);
+  // A day field whose items are all Quartz rules reached cron-parser as `*`: it has no plain values.
+  const daysOfMonth = dayOfMonthText === '*' && !syntax.anyDayOfMonth ? [] : expanded.dayOfMonth;
+  const daysOfWeek =
+    dayOfWeekText === '*' && !syntax.anyDayOfWeek
+      ? []
+      : [...new Set(expanded.dayOfWeek.map((day) => day % 7))].sort((a, b) => a - b);
   const everyDay =
-    (dayOfMonthText !== '*' && expanded.dayOfMonth.length === 31) || (dayOfWeekText !== '*' && daysOfWeek.length === 7);
+    (!syntax.anyDayOfMonth && daysOfMonth.length === 31) || (!syntax.anyDayOfWeek && daysOfWeek.length === 7);
+  const years = syntax.year === null ? null : expandYears(expression, syntax.year);
   const fields = {
+    kind: 'calendar' as const,
     seconds: expanded.second,
     minutes: expanded.minute,
     hours: expanded.hour,
-    daysOfMonth: expanded.dayOfMonth,
+    daysOfMonth,
     months: expanded.month,
     daysOfWeek,
-    anyDayOfMonth: everyDay || dayOfMonthText === '*',
-    anyDayOfWeek: everyDay || dayOfWeekText === '*',
+    years: years?.length === YEAR_SPEC.max - YEAR_SPEC.min + 1 ? null : years,
+    quartz: syntax.quartz,
+    anyDayOfMonth: everyDay || syntax.anyDayOfMonth,
+    anyDayOfWeek: everyDay || syntax.anyDayOfWeek,
     followsRealClock: hourText.startsWith('*'),
     hasSeconds: syntax.hasSeconds,
   };
@@ -74,11 +126,33 @@ export function parseCronFields(expression: string): CronFields {
  * canonical text fire at the same instants in every zone, so schedule definitions compare
  * by it: `@daily`, `0 0 * * *` and `0 0 0 * * *` all give `0 0 0 * * *`. An hour written
  * with `*` keeps it (`0 * * * *` → `0 0 * * * *`, `0 0-23 * * *` → `0 0 0-23 * * *`),
- * because the DST rules treat the two differently.
+ * because the DST rules treat the two differently. A year field is kept (as a seventh
+ * field) only when it restricts the years; `?` becomes `*`; a day field lists its plain
+ * values, then `nW`, `L-n` (earliest first), `L`, `LW`, or `d#k`, then `dL` (`MON#1` → `1#1`).
+ * An interval keeps its form with the duration in the largest units (`@every 90m` →
+ * `@every 1h30m`).
  * @throws InvalidCronExpressionError naming the expression and the field at fault.
  */
 export function normalizeCronExpression(expression: string): string {
-  return parseCronFields(expression).normalized;
+  return parseExpressionFields(expression).normalized;
+}
+
+/** The years a year field allows, ascending: values, ranges, lists, steps, `*`, within 1970-2199. */
+function expandYears(expression: string, field: string): number[] {
+  const years = new Set<number>();
+  for (const item of field.split(',')) {
+    const [range = '', stepText] = item.split('/');
+    const step = stepText === undefined ? 1 : Number(stepText);
+    const [startText = '', endText] = range.split('-');
+    const start = range === '*' ? YEAR_SPEC.min : Number(startText);
+    const end =
+      range === '*' || (endText === undefined && stepText !== undefined) ? YEAR_SPEC.max : Number(endText ?? startText);
+    for (let year = start; year <= end; year += step) {
+      if (years.has(year)) throw invalid(expression, `year field lists ${year} more than once`);
+      years.add(year);
+    }
+  }
+  return [...years].sort((a, b) => a - b);
 }
 
 type ExpandedFields = Record<'second' | 'minute' | 'hour' | 'dayOfMonth' | 'month' | 'dayOfWeek', number[]>;
@@ -109,22 +183,40 @@ function describeCronParserError(error: unknown, fields: readonly string[]): str
   return `${FIELD_LABELS[fieldClass] ?? fieldClass} field lists ${value} more than once${sunday}`;
 }
 
-// Our syntax check refuses `L`, so every value cron-parser returns is a number.
+// The Quartz items never reach cron-parser, so every value it returns is a number.
 function numbers(field: CronField): number[] {
   return Array.from(field.values, Number);
 }
 
 function normalizeFields(fields: Omit<CronFields, 'normalized'>): string {
   const [second, minute, , dayOfMonth, month] = FIELD_SPECS;
-  return [
+  const quartz = hasQuartzDays(fields.quartz);
+  const rendered = [
     renderValues(fields.seconds, second!),
     renderValues(fields.minutes, minute!),
     fields.followsRealClock ? renderClockHour(fields.hours) : renderList(fields.hours),
-    fields.anyDayOfMonth ? '*' : renderValues(fields.daysOfMonth, dayOfMonth!),
+    fields.anyDayOfMonth
+      ? '*'
+      : renderDayField(fields.daysOfMonth, dayOfMonth!, quartz ? renderQuartzItems(fields.quartz, 'day-of-month') : []),
     renderValues(fields.months, month!),
     // Sunday is folded to 0 by now, so the week ends at 6.
-    fields.anyDayOfWeek ? '*' : renderValues(fields.daysOfWeek, { min: 0, max: 6 }),
-  ].join(' ');
+    fields.anyDayOfWeek
+      ? '*'
+      : renderDayField(
+          fields.daysOfWeek,
+          { min: 0, max: 6 },
+          quartz ? renderQuartzItems(fields.quartz, 'day-of-week') : [],
+        ),
+  ];
+  if (fields.years !== null) rendered.push(renderValues(fields.years, YEAR_SPEC));
+  return rendered.join(' ');
+}
+
+/** A restricted day field: its plain values as {@link renderValues} writes them, then its Quartz items. */
+function renderDayField(values: readonly number[], range: { min: number; max: number }, quartz: string[]): string {
+  if (quartz.length === 0) return renderValues(values, range);
+  // With Quartz items the plain values are a subset, never `*` or a step from the minimum alone.
+  return [...(values.length === 0 ? [] : [renderList(values)]), ...quartz].join(',');
 }
 
 /** `*` for every value, a step from the minimum for a full progression, else a compact list. */

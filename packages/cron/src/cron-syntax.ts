@@ -1,4 +1,5 @@
 import { InvalidCronExpressionError } from '@orreryjs/core';
+import { isQuartzDayItem, type QuartzDays, type QuartzItem, readQuartzItem } from './quartz-days.js';
 
 /** The bounds and names of one field of a 6-field cron expression. */
 export interface FieldSpec {
@@ -25,6 +26,9 @@ export const FIELD_SPECS: readonly FieldSpec[] = [
   { label: 'day-of-week', min: 0, max: 7, names: ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'] },
 ];
 
+/** The optional seventh field: the years an expression may fire in (local calendar years). */
+export const YEAR_SPEC: FieldSpec = { label: 'year', min: 1970, max: 2199 };
+
 const MACROS: Readonly<Record<string, string>> = {
   '@yearly': '0 0 0 1 1 *',
   '@annually': '0 0 0 1 1 *',
@@ -35,41 +39,65 @@ const MACROS: Readonly<Record<string, string>> = {
   '@hourly': '0 0 * * * *',
 };
 
-// Quartz and Jenkins extensions that cron-parser would accept but that we refuse, so that
-// every accepted expression means the same thing to classic cron and to Orrery.
-const UNSUPPORTED = /^(\?|L|LW|\d*L|\d+W|\d+#\d+|H.*)$/i;
+// Jenkins' hash (`H`) would make an expression's instants depend on a job name we do not have.
+const HASHED = /^H/i;
+const DAY_OF_MONTH = 3;
+const DAY_OF_WEEK = 5;
 
-/** An expression split into its six written fields, before cron-parser expands them. */
+/** An expression split into its written fields, before cron-parser expands them. */
 export interface CronSyntax {
-  /** Second, minute, hour, day-of-month, month and day-of-week, as written (macros expanded). */
+  /**
+   * Second, minute, hour, day-of-month, month and day-of-week, as cron-parser reads them
+   * (macros expanded): a day field keeps its plain values only, `*` when it has none (its
+   * Quartz items are in `quartz`), and `?` is written `*`.
+   */
   readonly fields: readonly string[];
-  /** Whether the expression was written with a seconds field (6 fields). */
+  /** Whether the expression was written with a seconds field (6 or 7 fields). */
   readonly hasSeconds: boolean;
+  /** The year field as written, or null without one (every year). */
+  readonly year: string | null;
+  /** The Quartz day items (`L`, `L-3`, `15W`, `LW`, `5#3`, `5L`) of the day fields. */
+  readonly quartz: QuartzDays;
+  /** Day-of-month was written `*` or `?`. */
+  readonly anyDayOfMonth: boolean;
+  /** Day-of-week was written `*` or `?`. */
+  readonly anyDayOfWeek: boolean;
 }
 
 /**
- * Splits an expression into six fields and checks each one's syntax and ranges, so that the
+ * Splits an expression into its fields and checks each one's syntax and ranges, so that the
  * error names the field at fault, which cron-parser's messages do not.
- * @throws InvalidCronExpressionError for anything but 5 or 6 well-formed fields or a known macro.
+ * @throws InvalidCronExpressionError for anything but 5, 6 or 7 well-formed fields or a known macro.
  */
 export function readCronSyntax(expression: string): CronSyntax {
   // Expressions also arrive from JSON and untyped callers.
   if (typeof expression !== 'string') throw invalid(String(expression), `expected a string, got ${typeof expression}`);
   const text = expression.trim();
   if (text === '') throw invalid(expression, 'the expression is empty');
-  if (text.startsWith('@')) return { fields: expandMacro(expression, text), hasSeconds: false };
-  const written = text.split(/\s+/);
-  if (written.length !== 5 && written.length !== 6) {
+  const written = text.startsWith('@') ? expandMacro(expression, text) : text.split(/\s+/);
+  if (written.length < 5 || written.length > 7) {
     throw invalid(
       expression,
-      `expected 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first, got ${written.length}`,
+      `expected 5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or 7 with seconds first and a year last, got ${written.length}`,
     );
   }
-  const fields = written.length === 5 ? ['0', ...written] : written;
+  const fields = written.length === 5 ? ['0', ...written] : written.slice(0, 6);
+  const year = written.length === 7 ? written[6]! : null;
+  const days = readQuartzDays(expression, fields[DAY_OF_MONTH]!, fields[DAY_OF_WEEK]!);
+  fields[DAY_OF_MONTH] = days.dayOfMonth;
+  fields[DAY_OF_WEEK] = days.dayOfWeek;
   fields.forEach((field, index) => {
     checkField(expression, FIELD_SPECS[index]!, field);
   });
-  return { fields, hasSeconds: written.length === 6 };
+  if (year !== null) checkField(expression, YEAR_SPEC, year);
+  return {
+    fields,
+    hasSeconds: written.length >= 6 && !text.startsWith('@'),
+    year,
+    quartz: days.quartz,
+    anyDayOfMonth: days.anyDayOfMonth,
+    anyDayOfWeek: days.anyDayOfWeek,
+  };
 }
 
 /** Builds the error every syntax check throws: the expression first, then what is wrong. */
@@ -80,9 +108,78 @@ export function invalid(expression: string, reason: string, cause?: unknown): In
 function expandMacro(expression: string, text: string): string[] {
   const expansion = MACROS[text.toLowerCase()];
   if (expansion === undefined) {
-    throw invalid(expression, `unknown macro; use one of ${Object.keys(MACROS).join(' ')}`);
+    throw invalid(expression, `unknown macro; use one of ${Object.keys(MACROS).join(' ')} or @every <duration>`);
   }
   return expansion.split(' ');
+}
+
+/**
+ * Takes the Quartz items out of the two day fields (the rest goes to cron-parser as before)
+ * and reads `?` as `*`.
+ */
+function readQuartzDays(
+  expression: string,
+  dayOfMonthText: string,
+  dayOfWeekText: string,
+): { dayOfMonth: string; dayOfWeek: string; quartz: QuartzDays; anyDayOfMonth: boolean; anyDayOfWeek: boolean } {
+  const dayOfMonth = splitDayField(expression, FIELD_SPECS[DAY_OF_MONTH]!, dayOfMonthText);
+  const dayOfWeek = splitDayField(expression, FIELD_SPECS[DAY_OF_WEEK]!, dayOfWeekText);
+  const weekday = (text: string) => readValue(expression, FIELD_SPECS[DAY_OF_WEEK]!, text) % 7;
+  const pick = <K extends QuartzItem['kind']>(
+    field: { text: string; items: QuartzItem[] },
+    kind: K,
+    value: (item: Extract<QuartzItem, { kind: K }>) => number,
+  ) =>
+    distinct(
+      expression,
+      field.text,
+      field.items.flatMap((item) => (item.kind === kind ? [value(item as Extract<QuartzItem, { kind: K }>)] : [])),
+    );
+  const monthDays = { text: dayOfMonthText, items: dayOfMonth.items };
+  const weekDays = { text: dayOfWeekText, items: dayOfWeek.items };
+  const quartz: QuartzDays = {
+    lastDayOffsets: pick(monthDays, 'lastDay', (item) => item.offset),
+    nearestWeekdays: pick(monthDays, 'nearestWeekday', (item) => item.day),
+    lastWeekday: pick(monthDays, 'lastWeekday', () => 1).length > 0,
+    nthWeekdays: pick(weekDays, 'nth', (item) => weekday(item.weekday) * 8 + item.nth),
+    lastWeekdays: pick(weekDays, 'lastOfWeekday', (item) => weekday(item.weekday)),
+  };
+  return {
+    dayOfMonth: dayOfMonth.plain,
+    dayOfWeek: dayOfWeek.plain,
+    quartz,
+    anyDayOfMonth: dayOfMonth.any,
+    anyDayOfWeek: dayOfWeek.any,
+  };
+}
+
+/** One day field's plain items (`*` when none: its Quartz items restrict it) and its Quartz items. */
+function splitDayField(
+  expression: string,
+  spec: FieldSpec,
+  field: string,
+): { plain: string; items: QuartzItem[]; any: boolean } {
+  if (field === '?' || field === '*') return { plain: '*', items: [], any: true };
+  const label = spec.label as 'day-of-month' | 'day-of-week';
+  const plain: string[] = [];
+  const items: QuartzItem[] = [];
+  for (const item of field.split(',')) {
+    const quartz = readQuartzItem(label, item);
+    if (typeof quartz === 'string') throw invalid(expression, `${label} field "${field}": ${quartz}`);
+    if (quartz === null) plain.push(item);
+    else items.push(quartz);
+  }
+  if (items.length === 0) return { plain: field, items, any: false };
+  return { plain: plain.length === 0 ? '*' : plain.join(','), items, any: false };
+}
+
+/** The values sorted, refusing a Quartz item listed twice as cron-parser refuses a plain one. */
+function distinct(expression: string, field: string, values: number[]): number[] {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.some((value, index) => index > 0 && value === sorted[index - 1])) {
+    throw invalid(expression, `field "${field}" lists the same Quartz day rule more than once`);
+  }
+  return sorted;
 }
 
 function checkField(expression: string, spec: FieldSpec, field: string): void {
@@ -127,10 +224,16 @@ function readValue(expression: string, spec: FieldSpec, text: string): number {
   }
   const index = spec.names?.indexOf(text.toUpperCase()) ?? -1;
   if (index >= 0) return index + spec.min;
-  if (UNSUPPORTED.test(text)) {
+  if (HASHED.test(text)) {
     throw invalid(
       expression,
-      `${spec.label} field value ${text} is not supported; L, W, #, ? and H are not cron syntax`,
+      `${spec.label} field value ${text} is not supported: H (a hash of the job name) is Jenkins syntax; write the value itself`,
+    );
+  }
+  if (text === '?' || isQuartzDayItem(text)) {
+    throw invalid(
+      expression,
+      `${spec.label} field value ${text} is not supported here: ? L W and # are Quartz day rules, only for day-of-month (?, L, L-3, 15W, LW) and day-of-week (?, 5#3, 5L), alone or in a list`,
     );
   }
   const names = spec.names === undefined ? '' : ` or a name ${spec.names[0]}-${spec.names.at(-1)}`;

@@ -1,5 +1,7 @@
 import type { IANAZone } from 'luxon';
 import type { CronFields } from './cron-expression.js';
+import { YEAR_SPEC } from './cron-syntax.js';
+import { daysInMonth, hasQuartzDays, matchesQuartzDay, type QuartzDays } from './quartz-days.js';
 import { DST_DEFAULTS } from './schedule-fields.js';
 import { dayOffsets } from './timezone.js';
 
@@ -9,6 +11,7 @@ const DAY_MS = 86_400_000;
 
 /** Longer than the longest gap a valid expression can have: February 29, 2096 then 2104. */
 const SEARCH_DAYS = 9 * 366;
+const { min: FIRST_YEAR, max: LAST_YEAR } = YEAR_SPEC;
 
 /**
  * Lookup tables for walking local wall-clock time. `nextX[v]` is the smallest allowed value
@@ -21,6 +24,12 @@ export interface LocalMatcher {
   readonly dayOfMonth: readonly boolean[];
   readonly month: readonly boolean[];
   readonly dayOfWeek: readonly boolean[];
+  /** Quartz day items, or null when the expression has none (the common, faster case). */
+  readonly quartz: QuartzDays | null;
+  /** The allowed years, ascending, or null for every year. */
+  readonly years: readonly number[] | null;
+  /** `isYear[year - 1970]`: whether a year is allowed (null for every year), so a day's check is one index. */
+  readonly isYear: readonly boolean[] | null;
   readonly anyDayOfMonth: boolean;
   readonly anyDayOfWeek: boolean;
   readonly followsRealClock: boolean;
@@ -69,6 +78,15 @@ export function compileMatcher(fields: CronFields, dst?: DstRules | null): Local
     dayOfMonth: membership(fields.daysOfMonth, 31),
     month: membership(fields.months, 12),
     dayOfWeek: membership(fields.daysOfWeek, 6),
+    quartz: hasQuartzDays(fields.quartz) ? fields.quartz : null,
+    years: fields.years,
+    isYear:
+      fields.years === null
+        ? null
+        : membership(
+            fields.years.map((year) => year - FIRST_YEAR),
+            LAST_YEAR - FIRST_YEAR,
+          ),
     anyDayOfMonth: fields.anyDayOfMonth,
     anyDayOfWeek: fields.anyDayOfWeek,
     followsRealClock: fields.followsRealClock,
@@ -77,14 +95,15 @@ export function compileMatcher(fields: CronFields, dst?: DstRules | null): Local
 
 /**
  * The first occurrence strictly after `after` (epoch ms), or null when none falls within
- * the next nine years. Walks local calendar days, skipping months and days that cannot
- * match, and maps each matching day's wall times to instants by the DST rules.
+ * the next nine years (with a year field: before the end of the last allowed year).
+ * Walks local calendar days, skipping years, months and days that cannot match, and maps
+ * each matching day's wall times to instants by the DST rules.
  */
 export function nextInstant(matcher: LocalMatcher, zone: IANAZone, after: number): number | null {
   // Offsets are at least -12h, so this is the local date of `after` or earlier: early enough
   // for a fall-back across midnight, which shows the previous date again after `after`.
   let day = Math.floor((after - 12 * HOUR_MS) / DAY_MS);
-  const lastDay = day + SEARCH_DAYS;
+  const lastDay = searchEnd(matcher, day);
   for (day = nextMatchingDay(matcher, day, lastDay); day <= lastDay; day = nextMatchingDay(matcher, day + 1, lastDay)) {
     const pieces = dayPieces(matcher, zone, day);
     const found = firstInDay(matcher, pieces, day, after);
@@ -165,12 +184,26 @@ function toSeconds(hour: number, minute: number, second: number): number {
   return hour * 3600 + minute * 60 + second;
 }
 
-/** The first day from `day` on whose date matches, jumping over months that cannot match. */
+/**
+ * The last local day to search from `day`: nine years on; with a year field, the end of the
+ * last allowed year instead, so that `0 0 1 1 * 2199` is found from 2026 (the walk jumps
+ * over years not allowed, so this costs at most the days of the allowed years).
+ */
+function searchEnd(matcher: LocalMatcher, day: number): number {
+  if (matcher.years === null) return day + SEARCH_DAYS;
+  return Date.UTC(matcher.years.at(-1)! + 1, 0, 1) / DAY_MS - 1;
+}
+
+/** The first day from `day` on whose date matches, jumping over years and months that cannot match. */
 function nextMatchingDay(matcher: LocalMatcher, day: number, lastDay: number): number {
   let candidate = day;
   while (candidate <= lastDay) {
     const date = new Date(candidate * DAY_MS);
-    if (!matcher.month[date.getUTCMonth() + 1]) {
+    if (!isAllowedYear(matcher, date.getUTCFullYear())) {
+      const nextYear = matcher.years?.find((allowed) => allowed > date.getUTCFullYear());
+      if (nextYear === undefined) return lastDay + 1;
+      candidate = Date.UTC(nextYear, 0, 1) / DAY_MS;
+    } else if (!matcher.month[date.getUTCMonth() + 1]) {
       candidate = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) / DAY_MS;
     } else if (isMatchingDate(matcher, date)) {
       return candidate;
@@ -183,13 +216,31 @@ function nextMatchingDay(matcher: LocalMatcher, day: number, lastDay: number): n
 
 function isMatchingDay(matcher: LocalMatcher, day: number): boolean {
   const date = new Date(day * DAY_MS);
-  return matcher.month[date.getUTCMonth() + 1]! && isMatchingDate(matcher, date);
+  return (
+    isAllowedYear(matcher, date.getUTCFullYear()) &&
+    matcher.month[date.getUTCMonth() + 1]! &&
+    isMatchingDate(matcher, date)
+  );
 }
 
-/** Cron's day rule: with both day fields restricted, either may match; otherwise both must. */
+function isAllowedYear(matcher: LocalMatcher, year: number): boolean {
+  return matcher.isYear === null || matcher.isYear[year - FIRST_YEAR] === true;
+}
+
+/**
+ * Cron's day rule: with both day fields restricted, either may match; otherwise both must.
+ * A day field matches by its plain values or by one of its Quartz items.
+ */
 function isMatchingDate(matcher: LocalMatcher, date: Date): boolean {
-  const dayOfMonth = matcher.dayOfMonth[date.getUTCDate()]!;
-  const dayOfWeek = matcher.dayOfWeek[date.getUTCDay()]!;
+  let dayOfMonth = matcher.dayOfMonth[date.getUTCDate()]!;
+  let dayOfWeek = matcher.dayOfWeek[date.getUTCDay()]!;
+  if (matcher.quartz !== null) {
+    const day = date.getUTCDate();
+    const weekday = date.getUTCDay();
+    const lastDay = daysInMonth(date.getUTCFullYear(), date.getUTCMonth() + 1);
+    dayOfMonth ||= matchesQuartzDay(matcher.quartz, 'day-of-month', day, weekday, lastDay);
+    dayOfWeek ||= matchesQuartzDay(matcher.quartz, 'day-of-week', day, weekday, lastDay);
+  }
   if (!matcher.anyDayOfMonth && !matcher.anyDayOfWeek) return dayOfMonth || dayOfWeek;
   return (matcher.anyDayOfMonth || dayOfMonth) && (matcher.anyDayOfWeek || dayOfWeek);
 }

@@ -95,7 +95,7 @@ interface SlotScan {
 }
 
 function scanDueSlots(schedule: ScheduleRow, now: Date, limit: number): SlotScan {
-  const cron = parseCronExpression(schedule.cronExpression, schedule.timezone, schedule.dst);
+  const cron = parseCronExpression(schedule.cronExpression, schedule.timezone, schedule.dst, schedule.startAt);
   const nowMs = now.getTime();
   const endMs = schedule.endAt?.getTime() ?? Number.POSITIVE_INFINITY;
   const slots: Date[] = [];

@@ -23,8 +23,11 @@ export interface CronScheduleInput {
   /** A workflow registered with the runner, else `WorkflowNotFoundError`. */
   workflowName: string;
   /**
-   * 5 fields, or 6 with seconds first; names (MON-FRI, JAN); `@yearly` `@monthly` `@weekly`
-   * `@daily` `@hourly`. Stored in its canonical 6-field form (`@daily` → `0 0 0 * * *`).
+   * 5 fields, 6 with seconds first, or 7 with a year last (1970-2199); names (MON-FRI, JAN);
+   * Quartz `L` `L-n` `nW` `LW` `d#k` `dL` `?`; `@yearly` `@monthly` `@weekly` `@daily`
+   * `@hourly`; `@every <duration>` (`@every 90s`, 1s-366d, counted from `startAt`, else the
+   * Unix epoch). Stored in its canonical form: 6 fields (`@daily` → `0 0 0 * * *`), 7 only
+   * when a year is restricted, `@every` with the largest units (`@every 90m` → `@every 1h30m`).
    */
   cronExpression: string;
   /**

@@ -13,7 +13,7 @@ import {
   ValidationError,
   WorkflowNotFoundError,
 } from '@orreryjs/core';
-import { parseCronFields } from './cron-expression.js';
+import { parseExpressionFields } from './cron-expression.js';
 import { resolveDstRules } from './local-time.js';
 import { checkDst } from './occurrences.js';
 import type { WorkflowCatalog } from './options.js';
@@ -31,7 +31,7 @@ import { firstRunAt } from './window.js';
 export interface ScheduleDefinition {
   name: string;
   workflowName: string;
-  /** Canonical 6-field text. */
+  /** Canonical text: 6 fields, 7 with a year, or `@every <duration>`. */
   cronExpression: string;
   /** Canonical zone name. */
   timezone: string;
@@ -102,9 +102,15 @@ export function validateScheduleInput(
     );
   }
   assertNoNul(input.cronExpression, `cronExpression ${describe(input.cronExpression)}`);
-  const fields = parseCronFields(input.cronExpression);
+  const fields = parseExpressionFields(input.cronExpression);
   const cronExpression = fields.normalized;
   checkDst(input.dst);
+  if (fields.kind === 'interval' && input.dst !== undefined && input.dst !== null) {
+    // Refused rather than stored and ignored: the schedule would read as if dst applied.
+    throw new ValidationError(
+      `dst has no effect on "${cronExpression}": an @every interval is absolute, DST never moves it; leave dst out.`,
+    );
+  }
   const timezone = validateTimezone(checkString('timezone', input.timezone ?? SCHEDULE_DEFAULTS.timezone));
   const { startAt, endAt } = checkWindow(input.startAt, input.endAt);
   const definition: ScheduleDefinition = {
@@ -159,7 +165,14 @@ export function assertCanFire(definition: ScheduleDefinition, now: Date): void {
       `endAt ${endAt.toISOString()} is already past (now is ${now.toISOString()}), so schedule "${definition.name}" would never fire; move endAt into the future or leave it out.`,
     );
   }
-  const window = endAt === null ? 'in the next nine years' : `before endAt ${endAt.toISOString()}`;
+  const fields = parseExpressionFields(cronExpression);
+  const lastYear = fields.kind === 'calendar' ? fields.years?.at(-1) : undefined;
+  const window =
+    endAt !== null
+      ? `before endAt ${endAt.toISOString()}`
+      : lastYear === undefined
+        ? 'in the next nine years'
+        : `up to the end of its last year, ${lastYear}`;
   const from = startAt !== null && startAt.getTime() > now.getTime() ? `startAt ${startAt.toISOString()}` : 'now';
   throw new ValidationError(
     `Schedule "${definition.name}" would never fire: "${cronExpression}" in ${timezone} has no occurrence from ${from} ${window}; widen the window or change the expression.`,

@@ -18,7 +18,7 @@ export interface ScheduleTiming {
  * pause fires nothing stale.
  */
 export function firstRunAt(timing: ScheduleTiming, now: Date): Date | null {
-  const cron = parseCronExpression(timing.cronExpression, timing.timezone, timing.dst);
+  const cron = parseCronExpression(timing.cronExpression, timing.timezone, timing.dst, timing.startAt);
   const startMs = timing.startAt?.getTime() ?? Number.NEGATIVE_INFINITY;
   // `next` is strictly after its argument: begin 1 ms before startAt so that startAt itself counts.
   const after = startMs > now.getTime() ? new Date(startMs - 1) : now;

@@ -38,6 +38,35 @@ describe('normalizeCronExpression', () => {
     ['0 0 1-31 * MON', '0 0 0 * * *'],
     ['*/20 * * * * *', '*/20 * * * * *'],
     ['30 0 2 * * *', '30 0 2 * * *'],
+    // A year is kept only when it restricts.
+    ['0 0 18 24 12 * 2026', '0 0 18 24 12 * 2026'],
+    ['0 0 0 * * * *', '0 0 0 * * *'],
+    ['0 0 0 * * * 1970-2199', '0 0 0 * * *'],
+    ['0 0 0 1 1 * 2030,2026,2027,2028', '0 0 0 1 1 * 2026-2028,2030'],
+    ['0 0 0 1 1 * */10', '0 0 0 1 1 * */10'],
+    ['0 0 0 1 1 * 2026/50', '0 0 0 1 1 * 2026,2076,2126,2176'],
+    ['@yearly', '0 0 0 1 1 *'],
+    // Quartz day rules: `?` is `*`, names become numbers, a fixed order.
+    ['0 0 L * ?', '0 0 0 L * *'],
+    ['0 0 ? * 5#3', '0 0 0 * * 5#3'],
+    ['0 0 ? * mon#1', '0 0 0 * * 1#1'],
+    ['0 0 * * FRIL', '0 0 0 * * 5L'],
+    ['0 0 * * 7L', '0 0 0 * * 0L'],
+    ['0 0 lw * *', '0 0 0 LW * *'],
+    ['0 0 LW,L,L-3,15W,1,2,3 * *', '0 0 0 1-3,15W,L-3,L,LW * *'],
+    ['0 0 L * 5L', '0 0 0 L * 5L'],
+    ['0 0 1-31,L * *', '0 0 0 * * *'],
+    ['0 0 */2,L * *', '0 0 0 1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,L * *'],
+    ['0 0 * * 5L,1#2,0#1', '0 0 0 * * 0#1,1#2,5L'],
+    ['0 0 0 L 2 * 2028', '0 0 0 L 2 * 2028'],
+    // Intervals: the duration in the largest units.
+    ['@every 90s', '@every 1m30s'],
+    ['@every 90m', '@every 1h30m'],
+    ['@EVERY 1h30m', '@every 1h30m'],
+    ['@every 1h0m', '@every 1h'],
+    ['@every 1500ms', '@every 1s500ms'],
+    ['@every 366d', '@every 366d'],
+    ['@every 1d24h', '@every 2d'],
   ])('normalises %j to %j', (expression, normalized) => {
     expect(normalizeCronExpression(expression)).toBe(normalized);
     expect(normalizeCronExpression(normalized)).toBe(normalized);
@@ -112,17 +141,78 @@ describe('invalid expressions', () => {
     ['1-70 * * * *', 'minute field value 70 is out of range 0-59'],
     ['', 'the expression is empty'],
     ['   ', 'the expression is empty'],
-    ['* * * *', 'expected 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first, got 4'],
-    ['* * * * * * *', 'expected 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first, got 7'],
-    ['every day', 'expected 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first, got 2'],
-    ['@reboot', 'unknown macro; use one of @yearly @annually @monthly @weekly @daily @midnight @hourly'],
+    [
+      '* * * *',
+      'expected 5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or 7 with seconds first and a year last, got 4',
+    ],
+    [
+      '* * * * * * * *',
+      'expected 5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or 7 with seconds first and a year last, got 8',
+    ],
+    [
+      'every day',
+      'expected 5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or 7 with seconds first and a year last, got 2',
+    ],
+    [
+      '@reboot',
+      'unknown macro; use one of @yearly @annually @monthly @weekly @daily @midnight @hourly or @every <duration>',
+    ],
     ['@minutely', 'unknown macro'],
-    ['0 0 L * *', 'day-of-month field value L is not supported; L, W, #, ? and H are not cron syntax'],
-    ['0 0 1W * *', 'day-of-month field value 1W is not supported'],
-    ['0 0 * * 5L', 'day-of-week field value 5L is not supported'],
-    ['0 0 * * 1#2', 'day-of-week field value 1#2 is not supported'],
-    ['0 0 ? * 1', 'day-of-month field value ? is not supported'],
-    ['H * * * *', 'minute field value H is not supported'],
+    [
+      'H * * * *',
+      'minute field value H is not supported: H (a hash of the job name) is Jenkins syntax; write the value itself',
+    ],
+    ['0 H/2 * * *', 'hour field value H is not supported: H (a hash of the job name) is Jenkins syntax'],
+    ['0 0 H * *', 'day-of-month field value H is not supported: H (a hash of the job name) is Jenkins syntax'],
+    ['0 0 0 * * * 1969', 'year field value 1969 is out of range 1970-2199'],
+    ['0 0 0 * * * 2200', 'year field value 2200 is out of range 1970-2199'],
+    ['0 0 0 * * * 2026-2200', 'year field value 2200 is out of range 1970-2199'],
+    ['0 0 0 * * * 2030-2026', 'year field range 2030-2026 runs backwards'],
+    ['0 0 0 * * * 2026,2026', 'year field lists 2026 more than once'],
+    ['0 0 0 * * * ?', 'year field value ? is not supported here: ? L W and # are Quartz day rules'],
+    ['0 0 0 * * * 20x6', 'year field value 20x6 is not a number 1970-2199'],
+    [
+      '? * * * *',
+      'minute field value ? is not supported here: ? L W and # are Quartz day rules, only for day-of-month',
+    ],
+    ['0 0 * L *', 'month field value L is not supported here'],
+    ['0 0 L-0 * *', 'day-of-month field "L-0": L-0 needs an offset of 1-30 days before the last day'],
+    ['0 0 L-31 * *', 'day-of-month field "L-31": L-31 needs an offset of 1-30 days'],
+    ['0 0 32W * *', 'day-of-month field "32W": 32W needs a day of month 1-31 before W'],
+    [
+      '0 0 1-5W * *',
+      'day-of-month field "1-5W": 1-5W is not a Quartz day-of-month rule; write L, L-n (n 1-30), nW or LW',
+    ],
+    ['0 0 L/2 * *', 'day-of-month field "L/2": L/2 is not a Quartz day-of-month rule'],
+    ['0 0 L,L * *', 'field "L,L" lists the same Quartz day rule more than once'],
+    ['0 0 ?,1 * *', 'day-of-month field value ? is not supported here'],
+    ['0 0 * * 5#6', 'day-of-week field "5#6": 5#6 needs an occurrence of 1-5 after # (5#3: the third Friday)'],
+    ['0 0 * * 5#0', 'day-of-week field "5#0": 5#0 needs an occurrence of 1-5'],
+    ['0 0 * * 5#', 'day-of-week field "5#": 5# needs an occurrence of 1-5'],
+    ['0 0 * * 8#1', 'day-of-week field value 8 is out of range 0-7'],
+    ['0 0 * * 1-5#2', 'day-of-week field value 1-5 is not a number 0-7 or a name SUN-SAT'],
+    [
+      '0 0 * * L',
+      'day-of-week field "L": L alone is ambiguous in day-of-week; write 6 for Saturday, or 5L for the last Friday',
+    ],
+    ['0 0 * * 9L', 'day-of-week field value 9 is out of range 0-7'],
+    ['0 0 * * 5#3,FRI#3', 'field "5#3,FRI#3" lists the same Quartz day rule more than once'],
+    ['@every', '@every needs a duration; write @every followed by a duration such as 90s, 5m or 1h30m'],
+    ['@every 500ms', 'the interval 500ms is outside 1s-366d; use an interval of at least 1s and at most 366d'],
+    ['@every 400d', 'the interval 400d is outside 1s-366d'],
+    ['@every 366d1s', 'the interval 366d1s is outside 1s-366d'],
+    ['@every 0s', 'the interval 0s is outside 1s-366d'],
+    [
+      '@every 5',
+      'the duration "5" is malformed; write @every followed by a duration such as 90s, 5m or 1h30m (units d, h, m, s, ms, largest first)',
+    ],
+    ['@every 1.5h', 'the duration "1.5h" is malformed'],
+    ['@every 1h 30m', 'the duration "1h 30m" is malformed'],
+    ['@every 5M', 'the duration "5M" is malformed'],
+    ['@every -5m', 'the duration "-5m" is malformed'],
+    ['@every 5w', 'the duration "5w" is malformed'],
+    ['@every 30m1h', 'the duration "30m1h" repeats or misorders its units'],
+    ['@every 1m1m', 'the duration "1m1m" repeats or misorders its units'],
     ['*/0 * * * *', 'minute field step "0" must be a whole number of at least 1'],
     ['0-10/x * * * *', 'minute field step "x" must be a whole number of at least 1'],
     ['*/90 * * * *', "minute field step 90 is longer than the field's 60 values 0-59"],
@@ -154,6 +244,13 @@ describe('invalid expressions', () => {
     } catch (error) {
       expect(isOrreryError(error, 'INVALID_CRON_EXPRESSION')).toBe(true);
     }
+  });
+
+  it('accepts February 30 when a Quartz day-of-week item can still match', () => {
+    expect(nextOccurrences('0 0 30 2 5L', { after: new Date('2026-01-01T00:00:00Z'), count: 2 })).toEqual([
+      new Date('2026-02-27T00:00:00Z'),
+      new Date('2027-02-26T00:00:00Z'),
+    ]);
   });
 
   it('accepts February 30 when the day-of-week field can still match (day fields combine with OR)', () => {

@@ -1,8 +1,27 @@
 import { type DstRules, nextOccurrences } from '@orreryjs/cron';
 import cronstrue from 'cronstrue';
 
-/** The expression in English ("At 09:00 AM, Monday through Friday"), or null when cronstrue cannot read it. */
+const INTERVAL_UNIT_WORDS: Readonly<Record<string, string>> = {
+  d: 'day',
+  h: 'hour',
+  m: 'minute',
+  s: 'second',
+  ms: 'millisecond',
+};
+
+/**
+ * The expression in English ("At 09:00 AM, Monday through Friday"; "Every 1 hour 30
+ * minutes" for `@every 1h30m`, which cronstrue does not know), or null when it cannot be read.
+ */
 export function describeCron(expression: string): string | null {
+  const interval = /^@every\s+((?:\d+(?:ms|d|h|m|s))+)$/i.exec(expression.trim());
+  if (interval !== null) {
+    const parts = [...interval[1]!.matchAll(/(\d+)(ms|d|h|m|s)/g)].map(([, amount, unit]) => {
+      const word = INTERVAL_UNIT_WORDS[unit!]!;
+      return `${amount} ${amount === '1' ? word : `${word}s`}`;
+    });
+    return `Every ${parts.join(' ')}`;
+  }
   try {
     return cronstrue.toString(expression, { verbose: false });
   } catch {
@@ -11,17 +30,18 @@ export function describeCron(expression: string): string | null {
 }
 
 /**
- * The next `count` fire times of a schedule after `after` (UTC instants), by its DST choices,
- * or [] for an unreadable one.
+ * The next `count` fire times of a schedule after `after` (UTC instants), by its DST choices
+ * and, for an `@every` interval, counted from its `startAt`; [] for an unreadable one.
  */
 export function nextRuns(
-  schedule: { cronExpression: string; timezone: string; dst: DstRules | null },
+  schedule: { cronExpression: string; timezone: string; dst: DstRules | null; startAt?: Date | null },
   after: Date,
   count = 5,
 ): Date[] {
   try {
     const dst = schedule.dst ?? undefined;
-    return nextOccurrences(schedule.cronExpression, { timezone: schedule.timezone, after, count, dst });
+    const anchor = schedule.startAt ?? undefined;
+    return nextOccurrences(schedule.cronExpression, { timezone: schedule.timezone, after, count, dst, anchor });
   } catch {
     return [];
   }

@@ -1,0 +1,149 @@
+// Quartz's day rules, read the way Quartz's CronExpression documents them, but with cron's
+// day-of-week numbers (0 or 7 = Sunday, 5 = Friday), so `5#3` is the third Friday as in
+// cron-parser, not Quartz's third Thursday. Decision: each rule is an item of its field's
+// list (`1,15,L`), which Quartz does not allow for L and W but which has one obvious meaning;
+// ranges and steps of them (`L-3/2`, `1-5#2`) are refused.
+
+/** The Quartz items of the two day fields, each list canonical: sorted, without duplicates. */
+export interface QuartzDays {
+  /** `L` (0) and `L-n` (n): the day n days before the last day of the month. */
+  readonly lastDayOffsets: readonly number[];
+  /** `nW`: the weekday nearest day n, within the month; none in a month without day n. */
+  readonly nearestWeekdays: readonly number[];
+  /** `LW`: the last weekday (Monday to Friday) of the month. */
+  readonly lastWeekday: boolean;
+  /** `d#k` as `d * 8 + k`: the k-th weekday d (0-6) of the month; none in a month without one. */
+  readonly nthWeekdays: readonly number[];
+  /** `dL`: the last weekday d (0-6) of the month. */
+  readonly lastWeekdays: readonly number[];
+}
+
+/** A day field item that is a Quartz rule, read but not yet range-checked. */
+export type QuartzItem =
+  | { readonly kind: 'lastDay'; readonly offset: number }
+  | { readonly kind: 'nearestWeekday'; readonly day: number }
+  | { readonly kind: 'lastWeekday' }
+  | { readonly kind: 'nth'; readonly weekday: string; readonly nth: number }
+  | { readonly kind: 'lastOfWeekday'; readonly weekday: string };
+
+/** The largest `n` of `L-n`: Quartz's bound, and the most a 31-day month allows. */
+export const MAX_LAST_DAY_OFFSET = 30;
+/** The largest `k` of `d#k`: no month has a sixth of any weekday. */
+export const MAX_NTH = 5;
+
+/** True when `text` looks like a Quartz day item (so a field that may not have one can say so). */
+export function isQuartzDayItem(text: string): boolean {
+  return /^(L(-\d+)?|LW|\d+W|[^#]+#\d*|\w+L)$/i.test(text);
+}
+
+/**
+ * Reads one list item of a day field as a Quartz rule: the rule, a reason it is malformed,
+ * or null when the item is not a Quartz rule (a plain value, range or step).
+ */
+export function readQuartzItem(field: 'day-of-month' | 'day-of-week', item: string): QuartzItem | string | null {
+  const text = item.toUpperCase();
+  if (field === 'day-of-month') {
+    if (text === 'L') return { kind: 'lastDay', offset: 0 };
+    if (text === 'LW') return { kind: 'lastWeekday' };
+    const offset = /^L-(\d+)$/.exec(text);
+    if (offset !== null) {
+      const n = Number(offset[1]);
+      if (n < 1 || n > MAX_LAST_DAY_OFFSET) {
+        return `L-${offset[1]} needs an offset of 1-${MAX_LAST_DAY_OFFSET} days before the last day (L alone is the last day)`;
+      }
+      return { kind: 'lastDay', offset: n };
+    }
+    const nearest = /^(\d+)W$/.exec(text);
+    if (nearest !== null) {
+      const day = Number(nearest[1]);
+      if (day < 1 || day > 31) return `${item} needs a day of month 1-31 before W`;
+      return { kind: 'nearestWeekday', day };
+    }
+    if (/[LW]/.test(text) && !/^[A-Z]{3}$/.test(text)) {
+      return `${item} is not a Quartz day-of-month rule; write L, L-n (n 1-${MAX_LAST_DAY_OFFSET}), nW or LW, alone or in a list`;
+    }
+    return null;
+  }
+  const nth = /^([^#]+)#(\d*)$/.exec(text);
+  if (nth !== null) {
+    const k = Number(nth[2]);
+    if (nth[2] === '' || k < 1 || k > MAX_NTH)
+      return `${item} needs an occurrence of 1-${MAX_NTH} after # (5#3: the third Friday)`;
+    return { kind: 'nth', weekday: nth[1]!, nth: k };
+  }
+  if (text === 'L') return 'L alone is ambiguous in day-of-week; write 6 for Saturday, or 5L for the last Friday';
+  const last = /^(\d|[A-Z]{3})L$/.exec(text);
+  if (last !== null) return { kind: 'lastOfWeekday', weekday: last[1]! };
+  if (text.includes('#')) return `${item} is malformed; write d#k such as 5#3 or MON#1`;
+  return null;
+}
+
+/** Days in `month` (1-12) of `year`, by the proleptic Gregorian calendar. */
+export function daysInMonth(year: number, month: number): number {
+  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
+/**
+ * Whether a date matches one of the Quartz items of day-of-month (`forMonth`) or of
+ * day-of-week. `weekday` is the date's day of the week (0 = Sunday), `lastDay` its month's length.
+ */
+export function matchesQuartzDay(
+  rules: QuartzDays,
+  field: 'day-of-month' | 'day-of-week',
+  day: number,
+  weekday: number,
+  lastDay: number,
+): boolean {
+  if (field === 'day-of-week') {
+    if (rules.lastWeekdays.includes(weekday) && day + 7 > lastDay) return true;
+    return rules.nthWeekdays.includes(weekday * 8 + Math.ceil(day / 7));
+  }
+  if (rules.lastDayOffsets.includes(lastDay - day)) return true;
+  if (rules.lastWeekday && day === nearestWeekday(lastDay, lastDay, weekdayOf(lastDay, day, weekday))) return true;
+  for (const target of rules.nearestWeekdays) {
+    if (target <= lastDay && day === nearestWeekday(target, lastDay, weekdayOf(target, day, weekday))) return true;
+  }
+  return false;
+}
+
+/** The weekday of day `target` of the month, knowing that day `day` is a `weekday`. */
+function weekdayOf(target: number, day: number, weekday: number): number {
+  return (((weekday + target - day) % 7) + 7) % 7;
+}
+
+/**
+ * Quartz's `W`: the day itself on Monday to Friday; a Saturday moves to the Friday before and
+ * a Sunday to the Monday after, unless that leaves the month (`1W` on a Saturday is Monday
+ * the 3rd, `31W` on a Sunday is Friday the 29th).
+ */
+function nearestWeekday(target: number, lastDay: number, weekday: number): number {
+  if (weekday === 6) return target === 1 ? 3 : target - 1;
+  if (weekday === 0) return target === lastDay ? target - 2 : target + 1;
+  return target;
+}
+
+/** The canonical text of a day field's Quartz items, after its plain values. */
+export function renderQuartzItems(rules: QuartzDays, field: 'day-of-month' | 'day-of-week'): string[] {
+  if (field === 'day-of-week') {
+    return [
+      ...rules.nthWeekdays.map((code) => `${Math.floor(code / 8)}#${code % 8}`),
+      ...rules.lastWeekdays.map((weekday) => `${weekday}L`),
+    ];
+  }
+  return [
+    ...rules.nearestWeekdays.map((day) => `${day}W`),
+    ...[...rules.lastDayOffsets].reverse().map((offset) => (offset === 0 ? 'L' : `L-${offset}`)),
+    ...(rules.lastWeekday ? ['LW'] : []),
+  ];
+}
+
+/** True when either day field has a Quartz item. */
+export function hasQuartzDays(rules: QuartzDays): boolean {
+  return (
+    rules.lastDayOffsets.length > 0 ||
+    rules.nearestWeekdays.length > 0 ||
+    rules.lastWeekday ||
+    rules.nthWeekdays.length > 0 ||
+    rules.lastWeekdays.length > 0
+  );
+}
