@@ -1,12 +1,22 @@
-import { DatabaseError, ScheduleConflictError, type ScheduleFilter, type ScheduleRow } from '@orreryjs/core';
+import {
+  DatabaseError,
+  ScheduleConflictError,
+  type ScheduleFilter,
+  type ScheduleRow,
+  type ScheduleSyncWrites,
+} from '@orreryjs/core';
 import { and, asc, eq, lte, notInArray, sql } from 'drizzle-orm';
 import { bind, bindAllColumns } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import { type PostgresDb, type PostgresHandle, sqlState } from '../transaction.js';
 
 /*
- * Schedules: insert (idempotent by name), read, list, compare-and-set update, delete.
+ * Schedules: insert (idempotent by name), read, list, compare-and-set update, delete, and a
+ * declarative sync's writes applied together.
  */
+
+// Rows per multi-row INSERT of a sync: well under Postgres's 65,535 parameters at the table's width.
+const SYNC_INSERT_CHUNK = 1000;
 
 /** Enabled schedules: a literal, not a bound parameter, so that a generic plan can use the due index. */
 export function isEnabled({ cronSchedules: s }: PostgresTables) {
@@ -69,6 +79,41 @@ export async function insertSchedule(
  */
 export async function deleteSchedule(q: ScheduleStatements, id: string): Promise<boolean> {
   return ((await q.deleteSchedule.execute({ id })).rowCount ?? 0) > 0;
+}
+
+/** Thrown inside a sync's transaction when one of its writes lost a race: the whole sync rolls back. */
+export class ScheduleSyncLost extends Error {}
+
+/**
+ * A sync's inserts, compare-and-set updates and deletes, inside the caller's transaction
+ * (see CronStore.applyScheduleSync). The schedule triggers NOTIFY the other processes.
+ * @throws ScheduleSyncLost when a name is taken or a version moved on, so that the caller rolls back.
+ */
+export async function applyScheduleSync(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  writes: ScheduleSyncWrites,
+): Promise<void> {
+  const { cronSchedules: s, cronExecutions: c } = tables;
+  for (let start = 0; start < writes.inserts.length; start += SYNC_INSERT_CHUNK) {
+    const chunk = writes.inserts.slice(start, start + SYNC_INSERT_CHUNK);
+    const inserted = await tx.insert(s).values(chunk).onConflictDoNothing().returning({ id: s.id });
+    if (inserted.length < chunk.length) throw new ScheduleSyncLost();
+  }
+  for (const { id, expectedVersion, patch } of writes.updates) {
+    if ((await updateSchedule(tx, tables, id, expectedVersion, patch)) === null) throw new ScheduleSyncLost();
+  }
+  for (const { id, expectedVersion } of writes.deletes) {
+    const deleted = await tx
+      .delete(s)
+      .where(and(eq(s.id, id), eq(s.version, expectedVersion)))
+      .returning({ id: s.id });
+    if (deleted.length === 0) throw new ScheduleSyncLost();
+    await tx
+      .update(c)
+      .set({ status: 'skipped' })
+      .where(and(eq(c.scheduleId, id), sql`${c.status} = 'buffered'`));
+  }
 }
 
 /** One page of schedules, oldest first. */

@@ -1,4 +1,10 @@
-import { DatabaseError, ScheduleConflictError, type ScheduleFilter, type ScheduleRow } from '@orreryjs/core';
+import {
+  DatabaseError,
+  ScheduleConflictError,
+  type ScheduleFilter,
+  type ScheduleRow,
+  type ScheduleSyncWrites,
+} from '@orreryjs/core';
 import { and, asc, eq, lte, notInArray, sql } from 'drizzle-orm';
 import { bind, bindAllColumns } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
@@ -6,7 +12,8 @@ import type { SqliteDb, SqliteHandle } from '../transaction.js';
 import type { ClaimStatements } from './claim.js';
 
 /*
- * Schedules: insert (idempotent by name), read, list, compare-and-set update, delete.
+ * Schedules: insert (idempotent by name), read, list, compare-and-set update, delete, and a
+ * declarative sync's writes applied together.
  */
 
 /** Enabled schedules: a literal, not a bound parameter, so that SQLite matches it to the due index. */
@@ -33,6 +40,10 @@ export function prepareSchedules({ db, tables }: SqliteHandle) {
       .delete(s)
       .where(eq(s.id, bind(s.id, 'id')))
       .prepare(),
+    deleteScheduleAtVersion: db
+      .delete(s)
+      .where(and(eq(s.id, bind(s.id, 'id')), eq(s.version, bind(s.version, 'version'))))
+      .prepare(),
   };
 }
 
@@ -57,6 +68,34 @@ export function insertSchedule(
 export function deleteSchedule(q: { schedules: ScheduleStatements; claim: ClaimStatements }, id: string): boolean {
   q.claim.skipBufferedRows.run({ scheduleId: id });
   return q.schedules.deleteSchedule.run({ id }).changes > 0;
+}
+
+/** Thrown inside a sync's transaction when one of its writes lost a race: the whole sync rolls back. */
+export class ScheduleSyncLost extends Error {}
+
+/**
+ * A sync's inserts, compare-and-set updates and deletes, inside the caller's write
+ * transaction (see CronStore.applyScheduleSync).
+ * @throws ScheduleSyncLost when a name is taken or a version moved on, so that the caller rolls back.
+ */
+export function applyScheduleSync(
+  db: SqliteDb,
+  tables: SqliteTables,
+  q: { schedules: ScheduleStatements; claim: ClaimStatements },
+  writes: ScheduleSyncWrites,
+): void {
+  for (const schedule of writes.inserts) {
+    if (q.schedules.insertSchedule.all({ ...schedule }).length === 0) throw new ScheduleSyncLost();
+  }
+  for (const { id, expectedVersion, patch } of writes.updates) {
+    if (updateSchedule(db, tables, id, expectedVersion, patch) === null) throw new ScheduleSyncLost();
+  }
+  for (const { id, expectedVersion } of writes.deletes) {
+    if (q.schedules.deleteScheduleAtVersion.run({ id, version: expectedVersion }).changes === 0) {
+      throw new ScheduleSyncLost();
+    }
+    q.claim.skipBufferedRows.run({ scheduleId: id });
+  }
 }
 
 /** One page of schedules, oldest first. */
