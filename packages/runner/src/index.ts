@@ -65,6 +65,8 @@ export type {
   HistoryOptions,
   ListSchedulesFilter,
   RecoveryStats,
+  SyncSchedulesOptions,
+  SyncSchedulesResult,
 } from '@orreryjs/cron';
 export { type ExecuteRequest, OrreryClient } from './client.js';
 export type { OrreryClientConfig } from './client-config.js';
