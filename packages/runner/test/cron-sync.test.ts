@@ -224,6 +224,23 @@ describe.each(ADAPTERS)('syncCronSchedules on $name', (adapter) => {
     expect(await runner.getCronExecutionHistory(pruned.id)).toHaveLength(1);
   });
 
+  it('plans again after losing a race: of two concurrent identical syncs one creates, the other finds it unchanged', async () => {
+    const runner = await open();
+    const other = await open();
+    const list = [
+      { name: 'raced', workflowName: 'report', cronExpression: '0 * * * *' },
+      { name: 'raced-too', workflowName: 'billing', cronExpression: '@every 10m' },
+    ];
+
+    const plans = await Promise.all([runner.syncCronSchedules(list), other.syncCronSchedules(list)]);
+
+    // Both read before either wrote: the second's inserts lose, it re-reads and finds the first's rows.
+    expect(plans.map((plan) => plan.created.length + plan.unchanged.length)).toEqual([2, 2]);
+    expect(plans.flatMap((plan) => plan.created).sort()).toEqual(['raced', 'raced-too']);
+    expect(plans.flatMap((plan) => plan.unchanged).sort()).toEqual(['raced', 'raced-too']);
+    expect(Object.values(await rows()).map((row) => row.version)).toEqual([1, 1]);
+  });
+
   it('never overwrites enabled, either way', async () => {
     const runner = await open();
     await runner.addCronSchedule({ name: 'off', workflowName: 'report', cronExpression: '0 * * * *', enabled: false });
