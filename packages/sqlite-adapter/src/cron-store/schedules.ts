@@ -5,7 +5,8 @@ import {
   type ScheduleRow,
   type ScheduleSyncWrites,
 } from '@orreryjs/core';
-import { and, asc, eq, lte, notInArray, sql } from 'drizzle-orm';
+import { and, asc, eq, getTableColumns, lte, notInArray, sql } from 'drizzle-orm';
+import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import { bind, bindAllColumns } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
@@ -87,8 +88,17 @@ export function applyScheduleSync(
   for (const schedule of writes.inserts) {
     if (q.schedules.insertSchedule.all({ ...schedule }).length === 0) throw new ScheduleSyncLost();
   }
+  // One prepared statement per set of patched columns (a sync has a few: definitions, re-timed ones, pauses).
+  const updates = new Map<string, ReturnType<typeof prepareSyncUpdate>>();
   for (const { id, expectedVersion, patch } of writes.updates) {
-    if (updateSchedule(db, tables, id, expectedVersion, patch) === null) throw new ScheduleSyncLost();
+    const fields = Object.keys(patch).sort();
+    const key = fields.join(',');
+    let update = updates.get(key);
+    if (update === undefined) {
+      update = prepareSyncUpdate(db, tables, fields);
+      updates.set(key, update);
+    }
+    if (update.run({ ...patch, id, expectedVersion }).changes === 0) throw new ScheduleSyncLost();
   }
   for (const { id, expectedVersion } of writes.deletes) {
     if (q.schedules.deleteScheduleAtVersion.run({ id, version: expectedVersion }).changes === 0) {
@@ -96,6 +106,18 @@ export function applyScheduleSync(
     }
     q.claim.skipBufferedRows.run({ scheduleId: id });
   }
+}
+
+/** A compare-and-set update of `fields` (placeholders named after them), bumping the version. */
+function prepareSyncUpdate(db: SqliteDb, tables: SqliteTables, fields: readonly string[]) {
+  const s = tables.cronSchedules;
+  const columns = getTableColumns(s) as Record<string, SQLiteColumn>;
+  const set = Object.fromEntries(fields.map((field) => [field, bind(columns[field]!, field)]));
+  return db
+    .update(s)
+    .set({ ...set, version: sql`${s.version} + 1` })
+    .where(and(eq(s.id, bind(s.id, 'id')), eq(s.version, bind(s.version, 'expectedVersion'))))
+    .prepare();
 }
 
 /** One page of schedules, oldest first. */
