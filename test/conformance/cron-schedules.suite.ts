@@ -172,18 +172,33 @@ export function describeCronSchedules(open: OpenStorage): void {
             occurrence(gone, T0),
             occurrence(gone, at(1), { status: 'buffered', claimedAt: at(1) }),
           ]);
+          const other = await insert({ name: uniqueName('other'), dst: { repeated: 'last', gap: 'skip' } });
           const fresh = scheduleRow({ name: uniqueName('fresh'), workflowName: uniqueName() });
-          const patch = { cronExpression: '0 * * * *', nextRunAt: at(60), updatedAt: at(2) };
+          // Every kind of column: text, instant, JSON, boolean, integer, and nulls.
+          const patch = {
+            cronExpression: '0 * * * *',
+            context: { nested: { list: [1, 'two', null] }, quote: 'it\'s "quoted"' },
+            enabled: false,
+            maxRuns: 3,
+            note: 'a note',
+            nextRunAt: at(60),
+            updatedAt: at(2),
+          };
+          const otherPatch = { dst: null, startAt: at(-5), jitterMs: 7 };
 
           const applied = await store().applyScheduleSync({
             inserts: [fresh],
-            updates: [{ id: kept.id, expectedVersion: 1, patch }],
+            updates: [
+              { id: kept.id, expectedVersion: 1, patch },
+              { id: other.id, expectedVersion: 1, patch: otherPatch },
+            ],
             deletes: [{ id: gone.id, expectedVersion: 1 }],
           });
 
           expect(applied).toBe(true);
           expect(await store().getSchedule(fresh.id)).toEqual(fresh);
           expect(await store().getSchedule(kept.id)).toEqual({ ...kept, ...patch, version: 2 });
+          expect(await store().getSchedule(other.id)).toEqual({ ...other, ...otherPatch, version: 2 });
           expect(await store().getSchedule(gone.id)).toBeNull();
           expect((await store().listOccurrences(gone.id, 10, 0)).map((row) => row.status).sort()).toEqual([
             'claimed',
