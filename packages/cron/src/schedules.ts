@@ -86,7 +86,7 @@ export class ScheduleManager {
     if (created || fields.length === 0) return toCronSchedule(schedule);
     if (onConflict !== 'update') {
       throw new ScheduleConflictError(
-        `A schedule named "${definition.name}" already exists with another definition (${describeDefinition(schedule)}); it differs in ${fields.join(', ')}. Pass { onConflict: 'update' } to replace it, or choose another name.`,
+        `A schedule named "${definition.name}" already exists with another definition (${describeDefinition(schedule)}); it differs in ${fields.join(', ')}: pass { onConflict: 'update' } to replace it, or choose another name.`,
         { fields },
       );
     }
