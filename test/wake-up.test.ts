@@ -160,27 +160,33 @@ describe('wake-up across processes on postgres', () => {
     expect((await promptly('wait() after the end resolved', execution.wait())).status).toBe('completed');
   });
 
-  it('fires a schedule that a client added in a worker process whose cron tick polls every 60 s', {
-    timeout: 60_000,
-  }, async () => {
-    database = postgres.open();
-    const worker = spawnFixture('wake-up-process.ts', ['worker', uniqueName('wake-cron')], env());
-    processes.push(worker);
-    await worker.ready;
-    const client = await OrreryClient.create({ ...database.config, listen: false });
-    closers.push(() => client.close());
+  // A declarative sync writes its schedules in one transaction of its own: the same triggers notify.
+  it.each([
+    ['added', '* * * * * *'],
+    ['synced', '@every 1s'],
+  ] as const)(
+    'fires a schedule that a client %s in a worker process whose cron tick polls every 60 s',
+    {
+      timeout: 60_000,
+    },
+    async (how, cronExpression) => {
+      database = postgres.open();
+      const worker = spawnFixture('wake-up-process.ts', ['worker', uniqueName('wake-cron')], env());
+      processes.push(worker);
+      await worker.ready;
+      const client = await OrreryClient.create({ ...database.config, listen: false });
+      closers.push(() => client.close());
 
-    const schedule = await client.addCronSchedule({
-      name: 'every-second',
-      workflowName: 'ping',
-      cronExpression: '* * * * * *',
-    });
-    const fired = waitFor(async () => {
-      const history = await client.getCronExecutionHistory(schedule.id);
-      return history.some((row) => row.pipelineExecutionId !== null);
-    }, PROMPT_MS + 1_000);
-    await promptly('the schedule fired', fired);
-  });
+      const input = { name: 'every-second', workflowName: 'ping', cronExpression };
+      if (how === 'synced') expect((await client.syncCronSchedules([input])).created).toEqual(['every-second']);
+      const schedule = how === 'added' ? await client.addCronSchedule(input) : await client.getCronSchedule(input.name);
+      const fired = waitFor(async () => {
+        const history = await client.getCronExecutionHistory(schedule.id);
+        return history.some((row) => row.pipelineExecutionId !== null);
+      }, PROMPT_MS + 1_000);
+      await promptly('the schedule fired', fired);
+    },
+  );
 
   it('re-establishes a killed LISTEN connection, loses nothing while it is down, and wakes up again', {
     timeout: 60_000,

@@ -181,6 +181,82 @@ export function describeCronSchedules(open: OpenStorage): void {
         });
       });
 
+      describe('applyScheduleSync', () => {
+        it('inserts, updates by compare-and-set and deletes together, keeping the ledger', async () => {
+          const kept = await insert({ name: uniqueName('kept') });
+          const gone = await insert({ name: uniqueName('gone') });
+          await store().insertOccurrences([
+            occurrence(gone, T0),
+            occurrence(gone, at(1), { status: 'buffered', claimedAt: at(1) }),
+          ]);
+          const other = await insert({ name: uniqueName('other'), dst: { repeated: 'last', gap: 'skip' } });
+          const fresh = scheduleRow({ name: uniqueName('fresh'), workflowName: uniqueName() });
+          // Every kind of column: text, instant, JSON, boolean, integer, and nulls.
+          const patch = {
+            cronExpression: '0 * * * *',
+            context: { nested: { list: [1, 'two', null] }, quote: 'it\'s "quoted"' },
+            enabled: false,
+            maxRuns: 3,
+            note: 'a note',
+            nextRunAt: at(60),
+            updatedAt: at(2),
+          };
+          const otherPatch = { dst: null, startAt: at(-5), jitterMs: 7 };
+
+          const applied = await store().applyScheduleSync({
+            inserts: [fresh],
+            updates: [
+              { id: kept.id, expectedVersion: 1, patch },
+              { id: other.id, expectedVersion: 1, patch: otherPatch },
+            ],
+            deletes: [{ id: gone.id, expectedVersion: 1 }],
+          });
+
+          expect(applied).toBe(true);
+          expect(await store().getSchedule(fresh.id)).toEqual(fresh);
+          expect(await store().getSchedule(kept.id)).toEqual({ ...kept, ...patch, version: 2 });
+          expect(await store().getSchedule(other.id)).toEqual({ ...other, ...otherPatch, version: 2 });
+          expect(await store().getSchedule(gone.id)).toBeNull();
+          expect((await store().listOccurrences(gone.id, 10, 0)).map((row) => row.status).sort()).toEqual([
+            'claimed',
+            'skipped',
+          ]);
+        });
+
+        it('applies an empty sync as a no-op', async () => {
+          expect(await store().applyScheduleSync({ inserts: [], updates: [], deletes: [] })).toBe(true);
+        });
+
+        it.each([
+          ['an update', 'update'],
+          ['a delete', 'delete'],
+          ['an insert', 'insert'],
+        ] as const)('writes nothing and returns false when %s loses a race', async (_label, loser) => {
+          const updated = await insert({ name: uniqueName('updated') });
+          const deleted = await insert({ name: uniqueName('deleted') });
+          const taken = await insert({ name: uniqueName('taken') });
+          // The losing write expects version 1 of a row a concurrent writer already moved to 2, or a name it took.
+          if (loser === 'update') await store().updateSchedule(updated.id, 1, { jitterMs: 5 });
+          if (loser === 'delete') await store().updateSchedule(deleted.id, 1, { jitterMs: 5 });
+          const before = await Promise.all([updated, deleted, taken].map((row) => store().getSchedule(row.id)));
+          const fresh = scheduleRow({ name: uniqueName('fresh'), workflowName: uniqueName() });
+          const clash = scheduleRow({ name: loser === 'insert' ? taken.name : uniqueName('free') });
+
+          const applied = await store().applyScheduleSync({
+            inserts: [fresh, clash],
+            updates: [{ id: updated.id, expectedVersion: 1, patch: { cronExpression: '0 * * * *' } }],
+            deletes: [{ id: deleted.id, expectedVersion: 1 }],
+          });
+
+          expect(applied).toBe(false);
+          expect(await store().getSchedule(fresh.id)).toBeNull();
+          expect(await store().getSchedule(clash.id)).toBeNull();
+          expect(await Promise.all([updated, deleted, taken].map((row) => store().getSchedule(row.id)))).toEqual(
+            before,
+          );
+        });
+      });
+
       describe('claimDueSchedules', () => {
         it('plans each due schedule once, inserts its rows and advances it by one version', async () => {
           const workflowName = uniqueName();

@@ -28,6 +28,10 @@ function wholeNumber(min: number, max: number, expected: string): (value: string
   };
 }
 
+/** What the cron-expression arguments (`schedules add`, `next`) accept, for their help. */
+export const CRON_ARGUMENT_HELP =
+  'cron expression: 5 fields, 6 with seconds first, or 7 with a year last; Quartz L W # ?; @daily, @hourly, ...; @every 90s, @every 1h30m';
+
 /**
  * An instant written in ISO-8601 (`2024-05-01`, `2024-05-01T02:00:00Z`). Without an offset it
  * is UTC, whatever the host's zone: a date alone is UTC midnight, `2024-05-01T09:00` is 09:00 UTC.

@@ -29,6 +29,7 @@ describe('CLI errors', () => {
       '--on-conflict update',
     );
     expect(line).not.toContain('onConflict:');
+    expect(line).toContain('it differs in cronExpression');
   });
 
   it('advise orrery executions list for an unknown execution id', () => {

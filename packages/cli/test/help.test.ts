@@ -6,10 +6,9 @@ const COMMANDS = [
   [],
   ['migrate'],
   ['schedules'],
-  ...['list', 'show', 'add', 'pause', 'resume', 'update', 'delete', 'trigger', 'backfill', 'history'].map((c) => [
-    'schedules',
-    c,
-  ]),
+  ...['list', 'show', 'add', 'apply', 'pause', 'resume', 'update', 'delete', 'trigger', 'backfill', 'history'].map(
+    (c) => ['schedules', c],
+  ),
   ['executions'],
   ['executions', 'list'],
   ['executions', 'show'],
@@ -69,6 +68,14 @@ describe('orrery --help', () => {
     const help = orrery(['dashboard', '--help']).stdout;
     expect(help).toMatch(/--json\s+print the address as one JSON document/);
     expect(help).not.toContain('instead of a table');
+  });
+
+  it('describes every kind of cron expression on add and next', () => {
+    for (const command of [['schedules', 'add'], ['next']]) {
+      const help = orrery([...command, '--help']).stdout.replace(/\s+/g, ' ');
+      for (const kind of ['7 with a year last', 'Quartz L W # ?', '@every 90s'])
+        expect(help, command.join(' ')).toContain(kind);
+    }
   });
 
   it('refuses an unknown command in one line with a suggestion, exit code 2', () => {

@@ -54,6 +54,17 @@ export interface ScheduleRow {
   updatedAt: Date;
 }
 
+/** The writes of a declarative schedule sync: see {@link CronStore.applyScheduleSync}. */
+export interface ScheduleSyncWrites {
+  inserts: ScheduleRow[];
+  updates: Array<{
+    id: string;
+    expectedVersion: number;
+    patch: Partial<Omit<ScheduleRow, 'id' | 'version' | 'createdAt'>>;
+  }>;
+  deletes: Array<{ id: string; expectedVersion: number }>;
+}
+
 /** A ledger row: one occurrence (or, for `missed`, a run of `missedCount` slots). */
 export interface CronExecutionRow {
   id: string;
@@ -287,6 +298,15 @@ export interface CronStore {
    * False when unknown.
    */
   deleteSchedule(id: string): Promise<boolean>;
+  /**
+   * A declarative sync's writes, in one transaction, all or nothing: inserts `inserts` (a
+   * name already taken loses), writes each update by compare-and-set on `expectedVersion`
+   * (then version + 1, as updateSchedule), and deletes each of `deletes` only at its
+   * `expectedVersion` (ledger kept, buffered rows `skipped`, as deleteSchedule). False, with
+   * nothing written, when any of them lost to a concurrent write: the caller re-reads and
+   * plans again.
+   */
+  applyScheduleSync(writes: ScheduleSyncWrites): Promise<boolean>;
   /**
    * Claim + phase 1 in one transaction: locks due enabled schedules (nextRunAt ≤ now; SKIP
    * LOCKED on Postgres), asks `plan` for each, inserts its rows ON CONFLICT DO NOTHING and

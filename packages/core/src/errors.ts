@@ -86,8 +86,12 @@ export class ExecutionNotFoundError extends OrreryError {
 
 /** A schedule name is taken by a schedule with another definition. */
 export class ScheduleConflictError extends OrreryError {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** The definition fields that differ from the stored schedule's (empty when the conflict is a taken name). */
+  readonly fields: string[];
+
+  constructor(message: string, options?: { cause?: unknown; fields?: readonly string[] }) {
     super('SCHEDULE_CONFLICT', message, options);
+    this.fields = [...(options?.fields ?? [])];
   }
 }
 

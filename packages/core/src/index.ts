@@ -41,6 +41,7 @@ export type {
   ScheduleFilter,
   SchedulePlan,
   ScheduleRow,
+  ScheduleSyncWrites,
 } from './cron-store.js';
 export { MAX_RUNS_NOTE } from './cron-store.js';
 export {

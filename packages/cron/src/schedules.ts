@@ -5,14 +5,24 @@ import {
   ScheduleConflictError,
   ScheduleNotFoundError,
   type ScheduleRow,
+  type ScheduleSyncWrites,
   UniversalUuid,
   ValidationError,
 } from '@orreryjs/core';
 import type { CronServiceOptions } from './options.js';
 import { failurePauseNote } from './plan.js';
+import {
+  atEntry,
+  checkSyncOptions,
+  inScope,
+  PRUNED_NOTE,
+  type SyncSchedulesOptions,
+  type SyncSchedulesResult,
+  validateSyncList,
+} from './sync.js';
 import { type CronSchedule, type CronScheduleInput, toCronSchedule } from './types.js';
 import { assertCanFire, checkNote, type ScheduleDefinition, validateScheduleInput } from './validate.js';
-import { firstRunAt, sameTiming } from './window.js';
+import { firstRunAt, sameTiming, timingChanges } from './window.js';
 
 /** Filter of {@link ScheduleManager.list}. */
 export interface ListSchedulesFilter {
@@ -70,28 +80,82 @@ export class ScheduleManager {
       if (existing !== null && sameDefinition(existing, definition)) return toCronSchedule(existing);
       throw error;
     }
-    const row: ScheduleRow = {
-      id: newId(),
-      ...definition,
-      enabled,
-      enabledAt: now,
-      note: note ?? null,
-      runCount: 0,
-      nextRunAt: enabled ? firstRunAt(definition, now) : null,
-      lastRunAt: null,
-      version: 1,
-      createdAt: now,
-      updatedAt: now,
-    };
-    const { schedule, created } = await this.#deps.store.insertSchedule(row);
+    const { schedule, created } = await this.#deps.store.insertSchedule(newRow(definition, enabled, note, now));
     if (created) this.#onRetimed(schedule.nextRunAt);
-    if (created || sameDefinition(schedule, definition)) return toCronSchedule(schedule);
+    const fields = definitionChanges(schedule, definition);
+    if (created || fields.length === 0) return toCronSchedule(schedule);
     if (onConflict !== 'update') {
       throw new ScheduleConflictError(
-        `A schedule named "${definition.name}" already exists with another definition (${describeDefinition(schedule)}); pass { onConflict: 'update' } to replace it, or choose another name.`,
+        `A schedule named "${definition.name}" already exists with another definition (${describeDefinition(schedule)}); it differs in ${fields.join(', ')}: pass { onConflict: 'update' } to replace it, or choose another name.`,
+        { fields },
       );
     }
     return toCronSchedule(await this.#update(schedule, (current) => this.#retime(current, definition)));
+  }
+
+  /**
+   * Makes the stored schedules match `inputs`, by name, in one transaction: creates the new
+   * ones, rewrites the definitions that differ (never `enabled`), and prunes the schedules in
+   * scope that the list leaves out. Every entry is validated first, so a bad one anywhere
+   * refuses the whole list with nothing written. A write that loses to a concurrent one (a
+   * tick advancing a schedule) rolls the whole sync back; it is then planned again from the
+   * latest rows, as updates are.
+   * @throws ValidationError (or a subclass) naming the entry, WorkflowNotFoundError.
+   */
+  async sync(inputs: readonly CronScheduleInput[], options?: SyncSchedulesOptions): Promise<SyncSchedulesResult> {
+    const { prune, scope, dryRun } = checkSyncOptions(options);
+    const entries = validateSyncList(inputs, scope, (input) => validateScheduleInput(input, this.#limits()));
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt += 1) {
+      const existing = await this.#deps.store.listSchedules({ limit: Number.MAX_SAFE_INTEGER, offset: 0 });
+      const byName = new Map(existing.map((row) => [row.name, row]));
+      const now = this.#deps.clock.now();
+      const result: SyncSchedulesResult = { created: [], updated: [], unchanged: [], pruned: [] };
+      const writes: ScheduleSyncWrites = { inserts: [], updates: [], deletes: [] };
+      entries.forEach(({ definition, enabled, note }, index) => {
+        const row = byName.get(definition.name);
+        try {
+          if (row === undefined) {
+            // A new schedule is refused as addCronSchedule refuses it: one that would never fire.
+            assertCanFire(definition, now);
+            writes.inserts.push(newRow(definition, enabled, note, now));
+            result.created.push(definition.name);
+            return;
+          }
+          const changed = definitionChanges(row, definition);
+          if (changed.length === 0) {
+            result.unchanged.push(definition.name);
+            return;
+          }
+          writes.updates.push({ id: row.id, expectedVersion: row.version, patch: this.#retime(row, definition) });
+          result.updated.push({ name: definition.name, changed });
+        } catch (error) {
+          throw atEntry(error, index);
+        }
+      });
+      const listed = new Set(entries.map(({ definition }) => definition.name));
+      for (const row of existing) {
+        if (prune === 'none' || listed.has(row.name ?? '') || !inScope(row, scope)) continue;
+        if (prune === 'delete') {
+          writes.deletes.push({ id: row.id, expectedVersion: row.version });
+        } else if (row.enabled) {
+          const patch = { ...this.#enabledPatch(row, false, row), note: PRUNED_NOTE };
+          writes.updates.push({ id: row.id, expectedVersion: row.version, patch });
+        } else {
+          // Already paused (by an earlier sync or an operator, whose note stays): nothing to write.
+          continue;
+        }
+        result.pruned.push(row.name as string);
+      }
+      if (dryRun) return result;
+      if (await this.#deps.store.applyScheduleSync(writes)) {
+        for (const inserted of writes.inserts) this.#onRetimed(inserted.nextRunAt);
+        for (const { patch } of writes.updates) if (patch.nextRunAt !== undefined) this.#onRetimed(patch.nextRunAt);
+        return result;
+      }
+    }
+    throw new DatabaseError(
+      `The schedules kept changing under ${MAX_CAS_ATTEMPTS} sync attempts; retry syncCronSchedules.`,
+    );
   }
 
   /** @throws ScheduleNotFoundError for an unknown id or name. */
@@ -260,17 +324,42 @@ function notFound(idOrName: string): ScheduleNotFoundError {
 
 /** True when a stored schedule has exactly this (normalised) definition. */
 function sameDefinition(row: ScheduleRow, definition: ScheduleDefinition): boolean {
-  return (
-    row.name === definition.name &&
-    row.workflowName === definition.workflowName &&
-    row.catchupPolicy === definition.catchupPolicy &&
-    row.overlapPolicy === definition.overlapPolicy &&
-    row.jitterMs === definition.jitterMs &&
-    row.pauseOnFailure === definition.pauseOnFailure &&
-    row.maxRuns === definition.maxRuns &&
-    sameTiming(row, definition) &&
-    canonicalJson(row.context) === canonicalJson(definition.context)
-  );
+  return definitionChanges(row, definition).length === 0;
+}
+
+/**
+ * The definition fields (every field but `enabled` and `note`) in which a stored schedule
+ * differs from `definition`, after normalisation; empty when it is the same definition.
+ */
+function definitionChanges(row: ScheduleRow, definition: ScheduleDefinition): string[] {
+  const changed: string[] = [];
+  if (row.name !== definition.name) changed.push('name');
+  if (row.workflowName !== definition.workflowName) changed.push('workflowName');
+  changed.push(...timingChanges(row, definition));
+  if (canonicalJson(row.context) !== canonicalJson(definition.context)) changed.push('context');
+  if (row.catchupPolicy !== definition.catchupPolicy) changed.push('catchupPolicy');
+  if (row.overlapPolicy !== definition.overlapPolicy) changed.push('overlapPolicy');
+  if (row.jitterMs !== definition.jitterMs) changed.push('jitterMs');
+  if (row.pauseOnFailure !== definition.pauseOnFailure) changed.push('pauseOnFailure');
+  if (row.maxRuns !== definition.maxRuns) changed.push('maxRuns');
+  return changed;
+}
+
+/** The row of a new schedule created `now`. */
+function newRow(definition: ScheduleDefinition, enabled: boolean, note: string | null | undefined, now: Date) {
+  return {
+    id: newId(),
+    ...definition,
+    enabled,
+    enabledAt: now,
+    note: note ?? null,
+    runCount: 0,
+    nextRunAt: enabled ? firstRunAt(definition, now) : null,
+    lastRunAt: null,
+    version: 1,
+    createdAt: now,
+    updatedAt: now,
+  } satisfies ScheduleRow;
 }
 
 function describeDefinition(row: ScheduleRow): string {

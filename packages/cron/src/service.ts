@@ -7,6 +7,7 @@ import { type CronServiceOptions, emitEvent } from './options.js';
 import { CronRecovery, type RecoveryResult } from './recover.js';
 import { CronScheduler, type TickResult } from './scheduler.js';
 import { type AddScheduleOptions, type ListSchedulesFilter, ScheduleManager } from './schedules.js';
+import type { SyncSchedulesOptions, SyncSchedulesResult } from './sync.js';
 import { triggerSchedule } from './trigger.js';
 import type { CronExecution, CronExecutionStats, CronSchedule, CronScheduleInput, RecoveryStats } from './types.js';
 import type { TriggerOptions } from './validate.js';
@@ -65,6 +66,14 @@ export class CronService {
    */
   addSchedule(input: CronScheduleInput, options?: AddScheduleOptions): Promise<CronSchedule> {
     return this.#schedules.add(input, options);
+  }
+
+  /**
+   * Makes the stored schedules match a declared list, in one transaction (see ScheduleManager.sync).
+   * @throws ValidationError (or a subclass) naming the bad entry, WorkflowNotFoundError.
+   */
+  syncSchedules(inputs: readonly CronScheduleInput[], options?: SyncSchedulesOptions): Promise<SyncSchedulesResult> {
+    return this.#schedules.sync(inputs, options);
   }
 
   /** Schedules, oldest first. */

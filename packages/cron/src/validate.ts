@@ -292,7 +292,7 @@ function checkJitter(value: unknown): number {
   return value;
 }
 
-function checkChoice<T extends string>(field: string, value: unknown, choices: readonly T[]): T {
+export function checkChoice<T extends string>(field: string, value: unknown, choices: readonly T[]): T {
   if (!choices.includes(value as T)) {
     const allowed = choices.map((choice) => `'${choice}'`).join(', ');
     throw new ValidationError(`${field} must be one of ${allowed}, got ${describe(value)}.`);
@@ -308,7 +308,7 @@ function checkString(field: string, value: unknown): string {
   return assertNoNul(value, `${field} ${describe(value)}`);
 }
 
-function checkBoolean(field: string, value: unknown): boolean {
+export function checkBoolean(field: string, value: unknown): boolean {
   if (typeof value !== 'boolean') throw new ValidationError(`${field} must be true or false, got ${describe(value)}.`);
   return value;
 }

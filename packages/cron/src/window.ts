@@ -33,14 +33,18 @@ function beforeEnd(slot: Date | null, endAt: Date | null): Date | null {
 
 /** True when two timings fire at the same instants (expressions and zones are stored canonical). */
 export function sameTiming(a: ScheduleTiming, b: ScheduleTiming): boolean {
-  return (
-    a.cronExpression === b.cronExpression &&
-    a.timezone === b.timezone &&
-    a.dst?.repeated === b.dst?.repeated &&
-    a.dst?.gap === b.dst?.gap &&
-    sameInstant(a.startAt, b.startAt) &&
-    sameInstant(a.endAt, b.endAt)
-  );
+  return timingChanges(a, b).length === 0;
+}
+
+/** The timing fields in which `b` differs from `a`, in field order (expressions and zones are stored canonical). */
+export function timingChanges(a: ScheduleTiming, b: ScheduleTiming): string[] {
+  const changed: string[] = [];
+  if (a.cronExpression !== b.cronExpression) changed.push('cronExpression');
+  if (a.timezone !== b.timezone) changed.push('timezone');
+  if (a.dst?.repeated !== b.dst?.repeated || a.dst?.gap !== b.dst?.gap) changed.push('dst');
+  if (!sameInstant(a.startAt, b.startAt)) changed.push('startAt');
+  if (!sameInstant(a.endAt, b.endAt)) changed.push('endAt');
+  return changed;
 }
 
 /** True when both are null or denote the same millisecond. */

@@ -8,6 +8,8 @@ import type {
   HistoryOptions,
   ListSchedulesFilter,
   RecoveryStats,
+  SyncSchedulesOptions,
+  SyncSchedulesResult,
   TriggerOptions,
 } from '@orreryjs/cron';
 import { EventEmitter } from 'eventemitter3';
@@ -48,6 +50,31 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
     const workflowName = (input as Partial<CronScheduleInput> | null)?.workflowName;
     if (typeof workflowName === 'string') await this.checkWorkflowName(workflowName);
     return this.cronService().addSchedule(input, options);
+  }
+
+  /**
+   * Makes the stored schedules match `schedules` (schedules declared in code), by name, in one
+   * transaction: creates the new ones, rewrites those whose definition differs (never
+   * `enabled`), and with `prune` pauses or deletes the schedules in `scope` the list leaves
+   * out. Returns the plan (`updated[].changed` names the fields that differ); `dryRun` only
+   * computes it. Bad input anywhere refuses the whole list and writes nothing.
+   * @throws ValidationError (InvalidCronExpressionError, …) naming the entry (`schedules[i]`) and field.
+   * @throws WorkflowNotFoundError when a listed workflow is registered nowhere.
+   */
+  async syncCronSchedules(
+    schedules: CronScheduleInput[],
+    options?: SyncSchedulesOptions,
+  ): Promise<SyncSchedulesResult> {
+    this.assertOpen();
+    if (Array.isArray(schedules)) {
+      const workflowNames = new Set(
+        schedules.map((input) => (input as Partial<CronScheduleInput> | null)?.workflowName),
+      );
+      for (const workflowName of workflowNames) {
+        if (typeof workflowName === 'string') await this.checkWorkflowName(workflowName);
+      }
+    }
+    return this.cronService().syncSchedules(schedules, options);
   }
 
   /**

@@ -66,6 +66,8 @@ export type {
   HistoryOptions,
   ListSchedulesFilter,
   RecoveryStats,
+  SyncSchedulesOptions,
+  SyncSchedulesResult,
   TriggerOptions,
 } from '@orreryjs/cron';
 export { type ExecuteRequest, OrreryClient } from './client.js';

@@ -1,6 +1,6 @@
 import { type ParsedCron, parseCronExpression, validateTimezone } from '@orreryjs/cron';
 import type { Command } from 'commander';
-import { integerBetween, parseInstant } from '../arguments.js';
+import { CRON_ARGUMENT_HELP, integerBetween, parseInstant } from '../arguments.js';
 import { addJsonOption, type CliIo, type OutputOptions, writeJsonStream, writeTableStream } from '../output.js';
 
 interface NextOptions extends OutputOptions {
@@ -26,7 +26,7 @@ const MAX_NEXT_COUNT = 10_000;
 export function registerNextCommand(program: Command, io: CliIo): void {
   addJsonOption(program.command('next'))
     .description('Preview the next fire times of a cron expression (no database needed)')
-    .argument('<expression>', 'cron expression: 5 fields, 6 with seconds first, or @daily, @hourly, ...')
+    .argument('<expression>', CRON_ARGUMENT_HELP)
     .option('--tz <zone>', 'IANA timezone the expression is read in', 'UTC')
     .option(
       '-n, --count <n>',

@@ -1,4 +1,5 @@
-import type { Json } from '@orreryjs/core';
+import { readFile } from 'node:fs/promises';
+import { type Json, ValidationError } from '@orreryjs/core';
 import {
   CATCHUP_POLICIES,
   CATCHUP_POLICY_DESCRIPTIONS,
@@ -9,9 +10,16 @@ import {
   OVERLAP_POLICY_DESCRIPTIONS,
   SCHEDULE_DEFAULTS,
 } from '@orreryjs/cron';
-import type { CronScheduleInput, DstRules } from '@orreryjs/runner';
+import type { CronScheduleInput, DstRules, SyncSchedulesResult } from '@orreryjs/runner';
 import type { Command } from 'commander';
-import { integerAtLeast, oneOf, parseDstRules, parseInstant, parseJsonObject } from '../arguments.js';
+import {
+  CRON_ARGUMENT_HELP,
+  integerAtLeast,
+  oneOf,
+  parseDstRules,
+  parseInstant,
+  parseJsonObject,
+} from '../arguments.js';
 import { EXIT } from '../failure.js';
 import { addWideOption, type CliIo, formatInstant, type OutputOptions, writeJson, writeLine } from '../output.js';
 import { type DatabaseOptions, databaseCommand, withClient } from '../runner-session.js';
@@ -71,6 +79,12 @@ interface BackfillOptions extends CommonOptions {
   end: Date;
 }
 
+interface ApplyOptions extends CommonOptions {
+  prune?: 'pause' | 'delete';
+  scopePrefix?: string;
+  dryRun?: boolean;
+}
+
 interface PageOptions extends CommonOptions {
   limit: number;
   offset: number;
@@ -108,7 +122,7 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
     'add',
   )
     .argument('<workflow>', 'name of a workflow some runner registered (see `orrery workflows`)')
-    .argument('<cron>', 'cron expression: 5 fields, 6 with seconds first, or @daily, @hourly, ...')
+    .argument('<cron>', CRON_ARGUMENT_HELP)
     .option('--disabled', 'create the schedule paused')
     .option(
       '--on-conflict <policy>',
@@ -146,6 +160,36 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
       }
       const updated = await withClient(options, {}, (client) => client.updateCronSchedule(idOrName, patch));
       writeSchedule(io, updated, options.json);
+    });
+
+  databaseCommand(
+    schedules,
+    'apply',
+    'Make the schedules match a JSON file (by name, in one transaction); prints the plan as a diff',
+  )
+    .argument('<file>', 'JSON array of schedule inputs, as addCronSchedule takes them (startAt, endAt: ISO-8601)')
+    .option(
+      '--prune <mode>',
+      'schedules in scope the file leaves out: pause or delete (default: keep)',
+      oneOf(PRUNE_MODES),
+    )
+    .option(
+      '--scope-prefix <prefix>',
+      'the file owns only the schedules whose name starts with this (what --prune may touch)',
+    )
+    .option('--dry-run', 'print the plan and change nothing')
+    .action(async (file: string, options: ApplyOptions) => {
+      const inputs = await readScheduleFile(file);
+      const dryRun = options.dryRun === true;
+      const plan = await withClient(options, {}, (client) =>
+        client.syncCronSchedules(inputs, {
+          dryRun,
+          ...(options.prune === undefined ? {} : { prune: options.prune }),
+          ...(options.scopePrefix === undefined ? {} : { scope: { namePrefix: options.scopePrefix } }),
+        }),
+      );
+      if (options.json) writeJson(io, { dryRun, ...plan });
+      else writePlan(io, plan, { dryRun, prune: options.prune });
     });
 
   databaseCommand(schedules, 'pause', 'Disable a schedule; nothing fires until resumed')
@@ -241,6 +285,65 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
       );
       writeHistory(io, rows, options);
     });
+}
+
+/** `--prune` choices; leaving the flag out keeps the schedules the file does not list. */
+const PRUNE_MODES = ['pause', 'delete'] as const;
+
+/**
+ * The schedule inputs of an `apply` file: a JSON array of objects, `startAt`/`endAt` written as
+ * ISO-8601 instants (as the flags take them) and turned into dates. Everything else is
+ * validated by syncCronSchedules, which names the bad entry.
+ * @throws ValidationError for a file that cannot be read, is not a JSON array, or holds a bad instant.
+ */
+async function readScheduleFile(file: string): Promise<CronScheduleInput[]> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new ValidationError(`cannot read schedule file ${file}: ${(error as Error).message}`, { cause: error });
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new ValidationError(`schedule file ${file} is not valid JSON: ${(error as Error).message}`, { cause: error });
+  }
+  if (!Array.isArray(parsed)) {
+    throw new ValidationError(
+      `schedule file ${file} must hold a JSON array of schedule inputs such as [{ "name": "nightly", "workflowName": "report", "cronExpression": "0 2 * * *" }].`,
+    );
+  }
+  return parsed.map((entry: unknown, index) => {
+    if (typeof entry !== 'object' || entry === null) return entry as CronScheduleInput;
+    const input = { ...entry } as Record<string, unknown>;
+    for (const field of ['startAt', 'endAt'] as const) {
+      const value = input[field];
+      if (typeof value !== 'string') continue;
+      try {
+        input[field] = parseInstant(value);
+      } catch {
+        throw new ValidationError(
+          `schedules[${index}]: ${field} must be an ISO-8601 instant such as 2024-05-01T02:00:00Z, got ${JSON.stringify(value)}.`,
+        );
+      }
+    }
+    return input as unknown as CronScheduleInput;
+  });
+}
+
+/** The plan as a diff: `+` created, `~` updated (with the fields), `-` pruned, `=` unchanged; then a summary. */
+function writePlan(
+  io: CliIo,
+  plan: SyncSchedulesResult,
+  { dryRun, prune }: { dryRun: boolean; prune: ApplyOptions['prune'] },
+): void {
+  for (const name of plan.created) writeLine(io, `+ ${name}`);
+  for (const { name, changed } of plan.updated) writeLine(io, `~ ${name}: ${changed.join(', ')}`);
+  for (const name of plan.pruned) writeLine(io, `- ${name} (${prune === 'delete' ? 'delete' : 'pause'})`);
+  for (const name of plan.unchanged) writeLine(io, `= ${name}`);
+  const counts = `${plan.created.length} to create, ${plan.updated.length} to update, ${plan.pruned.length} to prune, ${plan.unchanged.length} unchanged`;
+  writeLine(io, dryRun ? `Dry run: ${counts}; nothing written.` : `Applied: ${counts}.`);
 }
 
 /** The flags of every definition field; an update also gets `--no-…` flags that clear optional ones. */

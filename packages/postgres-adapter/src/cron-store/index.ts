@@ -13,6 +13,7 @@ import type {
   ReleaseBufferedRequest,
   ScheduleFilter,
   ScheduleRow,
+  ScheduleSyncWrites,
 } from '@orreryjs/core';
 import { type PostgresHandle, statement, transaction } from '../transaction.js';
 import { insertOccurrences } from './backfill.js';
@@ -22,9 +23,11 @@ import { prepareHandoff } from './handoff.js';
 import { occurrenceStats, prepareLedger } from './ledger.js';
 import { claimLostOccurrences, finishRecovery, prepareRecover } from './recover.js';
 import {
+  applyScheduleSync,
   deleteSchedule,
   insertSchedule,
   prepareSchedules,
+  ScheduleSyncLost,
   selectSchedules,
   selectStrandedSchedules,
   updateSchedule,
@@ -83,6 +86,16 @@ export class PostgresCronStore implements CronStore {
 
   deleteSchedule(id: string): Promise<boolean> {
     return statement('deleteSchedule', () => deleteSchedule(this.#q.schedules, id));
+  }
+
+  async applyScheduleSync(writes: ScheduleSyncWrites): Promise<boolean> {
+    try {
+      await transaction(this.#handle, 'applyScheduleSync', (tx) => applyScheduleSync(tx, this.#handle.tables, writes));
+      return true;
+    } catch (error) {
+      if ((error as { cause?: unknown }).cause instanceof ScheduleSyncLost) return false;
+      throw error;
+    }
   }
 
   claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {

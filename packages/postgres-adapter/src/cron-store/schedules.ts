@@ -1,12 +1,23 @@
-import { DatabaseError, ScheduleConflictError, type ScheduleFilter, type ScheduleRow } from '@orreryjs/core';
-import { and, asc, eq, lte, notInArray, sql } from 'drizzle-orm';
-import { bind, bindAllColumns } from '../codec.js';
+import {
+  DatabaseError,
+  ScheduleConflictError,
+  type ScheduleFilter,
+  type ScheduleRow,
+  type ScheduleSyncWrites,
+} from '@orreryjs/core';
+import { and, asc, eq, getTableColumns, lte, notInArray, sql } from 'drizzle-orm';
+import type { PgColumn } from 'drizzle-orm/pg-core';
+import { arrayParam, bind, bindAllColumns, encodeUuidList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import { type PostgresDb, type PostgresHandle, sqlState } from '../transaction.js';
 
 /*
- * Schedules: insert (idempotent by name), read, list, compare-and-set update, delete.
+ * Schedules: insert (idempotent by name), read, list, compare-and-set update, delete, and a
+ * declarative sync's writes applied together.
  */
+
+// Rows per multi-row INSERT of a sync: well under Postgres's 65,535 parameters at the table's width.
+const SYNC_INSERT_CHUNK = 1000;
 
 /** Enabled schedules: a literal, not a bound parameter, so that a generic plan can use the due index. */
 export function isEnabled({ cronSchedules: s }: PostgresTables) {
@@ -69,6 +80,88 @@ export async function insertSchedule(
  */
 export async function deleteSchedule(q: ScheduleStatements, id: string): Promise<boolean> {
   return ((await q.deleteSchedule.execute({ id })).rowCount ?? 0) > 0;
+}
+
+/** Thrown inside a sync's transaction when one of its writes lost a race: the whole sync rolls back. */
+export class ScheduleSyncLost extends Error {}
+
+/**
+ * A sync's inserts, compare-and-set updates and deletes, inside the caller's transaction
+ * (see CronStore.applyScheduleSync). The schedule triggers NOTIFY the other processes.
+ * @throws ScheduleSyncLost when a name is taken or a version moved on, so that the caller rolls back.
+ */
+export async function applyScheduleSync(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  writes: ScheduleSyncWrites,
+): Promise<void> {
+  const { cronSchedules: s, cronExecutions: c } = tables;
+  for (let start = 0; start < writes.inserts.length; start += SYNC_INSERT_CHUNK) {
+    const chunk = writes.inserts.slice(start, start + SYNC_INSERT_CHUNK);
+    const inserted = await tx.insert(s).values(chunk).onConflictDoNothing().returning({ id: s.id });
+    if (inserted.length < chunk.length) throw new ScheduleSyncLost();
+  }
+  // One statement per set of patched columns (a sync has a few: definitions, re-timed ones, pauses).
+  const groups = new Map<string, ScheduleSyncWrites['updates']>();
+  for (const update of writes.updates) {
+    const key = Object.keys(update.patch).sort().join(',');
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, [update]);
+    else group.push(update);
+  }
+  for (const [key, updates] of groups) {
+    const updated = await updateScheduleGroup(tx, tables, key === '' ? [] : key.split(','), updates);
+    if (updated.length < updates.length) throw new ScheduleSyncLost();
+  }
+  if (writes.deletes.length > 0) {
+    const ids = arrayParam(encodeUuidList(writes.deletes.map((write) => write.id)));
+    const versions = arrayParam(writes.deletes.map((write) => write.expectedVersion));
+    const deleted = await tx
+      .delete(s)
+      .where(sql`(${s.id}, ${s.version}) IN (SELECT * FROM unnest(${ids}::uuid[], ${versions}::int[]))`)
+      .returning({ id: s.id });
+    if (deleted.length < writes.deletes.length) throw new ScheduleSyncLost();
+    await tx
+      .update(c)
+      .set({ status: 'skipped' })
+      .where(and(sql`${c.scheduleId} = ANY(${ids}::uuid[])`, sql`${c.status} = 'buffered'`));
+  }
+}
+
+/**
+ * Writes the same columns (`fields`) of many schedules by compare-and-set on their versions, one
+ * statement; returns the ids it updated.
+ */
+function updateScheduleGroup(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  fields: readonly string[],
+  updates: ScheduleSyncWrites['updates'],
+) {
+  const s = tables.cronSchedules;
+  const columns = getTableColumns(s) as Record<string, PgColumn>;
+  const values = fields.map((field) => {
+    const column = columns[field]!;
+    const encoded = updates.map(({ patch }) => {
+      const value = (patch as Record<string, unknown>)[field];
+      return value === null || value === undefined ? null : column.mapToDriverValue(value);
+    });
+    return sql`${arrayParam(encoded)}::${sql.raw(column.getSQLType())}[]`;
+  });
+  // Raw SQL: rows from parallel arrays (unnest), which drizzle's builder cannot name as an UPDATE source.
+  const source = sql`unnest(${arrayParam(encodeUuidList(updates.map((update) => update.id)))}::uuid[],
+      ${arrayParam(updates.map((update) => update.expectedVersion))}::int[]${sql.join(
+        values.map((value) => sql`, ${value}`),
+      )}) AS v(id, expected_version${sql.raw(fields.map((_, index) => `, f${index}`).join(''))})`;
+  return tx
+    .update(s)
+    .set({
+      ...Object.fromEntries(fields.map((field, index) => [field, sql.raw(`v.f${index}`)])),
+      version: sql`${s.version} + 1`,
+    })
+    .from(source)
+    .where(and(sql`${s.id} = v.id`, sql`${s.version} = v.expected_version`))
+    .returning({ id: s.id });
 }
 
 /** One page of schedules, oldest first. */

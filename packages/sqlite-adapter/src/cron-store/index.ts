@@ -13,6 +13,7 @@ import type {
   ReleaseBufferedRequest,
   ScheduleFilter,
   ScheduleRow,
+  ScheduleSyncWrites,
 } from '@orreryjs/core';
 import { prepareControl } from '../execution-store/control.js';
 import { preparePipelines } from '../execution-store/pipelines.js';
@@ -24,9 +25,11 @@ import { prepareHandoff } from './handoff.js';
 import { occurrenceStats, prepareLedger } from './ledger.js';
 import { claimLostOccurrences, finishRecovery, prepareRecover } from './recover.js';
 import {
+  applyScheduleSync,
   deleteSchedule,
   insertSchedule,
   prepareSchedules,
+  ScheduleSyncLost,
   selectSchedules,
   selectStrandedSchedules,
   updateSchedule,
@@ -95,6 +98,18 @@ export class SqliteCronStore implements CronStore {
 
   deleteSchedule(id: string): Promise<boolean> {
     return writeTransaction(this.#handle, 'deleteSchedule', () => deleteSchedule(this.#q, id));
+  }
+
+  async applyScheduleSync(writes: ScheduleSyncWrites): Promise<boolean> {
+    try {
+      await writeTransaction(this.#handle, 'applyScheduleSync', () =>
+        applyScheduleSync(this.#handle.db, this.#handle.tables, this.#q, writes),
+      );
+      return true;
+    } catch (error) {
+      if ((error as { cause?: unknown }).cause instanceof ScheduleSyncLost) return false;
+      throw error;
+    }
   }
 
   claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {

@@ -1,12 +1,20 @@
-import { DatabaseError, ScheduleConflictError, type ScheduleFilter, type ScheduleRow } from '@orreryjs/core';
-import { and, asc, eq, lte, notInArray, sql } from 'drizzle-orm';
+import {
+  DatabaseError,
+  ScheduleConflictError,
+  type ScheduleFilter,
+  type ScheduleRow,
+  type ScheduleSyncWrites,
+} from '@orreryjs/core';
+import { and, asc, eq, getTableColumns, lte, notInArray, sql } from 'drizzle-orm';
+import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import { bind, bindAllColumns } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
 import type { ClaimStatements } from './claim.js';
 
 /*
- * Schedules: insert (idempotent by name), read, list, compare-and-set update, delete.
+ * Schedules: insert (idempotent by name), read, list, compare-and-set update, delete, and a
+ * declarative sync's writes applied together.
  */
 
 /** Enabled schedules: a literal, not a bound parameter, so that SQLite matches it to the due index. */
@@ -33,6 +41,10 @@ export function prepareSchedules({ db, tables }: SqliteHandle) {
       .delete(s)
       .where(eq(s.id, bind(s.id, 'id')))
       .prepare(),
+    deleteScheduleAtVersion: db
+      .delete(s)
+      .where(and(eq(s.id, bind(s.id, 'id')), eq(s.version, bind(s.version, 'version'))))
+      .prepare(),
   };
 }
 
@@ -57,6 +69,55 @@ export function insertSchedule(
 export function deleteSchedule(q: { schedules: ScheduleStatements; claim: ClaimStatements }, id: string): boolean {
   q.claim.skipBufferedRows.run({ scheduleId: id });
   return q.schedules.deleteSchedule.run({ id }).changes > 0;
+}
+
+/** Thrown inside a sync's transaction when one of its writes lost a race: the whole sync rolls back. */
+export class ScheduleSyncLost extends Error {}
+
+/**
+ * A sync's inserts, compare-and-set updates and deletes, inside the caller's write
+ * transaction (see CronStore.applyScheduleSync).
+ * @throws ScheduleSyncLost when a name is taken or a version moved on, so that the caller rolls back.
+ */
+export function applyScheduleSync(
+  db: SqliteDb,
+  tables: SqliteTables,
+  q: { schedules: ScheduleStatements; claim: ClaimStatements },
+  writes: ScheduleSyncWrites,
+): void {
+  for (const schedule of writes.inserts) {
+    if (q.schedules.insertSchedule.all({ ...schedule }).length === 0) throw new ScheduleSyncLost();
+  }
+  // One prepared statement per set of patched columns (a sync has a few: definitions, re-timed ones, pauses).
+  const updates = new Map<string, ReturnType<typeof prepareSyncUpdate>>();
+  for (const { id, expectedVersion, patch } of writes.updates) {
+    const fields = Object.keys(patch).sort();
+    const key = fields.join(',');
+    let update = updates.get(key);
+    if (update === undefined) {
+      update = prepareSyncUpdate(db, tables, fields);
+      updates.set(key, update);
+    }
+    if (update.run({ ...patch, id, expectedVersion }).changes === 0) throw new ScheduleSyncLost();
+  }
+  for (const { id, expectedVersion } of writes.deletes) {
+    if (q.schedules.deleteScheduleAtVersion.run({ id, version: expectedVersion }).changes === 0) {
+      throw new ScheduleSyncLost();
+    }
+    q.claim.skipBufferedRows.run({ scheduleId: id });
+  }
+}
+
+/** A compare-and-set update of `fields` (placeholders named after them), bumping the version. */
+function prepareSyncUpdate(db: SqliteDb, tables: SqliteTables, fields: readonly string[]) {
+  const s = tables.cronSchedules;
+  const columns = getTableColumns(s) as Record<string, SQLiteColumn>;
+  const set = Object.fromEntries(fields.map((field) => [field, bind(columns[field]!, field)]));
+  return db
+    .update(s)
+    .set({ ...set, version: sql`${s.version} + 1` })
+    .where(and(eq(s.id, bind(s.id, 'id')), eq(s.version, bind(s.version, 'expectedVersion'))))
+    .prepare();
 }
 
 /** One page of schedules, oldest first. */
