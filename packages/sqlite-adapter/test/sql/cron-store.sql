@@ -19,6 +19,11 @@ delete
   from "cron_schedules"
   where "cron_schedules"."id" = ?;
 
+-- schedules/deleteScheduleAtVersion
+delete
+  from "cron_schedules"
+  where ("cron_schedules"."id" = ? and "cron_schedules"."version" = ?);
+
 -- claim/selectDueSchedules
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
