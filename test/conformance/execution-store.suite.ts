@@ -71,6 +71,8 @@ export function describeExecutionStore(open: OpenStorage): void {
               availableAt: at(5),
               leaseOwner: null,
               leaseExpiresAt: null,
+              runnerId: null,
+              attemptHistory: null,
               output: null,
               error: null,
               startedAt: null,
@@ -502,6 +504,98 @@ export function describeExecutionStore(open: OpenStorage): void {
           const [again] = await wf.claim('r2', at(10));
           expect(again!.leaseExpired).toBe(false);
           expect(again!.task).toMatchObject({ attempt: 2, failedAttempts: 0, leaseOwner: 'r2' });
+        });
+      });
+
+      describe('attempt history', () => {
+        /** The stored entry of an attempt that did not complete (instants in epoch ms, as stored). */
+        const entry = (
+          attempt: number,
+          runnerId: string,
+          startedAt: number,
+          endedAt: number,
+          outcome: string,
+          error: string | null,
+        ) => ({
+          attempt,
+          runnerId,
+          startedAt: at(startedAt).getTime(),
+          endedAt: at(endedAt).getTime(),
+          outcome,
+          error,
+        });
+
+        it('keeps each failed and timed-out attempt with its runner and error, and the completing runner in the row', async () => {
+          const wf = fixture();
+          const pipeline = await wf.create();
+          const [first] = await wf.claim('r1', at(0));
+          await wf.finish(first!, { status: 'retry', error: 'boom', availableAt: at(1000) }, at(100));
+          const [second] = await wf.claim('r2', at(1000));
+          expect(second!.task.attemptHistory).toEqual([entry(1, 'r1', 0, 100, 'failed', 'boom')]);
+          // Through the batch finish, which Postgres writes with a statement of its own.
+          const timedOut = { status: 'retry', error: 'timed out', availableAt: at(2000), timedOut: true } as const;
+          expect((await store().finishTasks([wf.request(second!, timedOut, at(1500))]))[0]!.accepted).toBe(true);
+          const [third] = await wf.claim('r1', at(2000));
+          await wf.finish(third!, completed(), at(2100));
+          expect((await store().listTasks(pipeline.id))[0]).toMatchObject({
+            status: 'completed',
+            attempt: 3,
+            runnerId: 'r1',
+            leaseOwner: null,
+            startedAt: at(2000),
+            completedAt: at(2100),
+            error: null,
+            // The completed attempt adds nothing: the row above describes it.
+            attemptHistory: [
+              entry(1, 'r1', 0, 100, 'failed', 'boom'),
+              entry(2, 'r2', 1000, 1500, 'timed_out', 'timed out'),
+            ],
+          });
+        });
+
+        it('records a task that ends failed, a timed-out one as timed_out', async () => {
+          const wf = fixture();
+          const [failing, timing] = [await wf.create(), await wf.create()];
+          const claimed = await wf.claim('r1', at(0));
+          const of = (id: string) => claimed.find((c) => c.task.pipelineExecutionId === id)!;
+          await wf.finish(of(failing.id), { status: 'failed', error: 'bad input' }, at(10));
+          await wf.finish(of(timing.id), { status: 'failed', error: 'too slow', timedOut: true }, at(20));
+          expect((await store().listTasks(failing.id))[0]!.attemptHistory).toEqual([
+            entry(1, 'r1', 0, 10, 'failed', 'bad input'),
+          ]);
+          expect((await store().listTasks(timing.id))[0]!.attemptHistory).toEqual([
+            entry(1, 'r1', 0, 20, 'timed_out', 'too slow'),
+          ]);
+        });
+
+        it('records an expired lease under the runner that lost it, and nothing for a task claimed ahead and never started', async () => {
+          const wf = fixture();
+          const [started, ahead] = [await wf.create({ now: at(1) }), await wf.create({ now: at(2) })];
+          await wf.claim('r1', at(10), { startNow: 1 });
+          const taken = await wf.claim('r2', at(10 + LEASE_MS + 1));
+          const of = (id: string) => taken.find((c) => c.task.pipelineExecutionId === id)!.task;
+          const lost = entry(1, 'r1', 10, 10 + LEASE_MS, 'lease_expired', 'lease expired (held by r1)');
+          expect(of(started.id)).toMatchObject({ runnerId: 'r2', attemptHistory: [lost] });
+          expect(of(ahead.id)).toMatchObject({ runnerId: 'r2', attemptHistory: null });
+          expect((await store().listTasks(started.id))[0]!.attemptHistory).toEqual([lost]);
+        });
+
+        it('records a started attempt given back at shutdown as released, and nothing for one never started', async () => {
+          const wf = fixture();
+          const [started, ahead] = [await wf.create({ now: at(1) }), await wf.create({ now: at(2) })];
+          const claimed = await wf.claim('r1', at(10), { startNow: 1 });
+          expect(
+            await store().releaseLeases(
+              'r1',
+              claimed.map((c) => leaseOfTask(c.task)),
+              at(50),
+            ),
+          ).toBe(2);
+          expect((await store().listTasks(started.id))[0]).toMatchObject({
+            status: 'ready',
+            attemptHistory: [entry(1, 'r1', 10, 50, 'released', null)],
+          });
+          expect((await store().listTasks(ahead.id))[0]).toMatchObject({ status: 'ready', attemptHistory: null });
         });
       });
 

@@ -8,6 +8,7 @@ const completed = (taskId: string, durationMs: number): TaskResult => ({
   status: 'completed',
   attempts: 1,
   durationMs,
+  attemptHistory: [],
 });
 
 describe('drawTaskTree', () => {
@@ -27,10 +28,17 @@ describe('drawTaskTree', () => {
 
   it('draws siblings with branch and continuation characters', () => {
     const lines = drawTaskTree([
-      { taskId: 'root', status: 'completed', attempts: 1, dependsOn: [] },
-      { taskId: 'left', status: 'failed', attempts: 3, dependsOn: ['root'], error: 'boom\nat line 2' },
-      { taskId: 'leaf', status: 'skipped', attempts: 0, dependsOn: ['left'] },
-      { taskId: 'right', status: 'running', attempts: 1, dependsOn: ['root'] },
+      { taskId: 'root', status: 'completed', attempts: 1, dependsOn: [], attemptHistory: [] },
+      {
+        taskId: 'left',
+        status: 'failed',
+        attempts: 3,
+        dependsOn: ['root'],
+        error: 'boom\nat line 2',
+        attemptHistory: [],
+      },
+      { taskId: 'leaf', status: 'skipped', attempts: 0, dependsOn: ['left'], attemptHistory: [] },
+      { taskId: 'right', status: 'running', attempts: 1, dependsOn: ['root'], attemptHistory: [] },
     ]);
     expect(lines.map((line) => line.trimEnd())).toEqual([
       'TASK          STATE      ATTEMPTS  DURATION',

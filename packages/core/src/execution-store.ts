@@ -1,5 +1,5 @@
 import type { ContextDelta } from './context.js';
-import type { PipelineStatus, TaskStatus } from './executor.js';
+import type { AttemptOutcome, PipelineStatus, TaskStatus } from './executor.js';
 import type { JsonObject } from './json.js';
 
 /**
@@ -36,6 +36,21 @@ export interface PipelineRow {
   updatedAt: Date;
 }
 
+/**
+ * An attempt that did not complete, as the `attempt_history` JSON column stores it (the
+ * statement that ends the attempt appends it): instants in epoch milliseconds, as JSON holds
+ * them. A completed attempt is never stored, so the success path writes nothing more: it is
+ * the row itself (`attempt`, `runnerId`, `startedAt`, `completedAt`).
+ */
+export interface StoredAttempt {
+  attempt: number;
+  runnerId: string | null;
+  startedAt: number;
+  endedAt: number;
+  outcome: Exclude<AttemptOutcome, 'completed'>;
+  error: string | null;
+}
+
 /** A stored task execution. */
 export interface TaskRow {
   id: string;
@@ -55,6 +70,10 @@ export interface TaskRow {
   availableAt: Date;
   leaseOwner: string | null;
   leaseExpiresAt: Date | null;
+  /** The runner that claimed the latest attempt; unlike `leaseOwner`, kept once the attempt ends. */
+  runnerId: string | null;
+  /** The attempts that did not complete, oldest first; null before the first of them. */
+  attemptHistory: StoredAttempt[] | null;
   /** The delta of the successful attempt. */
   output: ContextDelta | null;
   error: string | null;
@@ -153,9 +172,9 @@ export interface RenewLeasesOptions {
 /** How an attempt ended, as committed by {@link ExecutionStore.finishTask}. */
 export type TaskOutcome =
   | { status: 'completed'; output: ContextDelta }
-  | { status: 'failed'; error: string }
+  | { status: 'failed'; error: string; timedOut?: boolean }
   | { status: 'skipped'; reason: string }
-  | { status: 'retry'; error: string; availableAt: Date };
+  | { status: 'retry'; error: string; availableAt: Date; timedOut?: boolean };
 
 /** Input of {@link ExecutionStore.finishTask}. */
 export interface FinishTaskRequest extends LeaseRef {

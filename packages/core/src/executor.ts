@@ -27,6 +27,23 @@ export interface ExecuteOptions {
   scheduleId?: string;
 }
 
+/** How one attempt of a task ended. */
+export type AttemptOutcome = 'completed' | 'failed' | 'lease_expired' | 'timed_out' | 'released';
+
+/** One attempt of a task: which runner ran it, when, and how it ended. */
+export interface TaskAttempt {
+  /** 1-based; the attempt number the task saw as `info.attempt`. */
+  attempt: number;
+  /** The runner that held the attempt's lease (for `lease_expired`, the one that lost it); null when not recorded. */
+  runnerId: string | null;
+  startedAt: Date;
+  /** When it ended; for `lease_expired`, when its lease expired. */
+  endedAt: Date;
+  outcome: AttemptOutcome;
+  /** The failure of a `failed`, `timed_out` or `lease_expired` attempt. */
+  error?: string;
+}
+
 /** Outcome of one task. */
 export interface TaskResult {
   taskId: string;
@@ -39,6 +56,8 @@ export interface TaskResult {
   error?: string;
   /** A completed task's own context delta: the keys it set and deleted. */
   output?: { set: Record<string, Json>; deleted: string[] };
+  /** Every attempt that ended, oldest first (a running attempt is not listed until it ends). */
+  attemptHistory: TaskAttempt[];
 }
 
 /** Everything known about a pipeline execution. */

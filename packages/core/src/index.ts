@@ -78,10 +78,12 @@ export type {
   RegisteredTasks,
   RenewLeasesOptions,
   RetriedTask,
+  StoredAttempt,
   TaskOutcome,
   TaskRow,
 } from './execution-store.js';
 export type {
+  AttemptOutcome,
   ExecuteOptions,
   ListExecutionsFilter,
   PipelineExecution,
@@ -89,6 +91,7 @@ export type {
   PipelineResult,
   PipelineStatus,
   PipelineSummary,
+  TaskAttempt,
   TaskResult,
   TaskStatus,
 } from './executor.js';

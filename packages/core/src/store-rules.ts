@@ -63,6 +63,8 @@ export interface TaskOutcomeColumns {
   failed: 0 | 1;
   availableAt: Date | null;
   completedAt: Date | null;
+  /** How the attempt ended when it did not complete: the outcome its `attempt_history` entry records, else null. */
+  attemptOutcome: 'failed' | 'timed_out' | null;
 }
 
 /** The columns {@link TaskOutcome} writes to its task row at `now`. */
@@ -76,11 +78,28 @@ export function taskOutcomeColumns(outcome: TaskOutcome, now: Date): TaskOutcome
         failed: 0,
         availableAt: null,
         completedAt: now,
+        attemptOutcome: null,
       };
     case 'failed':
-      return { status: 'failed', output: null, error: outcome.error, failed: 1, availableAt: null, completedAt: now };
+      return {
+        status: 'failed',
+        output: null,
+        error: outcome.error,
+        failed: 1,
+        availableAt: null,
+        completedAt: now,
+        attemptOutcome: outcome.timedOut === true ? 'timed_out' : 'failed',
+      };
     case 'skipped':
-      return { status: 'skipped', output: null, error: outcome.reason, failed: 0, availableAt: null, completedAt: now };
+      return {
+        status: 'skipped',
+        output: null,
+        error: outcome.reason,
+        failed: 0,
+        availableAt: null,
+        completedAt: now,
+        attemptOutcome: null,
+      };
     case 'retry':
       return {
         status: 'ready',
@@ -89,6 +108,7 @@ export function taskOutcomeColumns(outcome: TaskOutcome, now: Date): TaskOutcome
         failed: 1,
         availableAt: outcome.availableAt,
         completedAt: null,
+        attemptOutcome: outcome.timedOut === true ? 'timed_out' : 'failed',
       };
   }
 }

@@ -22,17 +22,23 @@ describe('store rules', () => {
       failed: 0,
       availableAt: null,
       completedAt: now,
+      attemptOutcome: null,
     });
     expect(taskOutcomeColumns({ status: 'failed', error: 'boom' }, now)).toMatchObject({
       status: 'failed',
       error: 'boom',
       failed: 1,
       completedAt: now,
+      attemptOutcome: 'failed',
+    });
+    expect(taskOutcomeColumns({ status: 'failed', error: 'slow', timedOut: true }, now)).toMatchObject({
+      attemptOutcome: 'timed_out',
     });
     expect(taskOutcomeColumns({ status: 'skipped', reason: 'upstream failed' }, now)).toMatchObject({
       status: 'skipped',
       error: 'upstream failed',
       failed: 0,
+      attemptOutcome: null,
     });
     const later = new Date(now.getTime() + 1000);
     expect(taskOutcomeColumns({ status: 'retry', error: 'again', availableAt: later }, now)).toEqual({
@@ -42,6 +48,7 @@ describe('store rules', () => {
       failed: 1,
       availableAt: later,
       completedAt: null,
+      attemptOutcome: 'failed',
     });
   });
 

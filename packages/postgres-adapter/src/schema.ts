@@ -7,6 +7,7 @@ import type {
   OverlapPolicy,
   PipelineStatus,
   ScheduleDst,
+  StoredAttempt,
   TaskStatus,
   WorkflowTaskInfo,
 } from '@orreryjs/core';
@@ -92,6 +93,10 @@ function defineTables(table: TableFn) {
       availableAt: timestamp('available_at').notNull(),
       leaseOwner: text('lease_owner'),
       leaseExpiresAt: timestamp('lease_expires_at'),
+      /** The runner that claimed the latest attempt, kept when the lease ends: who ran a completed attempt. */
+      runnerId: text('runner_id'),
+      /** The attempts that did not complete (see StoredAttempt), appended by the statements that end them. */
+      attemptHistory: json<StoredAttempt[]>('attempt_history'),
       output: json<ContextDelta>('output'),
       error: freeText('error'),
       startedAt: timestamp('started_at'),

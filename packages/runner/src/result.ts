@@ -5,6 +5,7 @@ import {
   type PipelineResult,
   type PipelineRow,
   type PipelineSummary,
+  type TaskAttempt,
   type TaskOutcome,
   type TaskResult,
   type TaskRow,
@@ -32,6 +33,32 @@ export function toPipelineSummary(row: PipelineRow): PipelineSummary {
   };
 }
 
+/**
+ * Every attempt of a task that ended: the stored ones that did not complete, then its completed
+ * attempt, which is not stored (the success path writes nothing more) but read off the row: its
+ * attempt, the runner that claimed it, its start and its completion.
+ */
+export function attemptHistory(row: TaskRow): TaskAttempt[] {
+  const attempts: TaskAttempt[] = (row.attemptHistory ?? []).map((stored) => ({
+    attempt: stored.attempt,
+    runnerId: stored.runnerId,
+    startedAt: new Date(stored.startedAt),
+    endedAt: new Date(stored.endedAt),
+    outcome: stored.outcome,
+    ...(stored.error === null ? {} : { error: stored.error }),
+  }));
+  if (row.status === 'completed' && row.startedAt !== null && row.completedAt !== null) {
+    attempts.push({
+      attempt: row.attempt,
+      runnerId: row.runnerId,
+      startedAt: row.startedAt,
+      endedAt: row.completedAt,
+      outcome: 'completed',
+    });
+  }
+  return attempts;
+}
+
 /** A task row as the public task result. A skipped task never ran, so it reports 0 attempts. */
 export function toTaskResult(row: TaskRow): TaskResult {
   const durationMs = row.status === 'skipped' ? undefined : elapsedMs(row.startedAt, row.completedAt);
@@ -44,6 +71,7 @@ export function toTaskResult(row: TaskRow): TaskResult {
     ...(durationMs === undefined ? {} : { durationMs }),
     ...(row.error === null ? {} : { error: row.error }),
     ...(row.status !== 'completed' || row.output === null ? {} : { output: row.output }),
+    attemptHistory: attemptHistory(row),
   };
 }
 
@@ -82,14 +110,18 @@ export function finishedTaskRows(
   now: Date,
   taskCount: number,
 ): TaskRow[] | null {
-  if (claimed.terminalTasks.length + 1 !== taskCount || outcome.status === 'retry') return null;
+  // A failed attempt's history entry is written by the statement (with the row's start): read it back.
+  if (claimed.terminalTasks.length + 1 !== taskCount || outcome.status === 'retry' || outcome.status === 'failed') {
+    return null;
+  }
   const { task } = claimed;
   const own: TaskRow = {
     ...task,
     status: outcome.status,
     output: outcome.status === 'completed' ? outcome.output : null,
-    error: outcome.status === 'failed' ? outcome.error : outcome.status === 'skipped' ? outcome.reason : null,
-    failedAttempts: task.failedAttempts + (outcome.status === 'failed' ? 1 : 0),
+    error: outcome.status === 'skipped' ? outcome.reason : null,
+    // The commit records the start of a task claimed ahead (a renewal may have recorded it a little earlier).
+    startedAt: task.startedAt ?? now,
     leaseOwner: null,
     leaseExpiresAt: null,
     completedAt: now,

@@ -170,6 +170,10 @@ async function runTraced(
         ? `Task "${row.taskId}" timed out after ${definition.timeoutMs ?? env.taskTimeoutMs} ms`
         : errorMessage(error);
     outcome = failedOutcome(definition.retry, row.failedAttempts + 1, error, message, env.clock.now());
+    // The attempt's history entry says `timed_out` rather than `failed`.
+    if (entry.abortCause === 'timeout' && outcome.status !== 'skipped' && outcome.status !== 'completed') {
+      outcome = { ...outcome, timedOut: true };
+    }
     if (entry.abortCause === null && error instanceof Error && typeof error.stack === 'string') stack = error.stack;
   }
   return commit(env, claimed, entry, ref, span, outcome, env.clock.now().getTime() - startedMs, stack);

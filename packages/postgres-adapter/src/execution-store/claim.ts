@@ -26,6 +26,7 @@ import {
 } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
+import { appendAttempt } from './attempts.js';
 import { isRunning, later } from './lease.js';
 import { taskRowColumns } from './pipelines.js';
 
@@ -112,6 +113,7 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
     );
   // An expired lease costs an attempt only once the attempt's code had started (see startNow).
   const STARTED_ATTEMPT_LOST = sql`${candidates.status} = 'running' AND ${candidates.startedAt} IS NOT NULL`;
+  const LOST_ERROR = sql`'lease expired (held by ' || coalesce(${t.leaseOwner}, 'nobody') || ')'`;
   const startNow = sql`${sql.placeholder('startNow')}::int`;
   const leased = db.$with('leased').as(
     db
@@ -120,8 +122,18 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
         status: 'running',
         attempt: sql`${t.attempt} + 1`,
         failedAttempts: sql`${t.failedAttempts} + (CASE WHEN ${STARTED_ATTEMPT_LOST} THEN 1 ELSE 0 END)`,
-        error: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN 'lease expired (held by ' || coalesce(${t.leaseOwner}, 'nobody') || ')' ELSE ${t.error} END`,
+        error: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN ${LOST_ERROR} ELSE ${t.error} END`,
+        // The lost attempt joins the history under the runner that lost it, ended when its lease expired.
+        attemptHistory: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN ${appendAttempt(t.attemptHistory, {
+          attempt: t.attempt,
+          runnerId: t.leaseOwner,
+          startedAt: t.startedAt,
+          endedAt: t.leaseExpiresAt,
+          outcome: sql`'lease_expired'`,
+          error: LOST_ERROR,
+        })} ELSE ${t.attemptHistory} END`,
         leaseOwner: bind(t.leaseOwner, 'runnerId'),
+        runnerId: bind(t.runnerId, 'runnerId'),
         leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'),
         // The oldest `startNow` candidates start at once; the rest are claimed ahead, not started.
         // Raw SQL: a candidate's rank among the others, which drizzle's builder has no expression for.

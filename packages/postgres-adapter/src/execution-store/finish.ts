@@ -22,6 +22,7 @@ import {
 } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresHandle } from '../transaction.js';
+import { appendAttempt } from './attempts.js';
 import { isRunning } from './lease.js';
 
 /*
@@ -64,6 +65,18 @@ export function prepareFinish(handle: PostgresHandle) {
         completedAt: bind(t.completedAt, 'completedAt'),
         // A task claimed ahead whose start no renewal recorded yet: its outcome records it.
         startedAt: sql`coalesce(${t.startedAt}, ${now})`,
+        // A failed or timed-out attempt joins the history; a completed one writes nothing more.
+        attemptHistory: sql`CASE WHEN ${placeholder('attemptOutcome')}::text IS NULL THEN ${t.attemptHistory} ELSE ${appendAttempt(
+          t.attemptHistory,
+          {
+            attempt: t.attempt,
+            runnerId: t.leaseOwner,
+            startedAt: sql`coalesce(${t.startedAt}, ${now})`,
+            endedAt: now,
+            outcome: placeholder('attemptOutcome'),
+            error: bind(t.error, 'error'),
+          },
+        )} END`,
         leaseOwner: null,
         leaseExpiresAt: null,
         updatedAt: now,
@@ -169,18 +182,29 @@ export async function finishTask(q: FinishStatements, request: FinishTaskRequest
  */
 function finishTasksSql({ pipelineExecutions: p, taskExecutions: t }: PostgresTables): SQL {
   const unfinished = statusIn(sql.raw('p.status'), UNFINISHED_PIPELINE_STATUSES);
+  // A failed or timed-out attempt joins the history; a completed one writes nothing more.
+  const attemptOfBatch = appendAttempt(sql.raw('t.attempt_history'), {
+    attempt: sql.raw('t.attempt'),
+    runnerId: sql.raw('t.lease_owner'),
+    startedAt: sql.raw('coalesce(t.started_at, $1)'),
+    endedAt: sql.raw('$1'),
+    outcome: sql.raw('r.attempt_outcome'),
+    error: sql.raw('r.error'),
+  });
   return sql`WITH req AS (
   SELECT * FROM unnest($2::int[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[],
-    $10::text[], $11::int[], $12::timestamptz[], $13::timestamptz[], $14::boolean[], $15::text[])
+    $10::text[], $11::int[], $12::timestamptz[], $13::timestamptz[], $14::boolean[], $15::text[], $18::text[])
     AS r(ord, id, pipeline_id, task_id, runner_id, attempt, status, output, error, failed, available_at, completed_at, terminal,
-      failure)
+      failure, attempt_outcome)
 ), locked AS (
   SELECT p.id, p.status AS locked_status FROM ${p} p
   WHERE p.id IN (SELECT pipeline_id FROM req) ORDER BY p.id FOR NO KEY UPDATE
 ), fenced AS (
   UPDATE ${t} t SET status = r.status, output = r.output::jsonb, error = r.error,
     failed_attempts = t.failed_attempts + r.failed, available_at = coalesce(r.available_at, t.available_at),
-    completed_at = r.completed_at, started_at = coalesce(t.started_at, $1), lease_owner = NULL, lease_expires_at = NULL,
+    completed_at = r.completed_at, started_at = coalesce(t.started_at, $1),
+    attempt_history = CASE WHEN r.attempt_outcome IS NULL THEN t.attempt_history ELSE ${attemptOfBatch} END,
+    lease_owner = NULL, lease_expires_at = NULL,
     updated_at = $1
   FROM req r
   WHERE t.pipeline_execution_id = r.pipeline_id AND t.task_id = r.task_id AND t.id = r.id
@@ -283,6 +307,7 @@ export async function finishTasks(
       requests.map((r) => (r.outcome.status === 'failed' ? storableText(r.outcome.error) : null)),
       dependents.map((d) => d.ord),
       dependents.map((d) => d.taskId),
+      columns.map((c) => c.attemptOutcome),
     ],
     client,
   );

@@ -3,6 +3,7 @@ import { and, eq, lt, sql } from 'drizzle-orm';
 import { bind, dateToIso, encodeUuidList, inUuidList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresHandle } from '../transaction.js';
+import { appendAttempt } from './attempts.js';
 
 /*
  * Leases: a running task is held by one runner until its lease expires; renewals and releases
@@ -44,7 +45,25 @@ export function prepareLease({ db, tables, named }: PostgresHandle) {
       .prepare(named('orrery_renew_leases')),
     releaseLeases: db
       .update(t)
-      .set({ status: 'ready', leaseOwner: null, leaseExpiresAt: null, availableAt: now, updatedAt: now })
+      .set({
+        status: 'ready',
+        // A started attempt given back joins the history; one claimed ahead and never started was no attempt.
+        attemptHistory: sql`CASE WHEN ${t.startedAt} IS NULL THEN ${t.attemptHistory} ELSE ${appendAttempt(
+          t.attemptHistory,
+          {
+            attempt: t.attempt,
+            runnerId: t.leaseOwner,
+            startedAt: t.startedAt,
+            endedAt: now,
+            outcome: sql`'released'`,
+            error: sql`NULL`,
+          },
+        )} END`,
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        availableAt: now,
+        updatedAt: now,
+      })
       .where(leaseFence)
       .prepare(named('orrery_release_leases')),
     countStalledTasks: db

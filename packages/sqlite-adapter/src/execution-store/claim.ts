@@ -9,6 +9,7 @@ import { and, asc, eq, lt, lte, type SQL, sql } from 'drizzle-orm';
 import { bind, encodeTextList, encodeUuidList, statusIn, textListSql, uuidListSql } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
+import { appendAttempt } from './attempts.js';
 import { isRunning, later } from './lease.js';
 import { taskRowColumns } from './pipelines.js';
 
@@ -50,6 +51,7 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
   const IS_RUNNING = isRunning(tables);
   // An expired lease costs an attempt only once the attempt's code had started (see startNow).
   const STARTED_ATTEMPT_LOST = sql`${IS_RUNNING} AND ${t.startedAt} IS NOT NULL`;
+  const LOST_ERROR = sql`'lease expired (held by ' || coalesce(${t.leaseOwner}, 'nobody') || ')'`;
   return {
     // Two statements, each an ordered walk of its own partial index that stops at the limit, so a claim
     // costs the same with a backlog of thousands of ready tasks as with none.
@@ -61,8 +63,18 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
         status: 'running',
         attempt: sql`${t.attempt} + 1`,
         failedAttempts: sql`${t.failedAttempts} + (CASE WHEN ${STARTED_ATTEMPT_LOST} THEN 1 ELSE 0 END)`,
-        error: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN 'lease expired (held by ' || coalesce(${t.leaseOwner}, 'nobody') || ')' ELSE ${t.error} END`,
+        error: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN ${LOST_ERROR} ELSE ${t.error} END`,
+        // The lost attempt joins the history under the runner that lost it, ended when its lease expired.
+        attemptHistory: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN ${appendAttempt(t.attemptHistory, {
+          attempt: t.attempt,
+          runnerId: t.leaseOwner,
+          startedAt: t.startedAt,
+          endedAt: t.leaseExpiresAt,
+          outcome: sql`'lease_expired'`,
+          error: LOST_ERROR,
+        })} ELSE ${t.attemptHistory} END`,
         leaseOwner: bind(t.leaseOwner, 'runnerId'),
+        runnerId: bind(t.runnerId, 'runnerId'),
         leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'),
         // The oldest `startNow` candidates start at once; the rest are claimed ahead, not started.
         startedAt: sql`CASE WHEN ${t.id} IN ${uuidListSql(sql.placeholder('startIds'))} THEN ${now} END`,

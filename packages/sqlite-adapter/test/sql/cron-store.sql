@@ -227,8 +227,8 @@ insert into "pipeline_executions" ("id", "workflow_name", "workflow_version", "s
   returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
 
 -- pipelines/insertTask
-insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at", "updated_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, null, null, ?);
+insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, null, null, null, null, ?);
 
 -- pipelines/selectPipeline
 select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
@@ -248,7 +248,7 @@ select "id"
   limit ?;
 
 -- pipelines/selectTasks
-select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at"
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
   from "task_executions"
   where "task_executions"."pipeline_execution_id" = ?
   order by "task_executions"."position" asc;

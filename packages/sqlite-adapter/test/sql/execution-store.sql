@@ -5,8 +5,8 @@ insert into "pipeline_executions" ("id", "workflow_name", "workflow_version", "s
   returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
 
 -- pipelines/insertTask
-insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at", "updated_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, null, null, ?);
+insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, null, null, null, null, ?);
 
 -- pipelines/selectPipeline
 select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
@@ -26,7 +26,7 @@ select "id"
   limit ?;
 
 -- pipelines/selectTasks
-select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at"
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
   from "task_executions"
   where "task_executions"."pipeline_execution_id" = ?
   order by "task_executions"."position" asc;
@@ -49,9 +49,11 @@ select "task_executions"."id", "task_executions"."status", "task_executions"."av
 
 -- claim/leaseTasks
 update "task_executions"
-  set "status" = ?, "attempt" = "task_executions"."attempt" + 1, "failed_attempts" = "task_executions"."failed_attempts" + (CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN 1 ELSE 0 END), "lease_owner" = ?, "lease_expires_at" = ?, "error" = CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN 'lease expired (held by ' || coalesce("task_executions"."lease_owner", 'nobody') || ')' ELSE "task_executions"."error" END, "started_at" = CASE WHEN "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?)) THEN ? END, "updated_at" = ?
+  set "status" = ?, "attempt" = "task_executions"."attempt" + 1, "failed_attempts" = "task_executions"."failed_attempts" + (CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN 1 ELSE 0 END), "lease_owner" = ?, "lease_expires_at" = ?, "runner_id" = ?, "attempt_history" = CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN json_insert(coalesce("task_executions"."attempt_history", '[]'), '$[#]', json_object('attempt', "task_executions"."attempt",
+    'runnerId', "task_executions"."lease_owner", 'startedAt', "task_executions"."started_at", 'endedAt', "task_executions"."lease_expires_at",
+    'outcome', 'lease_expired', 'error', 'lease expired (held by ' || coalesce("task_executions"."lease_owner", 'nobody') || ')')) ELSE "task_executions"."attempt_history" END, "error" = CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN 'lease expired (held by ' || coalesce("task_executions"."lease_owner", 'nobody') || ')' ELSE "task_executions"."error" END, "started_at" = CASE WHEN "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?)) THEN ? END, "updated_at" = ?
   where "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?))
-  returning "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at";
+  returning "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at";
 
 -- claim/startPipelines
 update "pipeline_executions"
@@ -64,7 +66,7 @@ select "id", "workflow_name", "workflow_version", "status", "input", "idempotenc
   where "pipeline_executions"."id" IN (SELECT unhex(value) FROM json_each(?));
 
 -- claim/selectTerminalTasks
-select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "output", "error", "started_at", "completed_at"
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
   from "task_executions"
   where ("task_executions"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?)) and "task_executions"."status" IN ('completed', 'failed', 'skipped', 'cancelled'))
   order by "task_executions"."position" asc;
@@ -77,7 +79,9 @@ update "task_executions"
 
 -- lease/releaseLeases
 update "task_executions"
-  set "status" = ?, "available_at" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "updated_at" = ?
+  set "status" = ?, "available_at" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "attempt_history" = CASE WHEN "task_executions"."started_at" IS NULL THEN "task_executions"."attempt_history" ELSE json_insert(coalesce("task_executions"."attempt_history", '[]'), '$[#]', json_object('attempt', "task_executions"."attempt",
+    'runnerId', "task_executions"."lease_owner", 'startedAt', "task_executions"."started_at", 'endedAt', ?,
+    'outcome', 'released', 'error', NULL)) END, "updated_at" = ?
   where ("task_executions"."lease_owner" = ? and "task_executions"."status" = 'running' and "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?)) and lower(hex("task_executions"."id")) || ':' || "task_executions"."attempt" IN (SELECT value FROM json_each(?)));
 
 -- lease/countStalledTasks
@@ -87,7 +91,9 @@ select count(*)
 
 -- finish/finishTask
 update "task_executions"
-  set "status" = ?, "failed_attempts" = "task_executions"."failed_attempts" + ?, "available_at" = coalesce(?, "task_executions"."available_at"), "lease_owner" = ?, "lease_expires_at" = ?, "output" = ?, "error" = ?, "started_at" = coalesce("task_executions"."started_at", ?), "completed_at" = ?, "updated_at" = ?
+  set "status" = ?, "failed_attempts" = "task_executions"."failed_attempts" + ?, "available_at" = coalesce(?, "task_executions"."available_at"), "lease_owner" = ?, "lease_expires_at" = ?, "attempt_history" = CASE WHEN ? IS NULL THEN "task_executions"."attempt_history" ELSE json_insert(coalesce("task_executions"."attempt_history", '[]'), '$[#]', json_object('attempt', "task_executions"."attempt",
+    'runnerId', "task_executions"."lease_owner", 'startedAt', coalesce("task_executions"."started_at", ?), 'endedAt', ?,
+    'outcome', ?, 'error', ?)) END, "output" = ?, "error" = ?, "started_at" = coalesce("task_executions"."started_at", ?), "completed_at" = ?, "updated_at" = ?
   where ("task_executions"."id" = ? and "task_executions"."lease_owner" = ? and "task_executions"."attempt" = ? and "task_executions"."status" = 'running')
   returning "task_id";
 
