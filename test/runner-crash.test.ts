@@ -1,5 +1,6 @@
 import type { Storage } from '@orreryjs/core';
 import { openPostgresStorage } from '@orreryjs/postgres-adapter';
+import { OrreryClient } from '@orreryjs/runner';
 import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dropSchema, freshSchemaName, postgresUrl } from './support/postgres.js';
@@ -80,6 +81,34 @@ describe.each(TARGETS)('a runner killed mid-task on $name', ({ make }) => {
     ]);
     expect(tasks[0]?.failedAttempts).toBe(1);
     expect(tasks[0]?.output?.set).toEqual({ finishedOnAttempt: 2 });
+
+    // Its history names the runner that was killed holding the lease, then the one that completed it.
+    const { ORRERY_DATABASE: database, ORRERY_SCHEMA: schema } = target.env;
+    const client = await OrreryClient.create({ database, ...(schema === undefined ? {} : { schema }) });
+    try {
+      const result = await client.getExecutionResult(executionId);
+      const history = result.tasks.find((t) => t.taskId === 'stuck')!.attemptHistory;
+      expect(history).toEqual([
+        {
+          attempt: 1,
+          runnerId: first.messages[0]!.runnerId,
+          startedAt: expect.any(Date),
+          endedAt: expect.any(Date),
+          outcome: 'lease_expired',
+          error: `lease expired (held by ${first.messages[0]!.runnerId})`,
+        },
+        {
+          attempt: 2,
+          runnerId: second.messages[0]!.runnerId,
+          startedAt: expect.any(Date),
+          endedAt: expect.any(Date),
+          outcome: 'completed',
+        },
+      ]);
+      expect(history[0]!.endedAt.getTime()).toBeLessThanOrEqual(history[1]!.startedAt.getTime());
+    } finally {
+      await client.close();
+    }
   });
 
   it('gives them back without using an attempt: with one attempt allowed, each still runs once, only the started one fails', async () => {

@@ -34,6 +34,7 @@ export {
   ScheduleConflictError,
   ScheduleNotFoundError,
   ScheduleOverlapError,
+  type TaskAttempt,
   type TaskDefinition,
   type TaskResult,
   type TaskRunInfo,
