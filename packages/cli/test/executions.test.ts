@@ -101,6 +101,30 @@ describe('orrery executions show', () => {
     expect(shown.stdout).toMatch(/└── give-up\s+failed\s+1 .*no retry for this one/);
   });
 
+  it('lists the attempts of a task that took more than one: outcome, runner, times and error', () => {
+    const shown = run(['executions', 'show', flakyRun.executionId]);
+    expect(shown.status).toBe(0);
+    const [, section] = shown.stdout.split('Attempts of wobble:\n');
+    const rows = section!.split('\n').filter((line) => line.startsWith('│'));
+    const cells = rows.map((line) =>
+      line
+        .split('│')
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    );
+    const runner = flakyRun.tasks[0]!.attemptHistory[0]!.runnerId!;
+    expect(cells.map((row) => [row[0], row[1], row[2], row[5]])).toEqual([
+      ['Attempt', 'Outcome', 'Runner', 'Error'],
+      ['1', 'failed', runner, expect.stringMatching(/^first attempt fails/)],
+      ['2', 'completed', runner, '-'],
+    ]);
+    const [first] = flakyRun.tasks[0]!.attemptHistory;
+    expect(cells[1]!.slice(3, 5)).toEqual([first!.startedAt.toISOString(), first!.endedAt.toISOString()]);
+    for (const line of rows) expect(line.length, line).toBeLessThanOrEqual(120);
+    // give-up failed at its first attempt: the tree's line says it all.
+    expect(shown.stdout).not.toContain('Attempts of give-up');
+  });
+
   it("prints the result with each task's dependencies as JSON", () => {
     const shown = json<Omit<PipelineResult, 'tasks'> & { tasks: TaskNode[] }>([
       'executions',

@@ -1,4 +1,4 @@
-import { isOrreryError, type PipelineStatus, type PipelineSummary } from '@orreryjs/core';
+import { isOrreryError, type PipelineStatus, type PipelineSummary, type TaskAttempt } from '@orreryjs/core';
 import type { OrreryClient } from '@orreryjs/runner';
 import type { Command } from 'commander';
 import { integerAtLeast, oneOf } from '../arguments.js';
@@ -35,6 +35,16 @@ const EXECUTION_COLUMNS: readonly Column<PipelineSummary>[] = [
   { header: 'Scheduled (UTC)', cell: (e) => formatInstant(e.scheduledTime), wideOnly: true },
   { header: 'Duration', cell: (e) => formatDuration(e.durationMs) },
   { header: 'Error', cell: (e) => orDash(e.error === undefined ? undefined : oneLine(e.error)), shrinks: true },
+];
+
+// The attempts of a task: which runner ran each and how it ended. Without --wide, runner and error cut to fit.
+const ATTEMPT_COLUMNS: readonly Column<TaskAttempt>[] = [
+  { header: 'Attempt', cell: (a) => a.attempt },
+  { header: 'Outcome', cell: (a) => a.outcome },
+  { header: 'Runner', cell: (a) => orDash(a.runnerId), shrinks: true },
+  { header: 'Started (UTC)', cell: (a) => formatInstant(a.startedAt) },
+  { header: 'Ended (UTC)', cell: (a) => formatInstant(a.endedAt) },
+  { header: 'Error', cell: (a) => orDash(a.error === undefined ? undefined : oneLine(a.error)), shrinks: true },
 ];
 
 const ID_HELP = 'execution id, or its first 8 or more hex digits when no other id starts with them';
@@ -113,7 +123,11 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
       );
     });
 
-  databaseCommand(executions, 'show', 'Show one execution and its task DAG: state, attempts and duration of each task')
+  databaseCommand(
+    executions,
+    'show',
+    'Show one execution and its task DAG: state, attempts and duration of each task, and the attempts of a task retried',
+  )
     .argument('<id>', ID_HELP)
     .action(async (id: string, options: CommonOptions) => {
       // Task rows keep states, not the DAG's edges: those come from the definitions runners stored.
@@ -142,6 +156,12 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
       ]);
       writeLine(io, '');
       for (const line of drawTaskTree(tasks)) writeLine(io, line);
+      // A task that took more than one attempt: each of them, as the tree shows only the count and the last error.
+      for (const task of tasks.filter((t) => t.attemptHistory.length > 1)) {
+        writeLine(io, '');
+        writeLine(io, `Attempts of ${task.taskId}:`);
+        writeTable(io, ATTEMPT_COLUMNS, task.attemptHistory, '', options.wide);
+      }
       const drawnFlat = tasks.some((task) => task.dependsOn === undefined);
       if (drawnFlat) {
         writeLine(io, '');
