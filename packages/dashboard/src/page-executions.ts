@@ -1,4 +1,4 @@
-import type { PipelineResult, TaskResult, WorkflowTaskInfo } from '@orreryjs/runner';
+import type { PipelineResult, TaskAttempt, TaskResult, WorkflowTaskInfo } from '@orreryjs/runner';
 import { type DagNode, renderDag } from './dag.js';
 import { type ExecutionFilter, loadExecutions } from './data.js';
 import { formatDuration, formatInstant } from './format.js';
@@ -78,11 +78,25 @@ function taskOutput(output: NonNullable<TaskResult['output']>): SafeHtml {
   return html`<h4 class="small">Output</h4>${set === '' && deleted === '' ? html`<p class="small muted">No context changes.</p>` : html`${set}${deleted}`}`;
 }
 
+/** Each attempt of a task that took more than one: its outcome, the runner that ran it, its times and error (first line). */
+function taskAttempts(history: readonly TaskAttempt[]): SafeHtml {
+  const rows = history.map(
+    (a) => html`<tr data-attempt="${a.attempt}"><td data-label="Attempt">${a.attempt}</td>
+<td data-label="Outcome">${a.outcome.replace('_', ' ')}</td>
+<td data-label="Runner"><div class="mono">${a.runnerId ?? '—'}</div></td>
+<td data-label="Started"><div class="mono">${formatInstant(a.startedAt)}</div></td>
+<td data-label="Ended"><div class="mono">${formatInstant(a.endedAt)}</div></td>
+<td data-label="Error"><div class="small">${a.error?.split('\n')[0] ?? ''}</div></td></tr>`,
+  );
+  return html`<h4 class="small">Attempts</h4><table class="cards small attempts"><thead><tr><th>#</th><th>Outcome</th><th>Runner</th><th>Started</th><th>Ended</th><th>Error</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
 function taskSection(task: TaskResult): SafeHtml {
   return html`<section class="panel task st-${task.status}" id="task-${task.taskId}" data-task="${task.taskId}">
 <h3><span class="mono">${task.taskId}</span> ${badge(task.status)}</h3>
 <dl class="kv small"><dt>Attempts</dt><dd>${task.attempts}</dd><dt>Started</dt><dd class="mono">${formatInstant(task.startedAt)}</dd>
 <dt>Finished</dt><dd class="mono">${formatInstant(task.completedAt)}</dd><dt>Duration</dt><dd>${formatDuration(task.durationMs)}</dd></dl>
+${task.attemptHistory.length > 1 ? taskAttempts(task.attemptHistory) : ''}
 ${task.error ? taskError(task.error, task.status === 'failed') : ''}
 ${task.output === undefined ? '' : taskOutput(task.output)}
 </section>`;

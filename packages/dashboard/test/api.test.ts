@@ -532,6 +532,34 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     expect(((await refused.json()) as Loose).error.code).toBe('VALIDATION');
   });
 
+  it('lists each attempt of a task run more than once with its runner, outcome and escaped error', async () => {
+    const result = await runner.execute('etl', { fail: HOSTILE_NAME });
+    expect(result.status).toBe('failed');
+    await runner.retryExecution(result.executionId);
+    await waitFor(async () => {
+      const again = await runner.getExecutionResult(result.executionId);
+      return again.status === 'failed' && again.tasks.find((t) => t.taskId === 'load')?.attempts === 2;
+    });
+    const page = await (await dashboard.fetch(new Request(`${ORIGIN}/executions/${result.executionId}`))).text();
+    const load = page.slice(page.indexOf('id="task-load"'));
+    const rows = [...load.matchAll(/<tr data-attempt="(\d+)">([\s\S]*?)<\/tr>/g)].map((m) => [
+      m[1],
+      [...m[2]!.matchAll(/<td data-label="(\w+)">(?:<[^>]+>)*([^<]*)/g)].map((cell) => `${cell[1]}=${cell[2]}`),
+    ]);
+    const escaped = '&lt;script&gt;alert(1)&lt;/script&gt;';
+    expect(
+      rows.map(([attempt, cells]) => [attempt, (cells as string[]).filter((c) => !/^(Started|Ended)=/.test(c))]),
+    ).toEqual([
+      ['1', ['Attempt=1', 'Outcome=failed', `Runner=${runner.runnerId}`, `Error=NonRetryableError: ${escaped}`]],
+      ['2', ['Attempt=2', 'Outcome=failed', `Runner=${runner.runnerId}`, `Error=NonRetryableError: ${escaped}`]],
+    ]);
+    expect(page).not.toContain(HOSTILE_NAME);
+    // A task run once lists no attempts: its section says it all.
+    expect(page.slice(page.indexOf('id="task-extract"'), page.indexOf('id="task-transform"'))).not.toContain(
+      'data-attempt',
+    );
+  });
+
   it('shows the schedule link, output and error stack of a scheduled execution', async () => {
     const execution = await runner.triggerCronSchedule('nightly');
     await execution.wait();

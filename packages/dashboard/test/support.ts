@@ -26,7 +26,7 @@ export const BACKENDS: ReadonlyArray<{
 /** A schedule name that would run script if the dashboard did not escape it. */
 export const HOSTILE_NAME = '<script>alert(1)</script>';
 
-/** extract → transform → load, where `load` fails for good when the context says so. */
+/** extract → transform → load, where `load` fails for good when the context says so (`fail`: true, or the error's message). */
 export const etl = defineWorkflow({
   name: 'etl',
   description: 'Extract, transform, load',
@@ -38,7 +38,9 @@ export const etl = defineWorkflow({
       id: 'load',
       dependsOn: ['transform', 'audit'],
       run: (ctx) => {
-        if (ctx.get('fail') === true) throw new NonRetryableError('warehouse refused the batch');
+        const fail = ctx.get('fail');
+        if (typeof fail === 'string') throw new NonRetryableError(fail);
+        if (fail === true) throw new NonRetryableError('warehouse refused the batch');
       },
     },
   ],
