@@ -7,26 +7,26 @@ import { type SQL, type SQLWrapper, sql } from 'drizzle-orm';
  * so no statement is added. A completed attempt is not stored: the row itself describes it.
  */
 
-/** The fields of one stored attempt, as SQL expressions of the statement that ends it. */
-export interface AttemptEntry {
-  attempt: SQLWrapper;
-  runnerId: SQLWrapper;
-  startedAt: SQLWrapper;
-  endedAt: SQLWrapper;
-  /** A text literal or a placeholder: one of StoredAttempt's outcomes. */
-  outcome: SQLWrapper;
-  /** Text, or NULL. */
-  error: SQLWrapper;
-}
+/** The task row's columns an entry is made of: the table's, or a raw statement's aliases. */
+type AttemptColumns = Record<'attemptHistory' | 'attempt' | 'leaseOwner' | 'startedAt', SQLWrapper>;
 
 /** A timestamp as epoch milliseconds, as StoredAttempt holds instants. */
 function epochMs(instant: SQLWrapper): SQL {
   return sql`(extract(epoch FROM (${instant})::timestamptz) * 1000)::bigint`;
 }
 
-/** `history` (a jsonb array, or NULL before the first entry) with `entry` appended. */
-export function appendAttempt(history: SQLWrapper, entry: AttemptEntry): SQL {
-  return sql`coalesce(${history}, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', (${entry.attempt})::int,
-    'runnerId', (${entry.runnerId})::text, 'startedAt', ${epochMs(entry.startedAt)}, 'endedAt', ${epochMs(entry.endedAt)},
-    'outcome', (${entry.outcome})::text, 'error', (${entry.error})::text))`;
+/**
+ * The row's history with its current attempt appended, as ended at `endedAt` with `outcome`
+ * (text) and `error` (text or NULL): the attempt of its latest claim, run by the lease's owner,
+ * started when its start was recorded (else at `endedAt`: a start its outcome records).
+ */
+export function withEndedAttempt(
+  row: AttemptColumns,
+  endedAt: SQLWrapper,
+  outcome: SQLWrapper,
+  error: SQLWrapper,
+): SQL {
+  return sql`coalesce(${row.attemptHistory}, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', ${row.attempt},
+    'runnerId', ${row.leaseOwner}, 'startedAt', ${epochMs(sql`coalesce(${row.startedAt}, ${endedAt})`)},
+    'endedAt', ${epochMs(endedAt)}, 'outcome', (${outcome})::text, 'error', (${error})::text))`;
 }

@@ -26,7 +26,7 @@ import {
 } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
-import { appendAttempt } from './attempts.js';
+import { withEndedAttempt } from './attempts.js';
 import { isRunning, later } from './lease.js';
 import { taskRowColumns } from './pipelines.js';
 
@@ -124,14 +124,7 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
         failedAttempts: sql`${t.failedAttempts} + (CASE WHEN ${STARTED_ATTEMPT_LOST} THEN 1 ELSE 0 END)`,
         error: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN ${LOST_ERROR} ELSE ${t.error} END`,
         // The lost attempt joins the history under the runner that lost it, ended when its lease expired.
-        attemptHistory: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN ${appendAttempt(t.attemptHistory, {
-          attempt: t.attempt,
-          runnerId: t.leaseOwner,
-          startedAt: t.startedAt,
-          endedAt: t.leaseExpiresAt,
-          outcome: sql`'lease_expired'`,
-          error: LOST_ERROR,
-        })} ELSE ${t.attemptHistory} END`,
+        attemptHistory: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN ${withEndedAttempt(t, t.leaseExpiresAt, sql`'lease_expired'`, LOST_ERROR)} ELSE ${t.attemptHistory} END`,
         leaseOwner: bind(t.leaseOwner, 'runnerId'),
         runnerId: bind(t.runnerId, 'runnerId'),
         leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'),

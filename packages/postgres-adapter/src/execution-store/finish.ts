@@ -22,7 +22,7 @@ import {
 } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresHandle } from '../transaction.js';
-import { appendAttempt } from './attempts.js';
+import { withEndedAttempt } from './attempts.js';
 import { isRunning } from './lease.js';
 
 /*
@@ -66,17 +66,7 @@ export function prepareFinish(handle: PostgresHandle) {
         // A task claimed ahead whose start no renewal recorded yet: its outcome records it.
         startedAt: sql`coalesce(${t.startedAt}, ${now})`,
         // A failed or timed-out attempt joins the history; a completed one writes nothing more.
-        attemptHistory: sql`CASE WHEN ${placeholder('attemptOutcome')}::text IS NULL THEN ${t.attemptHistory} ELSE ${appendAttempt(
-          t.attemptHistory,
-          {
-            attempt: t.attempt,
-            runnerId: t.leaseOwner,
-            startedAt: sql`coalesce(${t.startedAt}, ${now})`,
-            endedAt: now,
-            outcome: placeholder('attemptOutcome'),
-            error: bind(t.error, 'error'),
-          },
-        )} END`,
+        attemptHistory: sql`CASE WHEN ${placeholder('attemptOutcome')}::text IS NULL THEN ${t.attemptHistory} ELSE ${withEndedAttempt(t, now, placeholder('attemptOutcome'), bind(t.error, 'error'))} END`,
         leaseOwner: null,
         leaseExpiresAt: null,
         updatedAt: now,
@@ -183,14 +173,17 @@ export async function finishTask(q: FinishStatements, request: FinishTaskRequest
 function finishTasksSql({ pipelineExecutions: p, taskExecutions: t }: PostgresTables): SQL {
   const unfinished = statusIn(sql.raw('p.status'), UNFINISHED_PIPELINE_STATUSES);
   // A failed or timed-out attempt joins the history; a completed one writes nothing more.
-  const attemptOfBatch = appendAttempt(sql.raw('t.attempt_history'), {
-    attempt: sql.raw('t.attempt'),
-    runnerId: sql.raw('t.lease_owner'),
-    startedAt: sql.raw('coalesce(t.started_at, $1)'),
-    endedAt: sql.raw('$1'),
-    outcome: sql.raw('r.attempt_outcome'),
-    error: sql.raw('r.error'),
-  });
+  const attemptOfBatch = withEndedAttempt(
+    {
+      attemptHistory: sql.raw('t.attempt_history'),
+      attempt: sql.raw('t.attempt'),
+      leaseOwner: sql.raw('t.lease_owner'),
+      startedAt: sql.raw('t.started_at'),
+    },
+    sql.raw('$1'),
+    sql.raw('r.attempt_outcome'),
+    sql.raw('r.error'),
+  );
   return sql`WITH req AS (
   SELECT * FROM unnest($2::int[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[],
     $10::text[], $11::int[], $12::timestamptz[], $13::timestamptz[], $14::boolean[], $15::text[], $18::text[])

@@ -3,7 +3,7 @@ import { and, eq, lt, sql } from 'drizzle-orm';
 import { bind, dateToIso, encodeUuidList, inUuidList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresHandle } from '../transaction.js';
-import { appendAttempt } from './attempts.js';
+import { withEndedAttempt } from './attempts.js';
 
 /*
  * Leases: a running task is held by one runner until its lease expires; renewals and releases
@@ -48,17 +48,7 @@ export function prepareLease({ db, tables, named }: PostgresHandle) {
       .set({
         status: 'ready',
         // A started attempt given back joins the history; one claimed ahead and never started was no attempt.
-        attemptHistory: sql`CASE WHEN ${t.startedAt} IS NULL THEN ${t.attemptHistory} ELSE ${appendAttempt(
-          t.attemptHistory,
-          {
-            attempt: t.attempt,
-            runnerId: t.leaseOwner,
-            startedAt: t.startedAt,
-            endedAt: now,
-            outcome: sql`'released'`,
-            error: sql`NULL`,
-          },
-        )} END`,
+        attemptHistory: sql`CASE WHEN ${t.startedAt} IS NULL THEN ${t.attemptHistory} ELSE ${withEndedAttempt(t, now, sql`'released'`, sql`NULL`)} END`,
         leaseOwner: null,
         leaseExpiresAt: null,
         availableAt: now,

@@ -7,21 +7,22 @@ import { type SQL, type SQLWrapper, sql } from 'drizzle-orm';
  * so no statement is added. A completed attempt is not stored: the row itself describes it.
  */
 
-/** The fields of one stored attempt, as SQL expressions of the statement that ends it (instants in epoch ms, as stored). */
-export interface AttemptEntry {
-  attempt: SQLWrapper;
-  runnerId: SQLWrapper;
-  startedAt: SQLWrapper;
-  endedAt: SQLWrapper;
-  /** A text literal or a placeholder: one of StoredAttempt's outcomes. */
-  outcome: SQLWrapper;
-  /** Text, or NULL. */
-  error: SQLWrapper;
-}
+/** The task row's columns an entry is made of. */
+type AttemptColumns = Record<'attemptHistory' | 'attempt' | 'leaseOwner' | 'startedAt', SQLWrapper>;
 
-/** `history` (a JSON array as text, or NULL before the first entry) with `entry` appended. */
-export function appendAttempt(history: SQLWrapper, entry: AttemptEntry): SQL {
-  return sql`json_insert(coalesce(${history}, '[]'), '$[#]', json_object('attempt', ${entry.attempt},
-    'runnerId', ${entry.runnerId}, 'startedAt', ${entry.startedAt}, 'endedAt', ${entry.endedAt},
-    'outcome', ${entry.outcome}, 'error', ${entry.error}))`;
+/**
+ * The row's history (JSON text) with its current attempt appended, as ended at `endedAt` with
+ * `outcome` and `error` (or NULL): the attempt of its latest claim, run by the lease's owner,
+ * started when its start was recorded (else at `endedAt`: a start its outcome records).
+ * Instants are the columns' epoch milliseconds, as StoredAttempt holds them.
+ */
+export function withEndedAttempt(
+  row: AttemptColumns,
+  endedAt: SQLWrapper,
+  outcome: SQLWrapper,
+  error: SQLWrapper,
+): SQL {
+  return sql`json_insert(coalesce(${row.attemptHistory}, '[]'), '$[#]', json_object('attempt', ${row.attempt},
+    'runnerId', ${row.leaseOwner}, 'startedAt', coalesce(${row.startedAt}, ${endedAt}), 'endedAt', ${endedAt},
+    'outcome', ${outcome}, 'error', ${error}))`;
 }

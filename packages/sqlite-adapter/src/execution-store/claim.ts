@@ -9,7 +9,7 @@ import { and, asc, eq, lt, lte, type SQL, sql } from 'drizzle-orm';
 import { bind, encodeTextList, encodeUuidList, statusIn, textListSql, uuidListSql } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
-import { appendAttempt } from './attempts.js';
+import { withEndedAttempt } from './attempts.js';
 import { isRunning, later } from './lease.js';
 import { taskRowColumns } from './pipelines.js';
 
@@ -65,14 +65,7 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
         failedAttempts: sql`${t.failedAttempts} + (CASE WHEN ${STARTED_ATTEMPT_LOST} THEN 1 ELSE 0 END)`,
         error: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN ${LOST_ERROR} ELSE ${t.error} END`,
         // The lost attempt joins the history under the runner that lost it, ended when its lease expired.
-        attemptHistory: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN ${appendAttempt(t.attemptHistory, {
-          attempt: t.attempt,
-          runnerId: t.leaseOwner,
-          startedAt: t.startedAt,
-          endedAt: t.leaseExpiresAt,
-          outcome: sql`'lease_expired'`,
-          error: LOST_ERROR,
-        })} ELSE ${t.attemptHistory} END`,
+        attemptHistory: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN ${withEndedAttempt(t, t.leaseExpiresAt, sql`'lease_expired'`, LOST_ERROR)} ELSE ${t.attemptHistory} END`,
         leaseOwner: bind(t.leaseOwner, 'runnerId'),
         runnerId: bind(t.runnerId, 'runnerId'),
         leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'),

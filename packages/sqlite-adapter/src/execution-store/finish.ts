@@ -7,7 +7,7 @@ import {
 import { and, eq, sql } from 'drizzle-orm';
 import { bind, encodeTextList, statusIn, textListSql } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
-import { appendAttempt } from './attempts.js';
+import { withEndedAttempt } from './attempts.js';
 import { isRunning } from './lease.js';
 
 /*
@@ -34,17 +34,7 @@ export function prepareFinish({ db, tables }: SqliteHandle) {
         // A task claimed ahead whose start no renewal recorded yet: its outcome records it.
         startedAt: sql`coalesce(${t.startedAt}, ${now})`,
         // A failed or timed-out attempt joins the history; a completed one writes nothing more.
-        attemptHistory: sql`CASE WHEN ${placeholder('attemptOutcome')} IS NULL THEN ${t.attemptHistory} ELSE ${appendAttempt(
-          t.attemptHistory,
-          {
-            attempt: t.attempt,
-            runnerId: t.leaseOwner,
-            startedAt: sql`coalesce(${t.startedAt}, ${now})`,
-            endedAt: now,
-            outcome: placeholder('attemptOutcome'),
-            error: bind(t.error, 'error'),
-          },
-        )} END`,
+        attemptHistory: sql`CASE WHEN ${placeholder('attemptOutcome')} IS NULL THEN ${t.attemptHistory} ELSE ${withEndedAttempt(t, now, placeholder('attemptOutcome'), bind(t.error, 'error'))} END`,
         leaseOwner: null,
         leaseExpiresAt: null,
         updatedAt: now,

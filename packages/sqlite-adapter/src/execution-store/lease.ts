@@ -3,7 +3,7 @@ import { and, eq, lt, sql } from 'drizzle-orm';
 import { bind, dateToMillis, encodeTextList, encodeUuidList, textListSql, uuidListSql, uuidToBytes } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteHandle } from '../transaction.js';
-import { appendAttempt } from './attempts.js';
+import { withEndedAttempt } from './attempts.js';
 
 /*
  * Leases: a running task is held by one runner until its lease expires; renewals and releases
@@ -52,17 +52,7 @@ export function prepareLease({ db, tables }: SqliteHandle) {
       .set({
         status: 'ready',
         // A started attempt given back joins the history; one claimed ahead and never started was no attempt.
-        attemptHistory: sql`CASE WHEN ${t.startedAt} IS NULL THEN ${t.attemptHistory} ELSE ${appendAttempt(
-          t.attemptHistory,
-          {
-            attempt: t.attempt,
-            runnerId: t.leaseOwner,
-            startedAt: t.startedAt,
-            endedAt: now,
-            outcome: sql`'released'`,
-            error: sql`NULL`,
-          },
-        )} END`,
+        attemptHistory: sql`CASE WHEN ${t.startedAt} IS NULL THEN ${t.attemptHistory} ELSE ${withEndedAttempt(t, now, sql`'released'`, sql`NULL`)} END`,
         leaseOwner: null,
         leaseExpiresAt: null,
         availableAt: now,

@@ -50,7 +50,7 @@ select "task_executions"."id", "task_executions"."status", "task_executions"."av
 -- claim/leaseTasks
 update "task_executions"
   set "status" = ?, "attempt" = "task_executions"."attempt" + 1, "failed_attempts" = "task_executions"."failed_attempts" + (CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN 1 ELSE 0 END), "lease_owner" = ?, "lease_expires_at" = ?, "runner_id" = ?, "attempt_history" = CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN json_insert(coalesce("task_executions"."attempt_history", '[]'), '$[#]', json_object('attempt', "task_executions"."attempt",
-    'runnerId', "task_executions"."lease_owner", 'startedAt', "task_executions"."started_at", 'endedAt', "task_executions"."lease_expires_at",
+    'runnerId', "task_executions"."lease_owner", 'startedAt', coalesce("task_executions"."started_at", "task_executions"."lease_expires_at"), 'endedAt', "task_executions"."lease_expires_at",
     'outcome', 'lease_expired', 'error', 'lease expired (held by ' || coalesce("task_executions"."lease_owner", 'nobody') || ')')) ELSE "task_executions"."attempt_history" END, "error" = CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN 'lease expired (held by ' || coalesce("task_executions"."lease_owner", 'nobody') || ')' ELSE "task_executions"."error" END, "started_at" = CASE WHEN "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?)) THEN ? END, "updated_at" = ?
   where "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?))
   returning "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at";
@@ -80,7 +80,7 @@ update "task_executions"
 -- lease/releaseLeases
 update "task_executions"
   set "status" = ?, "available_at" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "attempt_history" = CASE WHEN "task_executions"."started_at" IS NULL THEN "task_executions"."attempt_history" ELSE json_insert(coalesce("task_executions"."attempt_history", '[]'), '$[#]', json_object('attempt', "task_executions"."attempt",
-    'runnerId', "task_executions"."lease_owner", 'startedAt', "task_executions"."started_at", 'endedAt', ?,
+    'runnerId', "task_executions"."lease_owner", 'startedAt', coalesce("task_executions"."started_at", ?), 'endedAt', ?,
     'outcome', 'released', 'error', NULL)) END, "updated_at" = ?
   where ("task_executions"."lease_owner" = ? and "task_executions"."status" = 'running' and "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?)) and lower(hex("task_executions"."id")) || ':' || "task_executions"."attempt" IN (SELECT value FROM json_each(?)));
 
