@@ -144,9 +144,24 @@ describe.each(TARGETS)('a runner killed mid-task on $name', ({ make }) => {
     expect((await store.listTasks(blocked))[0]).toMatchObject({
       status: 'failed',
       error: expect.stringMatching(/^lease expired \(held by claim-ahead-first-/),
+      // Its one attempt, lost with the worker; the claim that then gave up ran nothing and adds none.
+      attemptHistory: [
+        expect.objectContaining({
+          attempt: 1,
+          outcome: 'lease_expired',
+          runnerId: expect.stringMatching(/^claim-ahead-first-/),
+        }),
+      ],
     });
     for (const id of ahead) {
-      expect((await store.listTasks(id))[0]).toMatchObject({ status: 'completed', attempt: 2, failedAttempts: 0 });
+      // Claimed ahead by the first worker and never started: no attempt in the history.
+      expect((await store.listTasks(id))[0]).toMatchObject({
+        status: 'completed',
+        attempt: 2,
+        failedAttempts: 0,
+        attemptHistory: null,
+        runnerId: expect.stringMatching(/^claim-ahead-second-/),
+      });
     }
     // Every pipeline's code ran exactly once across both workers (the blocked one's first run included).
     const runs = [...ranFirst, ...ranSecond];

@@ -172,7 +172,17 @@ export interface RenewLeasesOptions {
 /** How an attempt ended, as committed by {@link ExecutionStore.finishTask}. */
 export type TaskOutcome =
   | { status: 'completed'; output: ContextDelta }
-  | { status: 'failed'; error: string; timedOut?: boolean }
+  | {
+      status: 'failed';
+      error: string;
+      /** The attempt ran out of time: its history entry says `timed_out`. */
+      timedOut?: boolean;
+      /**
+       * False when the claim gave up without running the code (earlier attempts lost their
+       * leases and used up the retry policy): this claim was no attempt, so no history entry.
+       */
+      ran?: boolean;
+    }
   | { status: 'skipped'; reason: string }
   | { status: 'retry'; error: string; availableAt: Date; timedOut?: boolean };
 

@@ -88,7 +88,7 @@ export function taskOutcomeColumns(outcome: TaskOutcome, now: Date): TaskOutcome
         failed: 1,
         availableAt: null,
         completedAt: now,
-        attemptOutcome: outcome.timedOut === true ? 'timed_out' : 'failed',
+        attemptOutcome: outcome.ran === false ? null : outcome.timedOut === true ? 'timed_out' : 'failed',
       };
     case 'skipped':
       return {

@@ -34,6 +34,11 @@ describe('store rules', () => {
     expect(taskOutcomeColumns({ status: 'failed', error: 'slow', timedOut: true }, now)).toMatchObject({
       attemptOutcome: 'timed_out',
     });
+    // A claim that gave up without running counts as failed but records no attempt.
+    expect(taskOutcomeColumns({ status: 'failed', error: 'lease expired', ran: false }, now)).toMatchObject({
+      failed: 1,
+      attemptOutcome: null,
+    });
     expect(taskOutcomeColumns({ status: 'skipped', reason: 'upstream failed' }, now)).toMatchObject({
       status: 'skipped',
       error: 'upstream failed',

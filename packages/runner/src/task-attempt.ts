@@ -140,7 +140,7 @@ async function runTraced(
   if (claimed.leaseExpired && row.failedAttempts >= maxAttempts(definition.retry)) {
     // The crashed attempts used up the policy; the retryOn predicate judges task errors, not crashes.
     const error = row.error ?? 'lease expired';
-    return commit(env, claimed, entry, ref, span, { status: 'failed', error }, 0);
+    return commit(env, claimed, entry, ref, span, { status: 'failed', error, ran: false }, 0);
   }
   const skipReason = unmetTrigger(definition, claimed.terminalTasks);
   if (skipReason !== null) return commit(env, claimed, entry, ref, span, { status: 'skipped', reason: skipReason }, 0);
