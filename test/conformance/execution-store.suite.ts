@@ -553,13 +553,16 @@ export function describeExecutionStore(open: OpenStorage): void {
           });
         });
 
-        it('records a task that ends failed, a timed-out one as timed_out', async () => {
+        it('records a task that ends failed, a timed-out one as timed_out, and no attempt for a claim that gave up', async () => {
           const wf = fixture();
-          const [failing, timing] = [await wf.create(), await wf.create()];
+          const [failing, timing, givenUp] = [await wf.create(), await wf.create(), await wf.create()];
           const claimed = await wf.claim('r1', at(0));
           const of = (id: string) => claimed.find((c) => c.task.pipelineExecutionId === id)!;
           await wf.finish(of(failing.id), { status: 'failed', error: 'bad input' }, at(10));
           await wf.finish(of(timing.id), { status: 'failed', error: 'too slow', timedOut: true }, at(20));
+          // A claim that gives up without running the code is no attempt.
+          await wf.finish(of(givenUp.id), { status: 'failed', error: 'lease expired', ran: false }, at(30));
+          expect((await store().listTasks(givenUp.id))[0]).toMatchObject({ status: 'failed', attemptHistory: null });
           expect((await store().listTasks(failing.id))[0]!.attemptHistory).toEqual([
             entry(1, 'r1', 0, 10, 'failed', 'bad input'),
           ]);
