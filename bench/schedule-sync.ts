@@ -46,10 +46,13 @@ async function measure(adapter: string, config: DefaultRunnerConfig): Promise<Ro
   const runner = await DefaultRunner.create({ ...config, workflows: [workflow], enableCronScheduling: false });
   const rows: Row[] = [];
   const timed = async (scenario: string, run: () => Promise<unknown>) => {
+    // Progress: one call per scenario, so a line before and after it (a 100,000 call takes seconds).
+    console.log(`  ${adapter}: ${scenario}, ${COUNT} schedules …`);
     const started = performance.now();
     await run();
     const seconds = (performance.now() - started) / 1000;
     rows.push({ adapter, scenario, schedules: COUNT, seconds, perSecond: Math.round(COUNT / seconds) });
+    console.log(`  ${adapter}: ${scenario} done in ${seconds.toFixed(2)} s (${Math.round(COUNT / seconds)}/s)`);
   };
   try {
     const list = scheduleList(COUNT, (index) => index);
@@ -90,6 +93,8 @@ for (const adapter of ADAPTERS) {
 console.table(results.map((row) => ({ ...row, seconds: row.seconds.toFixed(2) })));
 const environment = { cpus: cpus().length, loadavg: loadavg().map((load) => load.toFixed(2)), scale: SCALE };
 mkdirSync(new URL('results/', import.meta.url), { recursive: true });
-const file = new URL(`results/sync-${new Date().toISOString().slice(0, 10)}.json`, import.meta.url);
+// BENCH_LABEL names the run in the file, so that runs of one session (before/after) do not overwrite each other.
+const label = process.env.BENCH_LABEL === undefined ? '' : `-${process.env.BENCH_LABEL}`;
+const file = new URL(`results/sync-${new Date().toISOString().slice(0, 10)}${label}.json`, import.meta.url);
 writeFileSync(file, `${JSON.stringify({ environment, results }, null, 2)}\n`);
 console.log(`written to ${file.pathname}`);

@@ -223,6 +223,31 @@ export function describeCronSchedules(open: OpenStorage): void {
           ]);
         });
 
+        it('inserts thousands of schedules in one sync, every column kind stored exactly', async () => {
+          const workflowName = uniqueName();
+          // More rows than one insert statement takes on either adapter, with each kind of column
+          // varied (text, JSON with quotes, instants, booleans, integers, nulls).
+          const fresh = Array.from({ length: 12_345 }, (_, index) =>
+            scheduleRow({
+              name: uniqueName(`bulk-${index}`),
+              workflowName,
+              cronExpression: `${index % 60} * * * *`,
+              context: index % 2 === 0 ? { index, quote: 'it\'s "q"', list: [1, null] } : {},
+              enabled: index % 3 !== 0,
+              maxRuns: index % 4 === 0 ? null : index,
+              dst: index % 5 === 0 ? { repeated: 'both', gap: 'skip' } : null,
+              note: index % 6 === 0 ? `note ${index}` : null,
+              startAt: index % 7 === 0 ? at(-index) : null,
+              nextRunAt: index % 8 === 0 ? null : at(index),
+            }),
+          );
+
+          expect(await store().applyScheduleSync({ inserts: fresh, updates: [], deletes: [] })).toBe(true);
+
+          const stored = await store().listSchedules({ workflowName, limit: fresh.length + 1, offset: 0 });
+          expect(stored.sort(byId)).toEqual([...fresh].sort(byId));
+        });
+
         it('applies an empty sync as a no-op', async () => {
           expect(await store().applyScheduleSync({ inserts: [], updates: [], deletes: [] })).toBe(true);
         });

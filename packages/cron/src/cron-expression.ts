@@ -1,6 +1,7 @@
 import { CronExpressionParser, type CronField } from 'cron-parser';
 import { FIELD_SPECS, invalid, readCronSyntax, YEAR_SPEC } from './cron-syntax.js';
 import { isIntervalExpression, readInterval, renderInterval } from './interval.js';
+import { ParseCache } from './memo.js';
 import { hasQuartzDays, type QuartzDays, renderQuartzItems } from './quartz-days.js';
 
 /**
@@ -44,13 +45,25 @@ export interface IntervalFields {
   readonly normalized: string;
 }
 
+// Validating an expression costs tens of µs (cron-parser expands every field), and a sync of
+// 100,000 schedules reads each one's expression three times (as written, then its canonical
+// text for the first run and the can-fire check) over a few distinct texts: memoised by text.
+// Safe to share: the results are frozen.
+const fieldsCache = new ParseCache<CronFields | IntervalFields>();
+
 /**
  * Validates any schedule expression: a calendar one (see {@link parseCronFields}) or an
- * `@every <duration>` interval.
+ * `@every <duration>` interval. Memoised by text; the result is frozen.
  * @throws InvalidCronExpressionError naming the expression and what is wrong.
  */
 export function parseExpressionFields(expression: string): CronFields | IntervalFields {
-  if (typeof expression === 'string' && isIntervalExpression(expression)) {
+  // Expressions also arrive from JSON and untyped callers: a non-string is refused, uncached.
+  if (typeof expression !== 'string') return parseCronFields(expression);
+  return fieldsCache.get(expression, () => deepFreeze(readExpressionFields(expression)));
+}
+
+function readExpressionFields(expression: string): CronFields | IntervalFields {
+  if (isIntervalExpression(expression)) {
     const everyMs = readInterval(expression);
     return {
       kind: 'interval',
@@ -61,6 +74,14 @@ export function parseExpressionFields(expression: string): CronFields | Interval
     };
   }
   return parseCronFields(expression);
+}
+
+/** `value` with itself, its arrays and its nested objects frozen. */
+function deepFreeze<T>(value: T): T {
+  for (const inner of Object.values(value as object)) {
+    if (typeof inner === 'object' && inner !== null) deepFreeze(inner);
+  }
+  return Object.freeze(value);
 }
 
 // The two cron-parser 5.10.5 errors our syntax check leaves to it, reworded to name the field.

@@ -1,7 +1,7 @@
 import type { IANAZone } from 'luxon';
 import type { CronFields } from './cron-expression.js';
 import { YEAR_SPEC } from './cron-syntax.js';
-import { daysInMonth, hasQuartzDays, matchesQuartzDay, type QuartzDays } from './quartz-days.js';
+import { daysInMonth, hasQuartzDays, type QuartzDays, quartzDaysOfMonth } from './quartz-days.js';
 import { DST_DEFAULTS } from './schedule-fields.js';
 import { dayOffsets } from './timezone.js';
 
@@ -32,6 +32,14 @@ export interface LocalMatcher {
   readonly isYear: readonly boolean[] | null;
   readonly anyDayOfMonth: boolean;
   readonly anyDayOfWeek: boolean;
+  /** Every date matches the day fields (both `*`, no Quartz item): the walk never looks at the date. */
+  readonly everyDay: boolean;
+  /**
+   * The matching days of the months seen so far, by `year * 12 + month - 1`: bit `d - 1` set
+   * when day d matches. A cache, filled as the walk reaches a month, so that a monthly rule
+   * (`L`, `15W`, `5#3`) costs one pass over a month's days per occurrence, not a check per day.
+   */
+  readonly monthDays: Map<number, number>;
   readonly followsRealClock: boolean;
   /** Which instances of a wall time repeated at fall-back fire. */
   readonly repeated: DstRepeated;
@@ -89,6 +97,8 @@ export function compileMatcher(fields: CronFields, dst?: DstRules | null): Local
           ),
     anyDayOfMonth: fields.anyDayOfMonth,
     anyDayOfWeek: fields.anyDayOfWeek,
+    everyDay: fields.anyDayOfMonth && fields.anyDayOfWeek && !hasQuartzDays(fields.quartz),
+    monthDays: new Map(),
     followsRealClock: fields.followsRealClock,
   };
 }
@@ -199,16 +209,21 @@ function nextMatchingDay(matcher: LocalMatcher, day: number, lastDay: number): n
   let candidate = day;
   while (candidate <= lastDay) {
     const date = new Date(candidate * DAY_MS);
-    if (!isAllowedYear(matcher, date.getUTCFullYear())) {
-      const nextYear = matcher.years?.find((allowed) => allowed > date.getUTCFullYear());
+    const year = date.getUTCFullYear();
+    const month = date.getUTCMonth() + 1;
+    if (!isAllowedYear(matcher, year)) {
+      const nextYear = matcher.years?.find((allowed) => allowed > year);
       if (nextYear === undefined) return lastDay + 1;
       candidate = Date.UTC(nextYear, 0, 1) / DAY_MS;
-    } else if (!matcher.month[date.getUTCMonth() + 1]) {
-      candidate = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) / DAY_MS;
-    } else if (isMatchingDate(matcher, date)) {
+    } else if (!matcher.month[month]) {
+      candidate = Date.UTC(year, month, 1) / DAY_MS;
+    } else if (matcher.everyDay) {
       return candidate;
     } else {
-      candidate += 1;
+      // The month's matching days from this one on; the lowest set bit is the next match.
+      const ahead = matchingDaysOf(matcher, year, month) >>> (date.getUTCDate() - 1);
+      if (ahead !== 0) return candidate + 31 - Math.clz32(ahead & -ahead);
+      candidate = Date.UTC(year, month, 1) / DAY_MS;
     }
   }
   return candidate;
@@ -216,33 +231,50 @@ function nextMatchingDay(matcher: LocalMatcher, day: number, lastDay: number): n
 
 function isMatchingDay(matcher: LocalMatcher, day: number): boolean {
   const date = new Date(day * DAY_MS);
-  return (
-    isAllowedYear(matcher, date.getUTCFullYear()) &&
-    matcher.month[date.getUTCMonth() + 1]! &&
-    isMatchingDate(matcher, date)
-  );
+  const year = date.getUTCFullYear();
+  const month = date.getUTCMonth() + 1;
+  if (!isAllowedYear(matcher, year) || !matcher.month[month]) return false;
+  return matcher.everyDay || ((matchingDaysOf(matcher, year, month) >>> (date.getUTCDate() - 1)) & 1) === 1;
 }
 
 function isAllowedYear(matcher: LocalMatcher, year: number): boolean {
   return matcher.isYear === null || matcher.isYear[year - FIRST_YEAR] === true;
 }
 
+// Twelve years of months: more than a nine-year search visits, and a cleared cache only costs
+// one pass per month again.
+const MONTH_CACHE_LIMIT = 144;
+
 /**
- * Cron's day rule: with both day fields restricted, either may match; otherwise both must.
- * A day field matches by its plain values or by one of its Quartz items.
+ * The days of `month` (1-12) of `year` that match the day fields, as a bit mask (bit `d - 1`
+ * for day d), by cron's day rule: with both day fields restricted, a day matching either
+ * fires; otherwise it must match both. A day field matches by its plain values or by one of
+ * its Quartz items.
  */
-function isMatchingDate(matcher: LocalMatcher, date: Date): boolean {
-  let dayOfMonth = matcher.dayOfMonth[date.getUTCDate()]!;
-  let dayOfWeek = matcher.dayOfWeek[date.getUTCDay()]!;
-  if (matcher.quartz !== null) {
-    const day = date.getUTCDate();
-    const weekday = date.getUTCDay();
-    const lastDay = daysInMonth(date.getUTCFullYear(), date.getUTCMonth() + 1);
-    dayOfMonth ||= matchesQuartzDay(matcher.quartz, 'day-of-month', day, weekday, lastDay);
-    dayOfWeek ||= matchesQuartzDay(matcher.quartz, 'day-of-week', day, weekday, lastDay);
+function matchingDaysOf(matcher: LocalMatcher, year: number, month: number): number {
+  const key = year * 12 + month - 1;
+  const cached = matcher.monthDays.get(key);
+  if (cached !== undefined) return cached;
+  const lastDay = daysInMonth(year, month);
+  const firstWeekday = new Date(Date.UTC(year, month - 1, 1)).getUTCDay();
+  let daysOfMonth = 0;
+  let daysOfWeek = 0;
+  for (let day = 1; day <= lastDay; day += 1) {
+    if (matcher.dayOfMonth[day]) daysOfMonth |= 1 << (day - 1);
+    if (matcher.dayOfWeek[(firstWeekday + day - 1) % 7]) daysOfWeek |= 1 << (day - 1);
   }
-  if (!matcher.anyDayOfMonth && !matcher.anyDayOfWeek) return dayOfMonth || dayOfWeek;
-  return (matcher.anyDayOfMonth || dayOfMonth) && (matcher.anyDayOfWeek || dayOfWeek);
+  if (matcher.quartz !== null) {
+    daysOfMonth |= quartzDaysOfMonth(matcher.quartz, 'day-of-month', firstWeekday, lastDay);
+    daysOfWeek |= quartzDaysOfMonth(matcher.quartz, 'day-of-week', firstWeekday, lastDay);
+  }
+  const wholeMonth = 2 ** lastDay - 1;
+  const days =
+    !matcher.anyDayOfMonth && !matcher.anyDayOfWeek
+      ? daysOfMonth | daysOfWeek
+      : (matcher.anyDayOfMonth ? wholeMonth : daysOfMonth) & (matcher.anyDayOfWeek ? wholeMonth : daysOfWeek);
+  if (matcher.monthDays.size >= MONTH_CACHE_LIMIT) matcher.monthDays.clear();
+  matcher.monthDays.set(key, days);
+  return days;
 }
 
 function nextAllowed(values: readonly number[], max: number): Int8Array {

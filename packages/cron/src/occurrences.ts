@@ -3,6 +3,7 @@ import { IANAZone } from 'luxon';
 import { type CronFields, parseExpressionFields } from './cron-expression.js';
 import { nextIntervalInstant } from './interval.js';
 import { compileMatcher, type DstRules, type LocalMatcher, nextInstant, resolveDstRules } from './local-time.js';
+import { ParseCache } from './memo.js';
 import { DST_GAP_CHOICES, DST_REPEATED_CHOICES } from './schedule-fields.js';
 import { validateTimezone } from './timezone.js';
 
@@ -109,8 +110,7 @@ export interface OccurrencesBetweenOptions {
 
 // Parsing costs ~40 µs (cron-parser builds dates); a scheduler with 100,000 schedules would
 // otherwise spend seconds per pass. Safe to share: a ParsedCron never changes.
-const parsedCache = new Map<string, ParsedCron>();
-const PARSED_CACHE_LIMIT = 10_000;
+const parsedCache = new ParseCache<ParsedCron>();
 
 /**
  * Parses and validates `expression` for `timezone` once, returning an immutable object whose
@@ -150,17 +150,13 @@ export function parseCronExpression(
   // The anchor is not part of the key: every schedule has its own startAt, and the cache
   // would then hold one entry per schedule. An interval is re-anchored cheaply instead.
   const key = `${timezone}\n${expression}\n${dst?.repeated ?? ''}\n${dst?.gap ?? ''}`;
-  let parsed = parsedCache.get(key);
-  if (parsed === undefined) {
+  const parsed = parsedCache.get(key, () => {
     const fields = parseExpressionFields(expression);
     const zone = validateTimezone(timezone);
-    parsed =
-      fields.kind === 'interval'
-        ? new IntervalCron(expression, fields.normalized, fields.everyMs, fields.hasSeconds, zone, 0)
-        : new CompiledCron(expression, fields, zone, dst);
-    if (parsedCache.size >= PARSED_CACHE_LIMIT) parsedCache.clear();
-    parsedCache.set(key, parsed);
-  }
+    return fields.kind === 'interval'
+      ? new IntervalCron(expression, fields.normalized, fields.everyMs, fields.hasSeconds, zone, 0)
+      : new CompiledCron(expression, fields, zone, dst);
+  });
   return parsed instanceof IntervalCron && anchor !== undefined && anchor !== null ? parsed.anchoredAt(anchor) : parsed;
 }
 

@@ -84,31 +84,37 @@ export function daysInMonth(year: number, month: number): number {
 }
 
 /**
- * Whether a date matches one of the Quartz items of day-of-month (`forMonth`) or of
- * day-of-week. `weekday` is the date's day of the week (0 = Sunday), `lastDay` its month's length.
+ * The days of a month that the Quartz items of day-of-month (`field`) or of day-of-week
+ * match, as a bit mask (bit `d - 1` for day d): each rule names its day directly, so a month
+ * costs one step per rule. `firstWeekday` is the weekday of the 1st (0 = Sunday), `lastDay`
+ * the month's length.
  */
-export function matchesQuartzDay(
+export function quartzDaysOfMonth(
   rules: QuartzDays,
   field: 'day-of-month' | 'day-of-week',
-  day: number,
-  weekday: number,
+  firstWeekday: number,
   lastDay: number,
-): boolean {
+): number {
+  const weekdayOf = (day: number) => (firstWeekday + day - 1) % 7;
+  let days = 0;
   if (field === 'day-of-week') {
-    if (rules.lastWeekdays.includes(weekday) && day + 7 > lastDay) return true;
-    return rules.nthWeekdays.includes(weekday * 8 + Math.ceil(day / 7));
+    for (const code of rules.nthWeekdays) {
+      const day = 1 + ((Math.floor(code / 8) - firstWeekday + 7) % 7) + 7 * ((code % 8) - 1);
+      if (day <= lastDay) days |= 1 << (day - 1);
+    }
+    for (const weekday of rules.lastWeekdays) {
+      days |= 1 << (lastDay - ((weekdayOf(lastDay) - weekday + 7) % 7) - 1);
+    }
+    return days;
   }
-  if (rules.lastDayOffsets.includes(lastDay - day)) return true;
-  if (rules.lastWeekday && day === nearestWeekday(lastDay, lastDay, weekdayOf(lastDay, day, weekday))) return true;
+  for (const offset of rules.lastDayOffsets) {
+    if (offset < lastDay) days |= 1 << (lastDay - offset - 1);
+  }
+  if (rules.lastWeekday) days |= 1 << (nearestWeekday(lastDay, lastDay, weekdayOf(lastDay)) - 1);
   for (const target of rules.nearestWeekdays) {
-    if (target <= lastDay && day === nearestWeekday(target, lastDay, weekdayOf(target, day, weekday))) return true;
+    if (target <= lastDay) days |= 1 << (nearestWeekday(target, lastDay, weekdayOf(target)) - 1);
   }
-  return false;
-}
-
-/** The weekday of day `target` of the month, knowing that day `day` is a `weekday`. */
-function weekdayOf(target: number, day: number, weekday: number): number {
-  return (((weekday + target - day) % 7) + 7) % 7;
+  return days;
 }
 
 /**

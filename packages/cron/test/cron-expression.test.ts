@@ -1,5 +1,6 @@
 import { InvalidCronExpressionError, isOrreryError } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
+import { parseExpressionFields } from '../src/cron-expression.js';
 import { nextOccurrences, normalizeCronExpression, parseCronExpression } from '../src/index.js';
 
 describe('normalizeCronExpression', () => {
@@ -258,5 +259,34 @@ describe('invalid expressions', () => {
       new Date('2026-02-02T00:00:00Z'),
       new Date('2026-02-09T00:00:00Z'),
     ]);
+  });
+});
+
+describe('parseExpressionFields memoisation', () => {
+  it('parses each text once: the same frozen result for the same text, so a sync of many schedules reuses it', () => {
+    const first = parseExpressionFields('0 0 L,15W * *');
+    expect(parseExpressionFields('0 0 L,15W * *')).toBe(first);
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(first.kind === 'calendar' && Object.isFrozen(first.daysOfMonth)).toBe(true);
+    expect(first.kind === 'calendar' && Object.isFrozen(first.quartz.nearestWeekdays)).toBe(true);
+    expect(parseExpressionFields('@every 90m')).toBe(parseExpressionFields('@every 90m'));
+    expect(parseExpressionFields('0 0 L,15W * *')).not.toBe(parseExpressionFields('0 0 L * *'));
+  });
+
+  it('keeps no error: each call throws a fresh one, whose message a caller may prefix', () => {
+    const thrown = () => {
+      try {
+        parseExpressionFields('0 0 L-31 * *');
+      } catch (error) {
+        return error as Error;
+      }
+      throw new Error('expected a refusal');
+    };
+    const first = thrown();
+    first.message = `schedules[3]: ${first.message}`;
+    const second = thrown();
+    expect(second).not.toBe(first);
+    expect(second).toBeInstanceOf(InvalidCronExpressionError);
+    expect(second.message).toMatch(/^Invalid cron expression "0 0 L-31 \* \*": /);
   });
 });

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parseCronFields } from '../src/cron-expression.js';
 import { type DstRules, occurrencesBetween } from '../src/index.js';
 import { compileMatcher, nextInstant } from '../src/local-time.js';
+import { quartzDaysOfMonth } from '../src/quartz-days.js';
 
 const MINUTE_MS = 60_000;
 
@@ -167,5 +168,33 @@ describe('local wall-clock walk', () => {
     const fields = { ...parseCronFields('0 0 1 2 *'), daysOfMonth: [31] };
     const after = Date.UTC(2026, 0, 1);
     expect(nextInstant(compileMatcher(fields), IANAZone.create('UTC'), after)).toBeNull();
+  });
+});
+
+describe('quartzDaysOfMonth', () => {
+  /** The days of a month bit mask, ascending. */
+  const days = (mask: number) =>
+    Array.from({ length: 31 }, (_, index) => index + 1).filter((day) => (mask >>> (day - 1)) & 1);
+  const rules = (expression: string) => parseCronFields(expression).quartz;
+
+  it('names each rule day directly: February 2026 starts on a Sunday and has 28 days', () => {
+    expect(days(quartzDaysOfMonth(rules('0 0 L * *'), 'day-of-month', 0, 28))).toEqual([28]);
+    expect(days(quartzDaysOfMonth(rules('0 0 L-3 * *'), 'day-of-month', 0, 28))).toEqual([25]);
+    // The 28th is a Saturday, so the last weekday is Friday the 27th; the 1st is a Sunday, so 1W is Monday the 2nd.
+    expect(days(quartzDaysOfMonth(rules('0 0 LW * *'), 'day-of-month', 0, 28))).toEqual([27]);
+    expect(days(quartzDaysOfMonth(rules('0 0 1W * *'), 'day-of-month', 0, 28))).toEqual([2]);
+    // No 30th in February: L-30 and 30W name no day.
+    expect(quartzDaysOfMonth(rules('0 0 L-30,30W * *'), 'day-of-month', 0, 28)).toBe(0);
+    expect(days(quartzDaysOfMonth(rules('0 0 * * 5#3'), 'day-of-week', 0, 28))).toEqual([20]);
+    expect(days(quartzDaysOfMonth(rules('0 0 * * 5L'), 'day-of-week', 0, 28))).toEqual([27]);
+    expect(quartzDaysOfMonth(rules('0 0 * * 5#5'), 'day-of-week', 0, 28)).toBe(0);
+  });
+
+  it('keeps W within the month and combines a list of rules', () => {
+    // May 2026 starts on a Friday: the 31st is a Sunday, so 31W is Friday the 29th; L-30 is the 1st.
+    expect(days(quartzDaysOfMonth(rules('0 0 31W,L-30,L * *'), 'day-of-month', 5, 31))).toEqual([1, 29, 31]);
+    // August 2026 starts on a Saturday: 1W is Monday the 3rd, not Friday the 31st of July.
+    expect(days(quartzDaysOfMonth(rules('0 0 1W * *'), 'day-of-month', 6, 31))).toEqual([3]);
+    expect(days(quartzDaysOfMonth(rules('0 0 * * 6#1,6#5,0L'), 'day-of-week', 6, 31))).toEqual([1, 29, 30]);
   });
 });

@@ -15,7 +15,7 @@ import {
 import { linkOccurrences } from '../src/cron-store/handoff.js';
 import { prepareCronStore } from '../src/cron-store/index.js';
 import { insertOccurrenceChunk } from '../src/cron-store/ledger.js';
-import { selectSchedules, updateScheduleVersion } from '../src/cron-store/schedules.js';
+import { insertScheduleChunk, selectSchedules, updateScheduleVersion } from '../src/cron-store/schedules.js';
 import { lockSchedule } from '../src/cron-store/trigger.js';
 import {
   cancelPipelineRow,
@@ -61,6 +61,7 @@ const stores = {
       schedules: {
         selectSchedules: selectSchedules(db, tables, { ...page, enabledOnly: true, workflowName: 'w' }),
         updateScheduleVersion: updateScheduleVersion(db, tables, id, 1, { enabled: false, updatedAt: now }),
+        insertScheduleChunk: insertScheduleChunk(db, tables, [schedule]),
       },
       claim: {
         selectDueSchedules: selectDueSchedules(db, tables, {

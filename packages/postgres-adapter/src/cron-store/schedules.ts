@@ -16,8 +16,8 @@ import { type PostgresDb, type PostgresHandle, sqlState } from '../transaction.j
  * declarative sync's writes applied together.
  */
 
-// Rows per multi-row INSERT of a sync: well under Postgres's 65,535 parameters at the table's width.
-const SYNC_INSERT_CHUNK = 1000;
+// Rows per INSERT of a sync (one array parameter per column): bounds the size of one statement's parameters.
+const SYNC_INSERT_CHUNK = 10_000;
 
 /** Enabled schedules: a literal, not a bound parameter, so that a generic plan can use the due index. */
 export function isEnabled({ cronSchedules: s }: PostgresTables) {
@@ -98,7 +98,7 @@ export async function applyScheduleSync(
   const { cronSchedules: s, cronExecutions: c } = tables;
   for (let start = 0; start < writes.inserts.length; start += SYNC_INSERT_CHUNK) {
     const chunk = writes.inserts.slice(start, start + SYNC_INSERT_CHUNK);
-    const inserted = await tx.insert(s).values(chunk).onConflictDoNothing().returning({ id: s.id });
+    const inserted = await insertScheduleChunk(tx, tables, chunk);
     if (inserted.length < chunk.length) throw new ScheduleSyncLost();
   }
   // One statement per set of patched columns (a sync has a few: definitions, re-timed ones, pauses).
@@ -129,6 +129,36 @@ export async function applyScheduleSync(
 }
 
 /**
+ * Inserts schedules ON CONFLICT DO NOTHING in one statement, whatever their number: each
+ * column's values are one array parameter and the rows are their `unnest`. Returns the ids
+ * inserted. Raw SQL for the source (drizzle's builder has no unnest): a multi-row VALUES
+ * binds 23 parameters a row, and building it cost more than the server took to insert.
+ */
+export function insertScheduleChunk(db: PostgresDb, tables: PostgresTables, rows: readonly ScheduleRow[]) {
+  const s = tables.cronSchedules;
+  // In the table's column order, which is the order drizzle lists the INSERT's columns in.
+  const arrays = Object.entries(getTableColumns(s) as Record<string, PgColumn>).map(([field, column]) =>
+    columnArray(
+      column,
+      rows.map((row) => (row as unknown as Record<string, unknown>)[field]),
+    ),
+  );
+  return db
+    .insert(s)
+    .select(sql`select * from unnest(${sql.join(arrays, sql`, `)})`)
+    .onConflictDoNothing()
+    .returning({ id: s.id });
+}
+
+/** One column's values as one `<type>[]` parameter, each encoded as the column encodes it. */
+function columnArray(column: PgColumn, values: readonly unknown[]) {
+  const encoded = values.map((value) =>
+    value === null || value === undefined ? null : column.mapToDriverValue(value),
+  );
+  return sql`${arrayParam(encoded)}::${sql.raw(column.getSQLType())}[]`;
+}
+
+/**
  * Writes the same columns (`fields`) of many schedules by compare-and-set on their versions, one
  * statement; returns the ids it updated.
  */
@@ -140,14 +170,12 @@ function updateScheduleGroup(
 ) {
   const s = tables.cronSchedules;
   const columns = getTableColumns(s) as Record<string, PgColumn>;
-  const values = fields.map((field) => {
-    const column = columns[field]!;
-    const encoded = updates.map(({ patch }) => {
-      const value = (patch as Record<string, unknown>)[field];
-      return value === null || value === undefined ? null : column.mapToDriverValue(value);
-    });
-    return sql`${arrayParam(encoded)}::${sql.raw(column.getSQLType())}[]`;
-  });
+  const values = fields.map((field) =>
+    columnArray(
+      columns[field]!,
+      updates.map(({ patch }) => (patch as Record<string, unknown>)[field]),
+    ),
+  );
   // Raw SQL: rows from parallel arrays (unnest), which drizzle's builder cannot name as an UPDATE source.
   const source = sql`unnest(${arrayParam(encodeUuidList(updates.map((update) => update.id)))}::uuid[],
       ${arrayParam(updates.map((update) => update.expectedVersion))}::int[]${sql.join(

@@ -140,6 +140,13 @@ update "tenant"."cron_schedules"
   where ("tenant"."cron_schedules"."id" = $3 and "tenant"."cron_schedules"."version" = $4)
   returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
 
+-- schedules/insertScheduleChunk
+insert into "tenant"."cron_schedules" ("id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at")
+  select *
+  from unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::jsonb[], $8::text[], $9::text[], $10::integer[], $11::boolean[], $12::timestamp (3) with time zone[], $13::integer[], $14::integer[], $15::jsonb[], $16::text[], $17::timestamp (3) with time zone[], $18::timestamp (3) with time zone[], $19::timestamp (3) with time zone[], $20::timestamp (3) with time zone[], $21::integer[], $22::timestamp (3) with time zone[], $23::timestamp (3) with time zone[])
+  on conflict do nothing
+  returning "id";
+
 -- claim/selectDueSchedules
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "tenant"."cron_schedules"

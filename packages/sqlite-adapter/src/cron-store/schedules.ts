@@ -27,6 +27,8 @@ export function prepareSchedules({ db, tables }: SqliteHandle) {
   const s = tables.cronSchedules;
   return {
     insertSchedule: db.insert(s).values(bindAllColumns(s)).onConflictDoNothing().returning().prepare(),
+    // A sync's insert: no RETURNING, so that a row costs no read back (`changes` says whether it went in).
+    insertScheduleRow: db.insert(s).values(bindAllColumns(s)).onConflictDoNothing().prepare(),
     selectSchedule: db
       .select()
       .from(s)
@@ -85,9 +87,7 @@ export function applyScheduleSync(
   q: { schedules: ScheduleStatements; claim: ClaimStatements },
   writes: ScheduleSyncWrites,
 ): void {
-  for (const schedule of writes.inserts) {
-    if (q.schedules.insertSchedule.all({ ...schedule }).length === 0) throw new ScheduleSyncLost();
-  }
+  if (insertScheduleChunk(q.schedules, writes.inserts) < writes.inserts.length) throw new ScheduleSyncLost();
   // One prepared statement per set of patched columns (a sync has a few: definitions, re-timed ones, pauses).
   const updates = new Map<string, ReturnType<typeof prepareSyncUpdate>>();
   for (const { id, expectedVersion, patch } of writes.updates) {
@@ -106,6 +106,17 @@ export function applyScheduleSync(
     }
     q.claim.skipBufferedRows.run({ scheduleId: id });
   }
+}
+
+/**
+ * Inserts schedules ON CONFLICT DO NOTHING inside the caller's transaction; returns how many
+ * went in. Differs by necessity: SQLite has no arrays to unnest, so one prepared statement
+ * runs per row.
+ */
+export function insertScheduleChunk(q: ScheduleStatements, rows: readonly ScheduleRow[]): number {
+  let inserted = 0;
+  for (const row of rows) inserted += q.insertScheduleRow.run({ ...row }).changes;
+  return inserted;
 }
 
 /** A compare-and-set update of `fields` (placeholders named after them), bumping the version. */
