@@ -165,6 +165,22 @@ describe('orrery schedules', () => {
     expect(executions.map((e) => e.executionId)).toContain(triggered.executionId);
   });
 
+  it("trigger follows a skip schedule's overlap policy, and --force starts one anyway", () => {
+    expect(run(['schedules', 'add', 'report', '@daily', '--name', 'single', '--overlap', 'skip']).status).toBe(0);
+    // No worker runs here: the first pipeline stays pending, so it stays active.
+    const first = json<{ executionId: string }>(['schedules', 'trigger', 'single']);
+    expectOneLineError(run(['schedules', 'trigger', 'single']), 1, first.executionId);
+    const forced = json<{ executionId: string }>(['schedules', 'trigger', 'single', '--force']);
+    expect(forced.executionId).not.toBe(first.executionId);
+    const history = json<Array<{ source: string; status: string }>>(['schedules', 'history', 'single']);
+    expect(history.map((r) => [r.source, r.status]).sort()).toEqual([
+      ['manual', 'handed_off'],
+      ['manual', 'handed_off'],
+      ['manual', 'skipped'],
+    ]);
+    expect(run(['schedules', 'delete', 'single']).status).toBe(0);
+  });
+
   it('trigger refuses an unknown schedule', () => {
     expectOneLineError(run(['schedules', 'trigger', 'no-such-schedule']), 1, 'no-such-schedule');
   });

@@ -116,7 +116,14 @@ export function mountActions(app: Hono, client: OrreryClient, base: string): voi
     return c.json({ message: `Resumed ${schedule.name ?? schedule.id}.`, schedule });
   });
   app.post('/api/schedules/:idOrName/trigger', async (c) => {
-    const execution = await client.triggerCronSchedule(c.req.param('idOrName'));
+    // `{ overlapPolicy: 'allow' }` (the Force trigger button) starts it whatever the overlap policy;
+    // triggerCronSchedule refuses any other option or value with a 400.
+    const { overlapPolicy, ...rest } = await body(c.req.raw);
+    const options = overlapPolicy === undefined ? rest : { ...rest, overlapPolicy };
+    const execution = await client.triggerCronSchedule(
+      c.req.param('idOrName'),
+      Object.keys(options).length === 0 ? undefined : (options as { overlapPolicy?: 'allow' }),
+    );
     return c.json({ message: `Triggered: execution ${execution.id}.`, executionId: execution.id });
   });
   app.post('/api/schedules/:idOrName/backfill', async (c) => {

@@ -32,7 +32,15 @@ function primaryActions(ctx: PageContext, view: ScheduleView): SafeHtml {
         fields: html`<input name="note" placeholder="Note (optional)" aria-label="Pause note for ${scheduleName(view)}" size="14">`,
       })
     : actionForm(ctx, { action: `${path}/resume`, label: 'Resume' });
-  return html`${toggle}${actionForm(ctx, { action: `${path}/trigger`, label: 'Trigger now' })}`;
+  // Trigger now follows the overlap policy (a skip schedule with an active run refuses it);
+  // Force trigger starts one whatever the policy.
+  const force = actionForm(ctx, {
+    action: `${path}/trigger`,
+    label: 'Force trigger',
+    fields: html`<input type="hidden" name="overlapPolicy" value="allow">`,
+    confirm: `Start a run of ${scheduleName(view)} now, even while another is active?`,
+  });
+  return html`${toggle}${actionForm(ctx, { action: `${path}/trigger`, label: 'Trigger now' })}${view.schedule.overlapPolicy === 'allow' ? '' : force}`;
 }
 
 /** Backfill a range, and Delete. */

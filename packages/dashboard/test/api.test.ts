@@ -127,6 +127,31 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
       const { error } = (await response.json()) as { error: { code: string; message: string } };
       expect(error.code).toBe('SCHEDULE_OVERLAP');
       expect(error.message).toContain(first.id);
+      // Force trigger: starts one whatever the policy; a bad value is a 400, nothing started.
+      const csrfToken = await csrfOf(board);
+      const bad = await post(
+        board,
+        '/api/schedules/single/trigger',
+        { overlapPolicy: 'skip' },
+        { 'X-Orrery-Csrf': csrfToken },
+      );
+      expect(bad.status).toBe(400);
+      const forced = await post(
+        board,
+        '/api/schedules/single/trigger',
+        { overlapPolicy: 'allow' },
+        { 'X-Orrery-Csrf': csrfToken },
+      );
+      expect(forced.status).toBe(200);
+      const { executionId } = (await forced.json()) as { executionId: string };
+      expect(executionId).not.toBe(first.id);
+      const ledger = await client.getCronExecutionHistory('single');
+      expect(
+        ledger
+          .filter((r) => r.pipelineExecutionId !== null)
+          .map((r) => r.pipelineExecutionId)
+          .sort(),
+      ).toEqual([first.id, executionId].sort());
     } finally {
       await client.shutdown();
       await idle.remove();

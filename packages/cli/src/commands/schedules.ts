@@ -225,12 +225,20 @@ export function registerScheduleCommands(program: Command, io: CliIo): void {
       else writeLine(io, `Deleted schedule ${scheduleLabel(deleted)}; its history is kept.`);
     });
 
-  databaseCommand(schedules, 'trigger', 'Start a pipeline of the schedule now (audited as a manual occurrence)')
+  databaseCommand(
+    schedules,
+    'trigger',
+    "Start a pipeline of the schedule now (audited as a manual occurrence); it follows the schedule's overlap policy",
+  )
     .argument('<schedule>', 'schedule id or name')
-    .action(async (idOrName: string, options: CommonOptions) => {
+    .option('--force', 'start it even while an earlier occurrence is active, whatever the overlap policy')
+    .action(async (idOrName: string, options: CommonOptions & { force?: boolean }) => {
       const { schedule, executionId } = await withClient(options, {}, async (client) => {
         const schedule = await client.getCronSchedule(idOrName);
-        const execution = await client.triggerCronSchedule(schedule.id);
+        const execution = await client.triggerCronSchedule(
+          schedule.id,
+          options.force === true ? { overlapPolicy: 'allow' } : undefined,
+        );
         return { schedule, executionId: execution.id };
       });
       const result = {
