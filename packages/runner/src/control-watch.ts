@@ -42,10 +42,11 @@ export class ControlWatch extends BackgroundLoop {
 
   protected async tick(): Promise<void> {
     const { active, ahead, store, stop } = this.#options;
-    const ids = new Set([...active.pipelineIds(), ...ahead.pipelineIds()]);
+    const ids = [...new Set([...active.pipelineIds(), ...ahead.pipelineIds()])];
     // One read per pipeline with local work: at most a few dozen, and only while there is some.
-    const rows = await Promise.all([...ids].map((id) => store.getPipeline(id)));
-    for (const [index, id] of [...ids].entries()) {
+    const rows = await Promise.all(ids.map((id) => store.getPipeline(id)));
+    for (const [index, id] of ids.entries()) {
+      // A pipeline gone (retention deleted it) is as good as cancelled.
       const status = rows[index]?.status ?? 'cancelled';
       if (!CLAIMABLE.has(status)) stop(id, status === 'paused' ? 'paused' : 'cancelled');
     }

@@ -367,16 +367,22 @@ export class DefaultRunner extends OrreryClient {
 
   /** @internal */
   protected override abortLocalTasks(executionId: string, cause: RemoteStop): void {
-    this.#active.abortPipeline(executionId, cause);
-    this.#ahead.dropPipeline(executionId);
+    this.#stopLocalWork(executionId, cause);
   }
 
-  /** Another process paused or cancelled a pipeline: abort its attempts here and drop its tasks claimed ahead. */
+  /** Another process paused or cancelled a pipeline: stop its local work as a local call would, and say so. */
   #stopRemotely(executionId: string, cause: RemoteStop): void {
-    const aborted = this.#active.abortPipeline(executionId, cause);
-    const dropped = this.#ahead.dropPipeline(executionId);
+    const { aborted, dropped } = this.#stopLocalWork(executionId, cause);
     if (aborted + dropped === 0) return;
     this.config.logger.info({ executionId, cause, aborted, dropped }, REMOTE_STOP_MESSAGE);
+  }
+
+  /** Aborts a pipeline's running attempts here and drops its tasks claimed ahead; returns how many of each. */
+  #stopLocalWork(executionId: string, cause: RemoteStop): { aborted: number; dropped: number } {
+    return {
+      aborted: this.#active.abortPipeline(executionId, cause),
+      dropped: this.#ahead.dropPipeline(executionId),
+    };
   }
 
   /** @internal This runner most likely finishes the pipeline itself and is notified: no need to read it early. */
