@@ -1,6 +1,7 @@
-import { type CronScheduleInput, type OrreryClient, ValidationError } from '@orreryjs/runner';
+import { type CronScheduleInput, ValidationError } from '@orreryjs/runner';
 import type { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
+import type { DashboardClient } from './client.js';
 import { loadExecutions, loadLedger, loadOverview, loadScheduleDetail, loadSchedules } from './data.js';
 import type { ChangeWatcher } from './events.js';
 import { parseInstant, parseStatus, parseText, parseWindow } from './input.js';
@@ -14,7 +15,7 @@ function query(url: string): URLSearchParams {
 }
 
 /** The read side of the JSON API under `{basePath}/api/`, and the event stream. */
-export function mountReadApi(app: Hono, client: OrreryClient, watcher: ChangeWatcher, now: () => Date): void {
+export function mountReadApi(app: Hono, client: DashboardClient, watcher: ChangeWatcher, now: () => Date): void {
   app.get('/api/overview', async (c) => c.json(await loadOverview(client)));
   app.get('/api/schedules', async (c) => c.json(await loadSchedules(client, parseWindow(query(c.req.url), 50), now())));
   app.get('/api/schedules/:idOrName', async (c) => {
@@ -89,7 +90,7 @@ async function body(request: Request): Promise<Record<string, unknown>> {
  * The actions: POST of a new schedule and PATCH of one (the add and edit forms), POST
  * …/pause|resume|trigger|backfill|cancel|retry, and DELETE of a schedule.
  */
-export function mountActions(app: Hono, client: OrreryClient, base: string): void {
+export function mountActions(app: Hono, client: DashboardClient, base: string): void {
   app.post('/api/schedules', async (c) => {
     // Whatever is missing (a name, the workflow) is refused by the engine, naming the field.
     const input = readScheduleBody(await body(c.req.raw)) as CronScheduleInput;

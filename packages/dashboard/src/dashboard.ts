@@ -1,10 +1,11 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
-import { ConfigurationError, type OrreryClient } from '@orreryjs/runner';
+import { ConfigurationError } from '@orreryjs/runner';
 import { Hono } from 'hono';
 import { mountActions, mountReadApi } from './api.js';
 import { APP_CSS, APP_JS } from './assets.js';
+import type { DashboardClient } from './client.js';
 import { ChangeWatcher } from './events.js';
 import { checkHost, checkOrigin, resolveAllowedHosts } from './host-guard.js';
 import { html } from './html.js';
@@ -22,7 +23,7 @@ export interface DashboardOptions {
    * What the dashboard reads and acts through: an `OrreryClient`, or a `DefaultRunner` (which
    * is one, and whose own `health()` the overview then shows).
    */
-  client: OrreryClient;
+  client: DashboardClient;
   /**
    * Where the dashboard is mounted; links and the API live under it.
    * @default '/'

@@ -2,13 +2,12 @@ import type {
   CronExecution,
   CronExecutionStats,
   CronSchedule,
-  OrreryClient,
   PipelineStatus,
   PipelineSummary,
   RunnerHealth,
   RunnerInfo,
 } from '@orreryjs/runner';
-import { runnerHealth } from './client.js';
+import { type DashboardClient, runnerHealth } from './client.js';
 import { describeCron, nextRuns } from './format.js';
 import { type PageWindow, PIPELINE_STATUSES } from './input.js';
 
@@ -53,7 +52,7 @@ async function page<T>(
   };
 }
 
-async function lastOccurrence(client: OrreryClient, scheduleId: string): Promise<ScheduleView['lastOccurrence']> {
+async function lastOccurrence(client: DashboardClient, scheduleId: string): Promise<ScheduleView['lastOccurrence']> {
   const [row] = await client.getCronExecutionHistory(scheduleId, { limit: 1 });
   if (row === undefined) return null;
   const pipelineStatus =
@@ -64,7 +63,7 @@ async function lastOccurrence(client: OrreryClient, scheduleId: string): Promise
 }
 
 /** Describes one schedule: words, next runs and its latest occurrence. */
-export async function viewSchedule(client: OrreryClient, schedule: CronSchedule, now: Date): Promise<ScheduleView> {
+export async function viewSchedule(client: DashboardClient, schedule: CronSchedule, now: Date): Promise<ScheduleView> {
   return {
     schedule,
     description: describeCron(schedule.cronExpression),
@@ -74,12 +73,16 @@ export async function viewSchedule(client: OrreryClient, schedule: CronSchedule,
 }
 
 /** The names of the workflows runners registered, sorted: what a schedule can run. */
-export async function workflowNames(client: OrreryClient): Promise<string[]> {
+export async function workflowNames(client: DashboardClient): Promise<string[]> {
   return [...new Set((await client.listWorkflows()).map((workflow) => workflow.name))].sort();
 }
 
 /** One page of schedules, each described. */
-export async function loadSchedules(client: OrreryClient, window: PageWindow, now: Date): Promise<Page<ScheduleView>> {
+export async function loadSchedules(
+  client: DashboardClient,
+  window: PageWindow,
+  now: Date,
+): Promise<Page<ScheduleView>> {
   const schedules = await page(window, (limit, offset) => client.listCronSchedules({ limit, offset }));
   return { ...schedules, items: await Promise.all(schedules.items.map((s) => viewSchedule(client, s, now))) };
 }
@@ -107,7 +110,7 @@ export const STATS_WINDOW = 1000;
 
 /** A schedule, its stats over its latest {@link STATS_WINDOW} slots, and one page of its ledger. */
 export async function loadScheduleDetail(
-  client: OrreryClient,
+  client: DashboardClient,
   idOrName: string,
   window: PageWindow,
   now: Date,
@@ -122,7 +125,11 @@ export async function loadScheduleDetail(
 }
 
 /** A page of a schedule's ledger alone. */
-export function loadLedger(client: OrreryClient, idOrName: string, window: PageWindow): Promise<Page<CronExecution>> {
+export function loadLedger(
+  client: DashboardClient,
+  idOrName: string,
+  window: PageWindow,
+): Promise<Page<CronExecution>> {
   return page(window, (limit, offset) => client.getCronExecutionHistory(idOrName, { limit, offset }));
 }
 
@@ -136,7 +143,7 @@ export interface ExecutionFilter {
 
 /** One page of executions, newest first; a schedule filter takes a schedule id or name. */
 export async function loadExecutions(
-  client: OrreryClient,
+  client: DashboardClient,
   filter: ExecutionFilter,
   window: PageWindow,
 ): Promise<Page<PipelineSummary>> {
@@ -167,7 +174,7 @@ export interface Overview {
 export const COUNT_CAP = 500;
 
 /** Health, execution counts, cron lag and lost work, live runners and orphaned schedules. */
-export async function loadOverview(client: OrreryClient): Promise<Overview> {
+export async function loadOverview(client: DashboardClient): Promise<Overview> {
   const [ownHealth, counts, cron, runners] = await Promise.all([
     runnerHealth(client),
     Promise.all(PIPELINE_STATUSES.map((status) => client.listExecutions({ status, limit: COUNT_CAP + 1 }))),

@@ -1,4 +1,4 @@
-import type { OrreryClient } from '@orreryjs/runner';
+import type { DashboardClient } from './client.js';
 
 /** How often the change watcher reads the database while someone listens. */
 export const WATCH_INTERVAL_MS = 1000;
@@ -10,12 +10,12 @@ export const WATCH_INTERVAL_MS = 1000;
  * counts) once per interval, and only while at least one page listens.
  */
 export class ChangeWatcher {
-  readonly #client: OrreryClient;
+  readonly #client: DashboardClient;
   readonly #listeners = new Set<() => void>();
   #timer: ReturnType<typeof setTimeout> | undefined;
   #fingerprint: string | undefined;
 
-  constructor(client: OrreryClient) {
+  constructor(client: DashboardClient) {
     this.#client = client;
   }
 

@@ -1,10 +1,10 @@
-import type { OrreryClient } from '@orreryjs/runner';
+import type { DashboardClient } from './client.js';
 import type { Page } from './data.js';
 import { html, type SafeHtml } from './html.js';
 
 /** What every page renderer needs. */
 export interface PageContext {
-  client: OrreryClient;
+  client: DashboardClient;
   /** The mount path, always ending with `/`. */
   base: string;
   csrfToken: string;

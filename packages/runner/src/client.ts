@@ -17,6 +17,8 @@ import {
   PipelineTimeoutError,
   type Storage,
   systemClock,
+  type TaskRow,
+  TERMINAL_PIPELINE_STATUSES,
   ValidationError,
   type WakeUp,
   type Workflow,
@@ -24,15 +26,17 @@ import {
   WorkflowNotFoundError,
 } from '@orreryjs/core';
 import { assertKnownKeys, CronService } from '@orreryjs/cron';
+import { EventEmitter } from 'eventemitter3';
 import { type OrreryClientConfig, resolveClientConfig } from './client-config.js';
-import { CompletionWaiters, FIRST_POLL_DELAY_MS, TERMINAL_PIPELINE_STATUSES } from './completion.js';
+import { CompletionWaiters, FIRST_POLL_DELAY_MS } from './completion.js';
 import { cronSettingsOf, type ResolvedRunnerConfig } from './config.js';
-import { CronScheduling } from './cron-api.js';
+import { SCHEDULE_CALLS, ScheduleCalls } from './cron-api.js';
 import { cronHandoffOf } from './cron-handoff.js';
-import type { RunnerEvents } from './events.js';
+import type { EmitEvent, RunnerEvents } from './events.js';
 import { OffsetClock } from './heartbeat.js';
 import { KnownWorkflows } from './known-workflows.js';
 import { openStorage } from './open-storage.js';
+import { passCallsThrough } from './pass-through.js';
 import { PipelineWriter } from './pipeline-writer.js';
 import { WorkflowRegistry } from './registry.js';
 import { toPipelineResult, toPipelineSummary } from './result.js';
@@ -41,14 +45,41 @@ import { type ListRunnersOptions, type RunnerInfo, toRunnerInfos } from './runne
 import { checkPipelineRequest, newPipelineRows, type PipelineRequest, startPipeline } from './start-pipeline.js';
 import { inProducerSpan, SPAN_ATTRIBUTES, scheduleAttributes, traceContextOf } from './tracing.js';
 import { checkExecutionId, checkListFilter, checkTimeoutMs, executionIdPrefix, executionNotFound } from './validate.js';
+import type { PipelineStopCause } from './worker/active-tasks.js';
 
-/** What a client is built from; a DefaultRunner passes its own registry and clock. @internal */
+/**
+ * The tasks a runner runs in this process, as its client's calls see them: the client tells
+ * it what its calls changed. A client without a runner has no local work.
+ */
+export interface LocalWork {
+  /** Tasks may be claimable now (a pipeline was created, resumed or retried here). */
+  workReady(): void;
+  /** A call here paused or cancelled a pipeline: stop its attempts running here. */
+  stopPipeline(executionId: string, cause: PipelineStopCause): void;
+  /**
+   * First pause before a waiter reads a pipeline of `workflowName`, when this process will most
+   * likely finish it itself and be told; undefined to let the client choose.
+   */
+  firstPollDelayMs(workflowName: string): number | undefined;
+}
+
+/** What a client is built from; a DefaultRunner passes its own registry, clock, events and local work. @internal */
 export interface ClientParts {
   config: ResolvedRunnerConfig;
   storage: Storage;
   registry: WorkflowRegistry;
   clock: OffsetClock;
+  /** Where the client's events go. @default the client itself */
+  emit?: EmitEvent;
+  /** The runner's tasks. @default none */
+  localWork?: LocalWork;
 }
+
+const NO_LOCAL_WORK: LocalWork = {
+  workReady: () => {},
+  stopPipeline: () => {},
+  firstPollDelayMs: () => undefined,
+};
 
 /** One pipeline to start with {@link OrreryClient.executeAsyncMany}: the arguments of executeAsync. */
 export interface ExecuteRequest {
@@ -71,15 +102,18 @@ function describeValue(value: unknown): string {
   return `a ${typeof value}`;
 }
 
-/** Why a running task is aborted by a call on this process. */
-type LocalAbortCause = 'cancelled' | 'paused';
+/** The schedule calls a client offers as its own (see {@link ScheduleCalls}). */
+type ScheduleCallsOf = Pick<ScheduleCalls, (typeof SCHEDULE_CALLS)[number]>;
+
+export interface OrreryClient extends ScheduleCallsOf {}
 
 /**
  * A handle on an Orrery database for a process that starts, inspects and manages work but
  * runs no task code: a web server, an admin script, the CLI, a dashboard. It starts any
  * workflow that some runner has registered (the latest registered version of the name, from
  * the `workflows` table), waits for pipelines that runners elsewhere execute, and manages
- * cron schedules. `DefaultRunner` extends it: a runner is a client that also runs tasks.
+ * cron schedules. A `DefaultRunner` holds one and offers its calls: a runner is a client plus
+ * a worker that runs tasks.
  *
  * Its events are those of the calls made through it (`pipeline:created`, `pipeline:cancelled`).
  * Waiting (`execute()`, `wait()`) wakes at once when the storage reports that another process
@@ -87,53 +121,76 @@ type LocalAbortCause = 'cancelled' | 'paused';
  * the wait and every `pollIntervalMs` as a fallback); without wake-ups it polls with a
  * back-off up to `pollIntervalMs`.
  */
-export class OrreryClient extends CronScheduling implements PipelineExecutor {
-  /** @internal */ protected readonly config: ResolvedRunnerConfig;
-  /** @internal */ protected readonly storage: Storage;
-  /** @internal */ protected readonly registry: WorkflowRegistry;
-  /** @internal */ protected readonly clock: OffsetClock;
-  /** @internal */ protected readonly known: KnownWorkflows;
-  /** @internal */ protected readonly waiters: CompletionWaiters;
-  /** @internal */ protected readonly cron: CronService;
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the schedule calls declared by the interface above are given to the prototype in the static block (passCallsThrough), so each exists.
+export class OrreryClient extends EventEmitter<RunnerEvents> implements PipelineExecutor {
+  static {
+    passCallsThrough(OrreryClient, (client) => client.#schedules, SCHEDULE_CALLS);
+  }
+
+  readonly #config: ResolvedRunnerConfig;
+  readonly #storage: Storage;
+  readonly #registry: WorkflowRegistry;
+  readonly #clock: OffsetClock;
+  readonly #known: KnownWorkflows;
+  readonly #waiters: CompletionWaiters;
+  readonly #schedules: ScheduleCalls;
+  readonly #localWork: LocalWork;
+  readonly #emit: EmitEvent;
   readonly #writer: PipelineWriter;
   readonly #unsubscribe: () => void;
+  /**
+   * The cron engine behind the schedule calls; a runner starts its loops. @internal
+   */
+  readonly scheduler: CronService;
   #closed: Promise<void> | undefined;
 
   /** @internal Use {@link OrreryClient.create} (or `DefaultRunner.create`). */
-  protected constructor(parts: ClientParts) {
+  constructor(parts: ClientParts) {
     super();
     const { config, storage, registry, clock } = parts;
     const { logger } = config;
-    this.config = config;
-    this.storage = storage;
-    this.registry = registry;
-    this.clock = clock;
-    this.known = new KnownWorkflows(registry, storage.workflows);
+    this.#config = config;
+    this.#storage = storage;
+    this.#registry = registry;
+    this.#clock = clock;
+    this.#localWork = parts.localWork ?? NO_LOCAL_WORK;
+    this.#emit = parts.emit ?? ((event, payload) => emitSafely(this as never, logger, event, payload));
+    this.#known = new KnownWorkflows(registry, storage.workflows);
     this.#writer = new PipelineWriter(storage.executions);
-    this.waiters = new CompletionWaiters({
+    this.#waiters = new CompletionWaiters({
       getPipeline: (id) => storage.executions.getPipeline(id),
       pollIntervalMs: config.pollIntervalMs,
       logger,
     });
-    this.cron = new CronService({
+    this.scheduler = new CronService({
       store: storage.cron,
       executor: this,
       clock,
       logger,
       runnerId: config.runnerId,
       settings: cronSettingsOf(config),
-      workflows: this.known,
-      emit: (event, ...args) => this.emitEvent(event, args[0]),
+      workflows: this.#known,
+      emit: (event, ...args) => this.#emit(event, args[0]),
       inTransactionHandoff: cronHandoffOf({
         registry,
         maxContextBytes: config.maxContextBytes,
         logger,
         runnerId: config.runnerId,
-        created: (pipeline) => this.pipelineCreated(pipeline),
+        created: (pipeline) => this.#pipelineCreated(pipeline),
         cancelled: (ids) => this.#cancelledByCron(ids),
       }),
     });
-    this.#unsubscribe = storage.wakeUps?.subscribe((wakeUp) => this.wakeUp(wakeUp)) ?? (() => {});
+    this.#schedules = new ScheduleCalls({
+      cron: this.scheduler,
+      assertOpen: () => this.#assertOpen(),
+      checkWorkflowName: (name) => this.#known.assertKnown(name),
+      refreshWorkflows: async () => {
+        await this.#known.refresh();
+      },
+      ledgerRetentionMs: config.retention.cronLedgerMs,
+      clock,
+    });
+    this.#unsubscribe = storage.wakeUps?.subscribe((wakeUp) => this.#wakeWaiters(wakeUp)) ?? (() => {});
   }
 
   /**
@@ -173,23 +230,23 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
     context?: Context | Record<string, Json>,
     options: ExecuteOptions = {},
   ): Promise<PipelineExecution> {
-    this.assertOpen();
+    this.#assertOpen();
     // The cron scheduler's handoffs (two-phase, recovery, triggers, backfills) are the calls that pass a scheduleId.
     const handoff = (options as ExecuteOptions | null)?.scheduleId !== undefined;
-    const attributes = handoff ? { [SPAN_ATTRIBUTES.runnerId]: this.config.runnerId } : {};
+    const attributes = handoff ? { [SPAN_ATTRIBUTES.runnerId]: this.#config.runnerId } : {};
     return inProducerSpan(handoff ? 'orrery.cron.handoff' : 'orrery.execute', attributes, async (span) => {
-      const workflow = await this.known.resolve(workflowName);
-      const request = checkPipelineRequest(workflow, context, options, this.config.maxContextBytes);
+      const workflow = await this.#known.resolve(workflowName);
+      const request = checkPipelineRequest(workflow, context, options, this.#config.maxContextBytes);
       span.setAttribute(SPAN_ATTRIBUTES.workflow, workflow.name);
       span.setAttributes(scheduleAttributes(request.scheduleId, request.scheduledTime));
-      const defaultTimeoutMs = checkTimeoutMs(options.timeoutMs, this.config.pipelineTimeoutMs, 'timeoutMs');
+      const defaultTimeoutMs = checkTimeoutMs(options.timeoutMs, this.#config.pipelineTimeoutMs, 'timeoutMs');
       const { pipeline, created } = await startPipeline(
-        { writer: this.#writer, now: () => this.clock.now() },
+        { writer: this.#writer, now: () => this.#clock.now() },
         request,
         traceContextOf(span),
       );
       span.setAttribute(SPAN_ATTRIBUTES.executionId, pipeline.id);
-      if (created) this.pipelineCreated(pipeline);
+      if (created) this.#pipelineCreated(pipeline);
       return this.#handle(pipeline, defaultTimeoutMs);
     });
   }
@@ -207,7 +264,7 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
    * @throws DatabaseError when the write fails (nothing is written).
    */
   async executeAsyncMany(requests: readonly ExecuteRequest[]): Promise<PipelineExecution[]> {
-    this.assertOpen();
+    this.#assertOpen();
     // One orrery.execute span per call, not per pipeline: the batch is one transaction, and its
     // pipelines' tasks all continue this span's trace. orrery.workflow is set when all share one.
     return inProducerSpan('orrery.execute', {}, (span) => this.#executeMany(requests, span));
@@ -233,11 +290,11 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
       const name = String(workflowName);
       let workflow = workflows.get(name);
       if (workflow === undefined || typeof workflowName !== 'string') {
-        workflow = this.known.resolve(workflowName);
+        workflow = this.#known.resolve(workflowName);
         workflows.set(name, workflow);
       }
-      const request = checkPipelineRequest(await workflow, context, options, this.config.maxContextBytes);
-      const timeoutMs = checkTimeoutMs(options.timeoutMs, this.config.pipelineTimeoutMs, 'timeoutMs');
+      const request = checkPipelineRequest(await workflow, context, options, this.#config.maxContextBytes);
+      const timeoutMs = checkTimeoutMs(options.timeoutMs, this.#config.pipelineTimeoutMs, 'timeoutMs');
       if (request.idempotencyKey !== null) {
         const owner = keyOwners.get(request.idempotencyKey);
         if (owner !== undefined && owner !== request.workflow.name) {
@@ -252,14 +309,14 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
     if (checked.length === 0) return [];
     const names = new Set(checked.map(({ request }) => request.workflow.name));
     if (names.size === 1) span.setAttribute(SPAN_ATTRIBUTES.workflow, [...names][0]!);
-    const now = this.clock.now();
+    const now = this.#clock.now();
     const traceContext = traceContextOf(span);
     // All or nothing: a key another workflow's execution holds rolls the whole batch back.
-    const results = await this.storage.executions.createPipelines(
+    const results = await this.#storage.executions.createPipelines(
       checked.map(({ request }) => newPipelineRows(request, now, traceContext)),
       { allOrNothing: true },
     );
-    for (const { pipeline, created } of results) if (created) this.pipelineCreated(pipeline);
+    for (const { pipeline, created } of results) if (created) this.#pipelineCreated(pipeline);
     return results.map(({ pipeline }, index) => {
       const { timeoutMs } = checked[index]!;
       return this.#handle(pipeline, timeoutMs);
@@ -296,7 +353,7 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
    */
   async getExecutionResult(executionId: string): Promise<PipelineResult> {
     const row = await this.#pipeline(executionId);
-    return toPipelineResult(row, await this.storage.executions.listTasks(row.id));
+    return toPipelineResult(row, await this.#storage.executions.listTasks(row.id));
   }
 
   /**
@@ -307,25 +364,25 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
    */
   async cancelExecution(executionId: string): Promise<void> {
     const before = await this.#pipeline(executionId);
-    if (TERMINAL_PIPELINE_STATUSES.has(before.status)) return;
-    const row = await this.storage.executions.cancelPipeline(before.id, this.clock.now());
+    if ((TERMINAL_PIPELINE_STATUSES as readonly PipelineStatus[]).includes(before.status)) return;
+    const row = await this.#storage.executions.cancelPipeline(before.id, this.#clock.now());
     if (row === null) throw executionNotFound(executionId);
     this.#cancelled(row);
   }
 
   /** What follows a cancel committed by this process: its local tasks aborted, waiters and listeners told. */
   #cancelled(row: PipelineRow): void {
-    this.abortLocalTasks(row.id, 'cancelled');
+    this.#localWork.stopPipeline(row.id, 'cancelled');
     if (row.status === 'cancelled') {
-      this.waiters.notify(row);
-      this.emitEvent('pipeline:cancelled', { executionId: row.id, workflowName: row.workflowName });
+      this.#waiters.notify(row);
+      this.#emit('pipeline:cancelled', { executionId: row.id, workflowName: row.workflowName });
     }
   }
 
   /** The cron claim transaction cancelled these pipelines (`cancel_other`): as if cancelExecution had. */
   async #cancelledByCron(ids: readonly string[]): Promise<void> {
     for (const id of ids) {
-      const row = await this.storage.executions.getPipeline(id);
+      const row = await this.#storage.executions.getPipeline(id);
       if (row !== null) this.#cancelled(row);
     }
   }
@@ -343,9 +400,9 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
     }
     if (reason !== undefined) assertNoNul(reason, `The pause reason ${JSON.stringify(reason)}`);
     const id = checkExecutionId(executionId);
-    const row = await this.storage.executions.pausePipeline(id, reason ?? null, this.clock.now());
+    const row = await this.#storage.executions.pausePipeline(id, reason ?? null, this.#clock.now());
     if (row === null) throw executionNotFound(executionId);
-    if (row.status === 'paused') this.abortLocalTasks(row.id, 'paused');
+    if (row.status === 'paused') this.#localWork.stopPipeline(row.id, 'paused');
   }
 
   /**
@@ -354,9 +411,9 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
    */
   async resumeExecution(executionId: string): Promise<void> {
     const id = checkExecutionId(executionId);
-    const row = await this.storage.executions.resumePipeline(id, this.clock.now());
+    const row = await this.#storage.executions.resumePipeline(id, this.#clock.now());
     if (row === null) throw executionNotFound(executionId);
-    this.workReady();
+    this.#localWork.workReady();
   }
 
   /**
@@ -370,11 +427,11 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
    * @throws ValidationError when several do, listing a few of them.
    */
   async resolveExecutionId(idOrPrefix: string): Promise<string> {
-    this.assertOpen();
+    this.#assertOpen();
     const hexPrefix = typeof idOrPrefix === 'string' ? executionIdPrefix(idOrPrefix) : undefined;
     if (hexPrefix === undefined) throw executionNotFound(idOrPrefix);
     const shown = 5;
-    const ids = await this.storage.executions.listPipelineIdsByPrefix(hexPrefix, shown + 1);
+    const ids = await this.#storage.executions.listPipelineIdsByPrefix(hexPrefix, shown + 1);
     if (ids.length === 0) throw executionNotFound(idOrPrefix);
     if (ids.length > 1) {
       const listed = ids.length > shown ? `${ids.slice(0, shown).join(', ')}, …` : ids.join(', ');
@@ -396,33 +453,33 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
    * @throws WorkflowNotFoundError when no runner stored the workflow version it ran.
    */
   async retryExecution(executionId: string): Promise<PipelineExecution> {
-    this.assertOpen();
+    this.#assertOpen();
     const before = await this.#pipeline(executionId);
     assertRetryable(before);
     const dependsOn = await this.#dependencies(before);
-    const tasks = await this.storage.executions.listTasks(before.id);
+    const tasks = await this.#storage.executions.listTasks(before.id);
     const plan = planRetry(tasks, (taskId) => dependsOn.get(taskId) ?? []);
-    const row = await this.storage.executions.retryPipeline(before.id, plan.tasks, this.clock.now());
+    const row = await this.#storage.executions.retryPipeline(before.id, plan.tasks, this.#clock.now());
     if (row === null) throw executionNotFound(executionId);
     // Another call retried it (or cancelled the retry) in between: judge the status it has now.
     if (row.status !== 'running') assertRetryable(row);
-    this.emitEvent('pipeline:retried', {
+    this.#emit('pipeline:retried', {
       executionId: row.id,
       workflowName: row.workflowName,
       previousStatus: before.status,
       retriedTasks: plan.taskIds,
     });
-    this.workReady();
-    return this.#handle(row, this.config.pipelineTimeoutMs);
+    this.#localWork.workReady();
+    return this.#handle(row, this.#config.pipelineTimeoutMs);
   }
 
   /** The direct dependencies of each task of the workflow version a pipeline ran. */
   async #dependencies(row: PipelineRow): Promise<Map<string, readonly string[]>> {
-    const registered = this.registry.find(row.workflowName);
+    const registered = this.#registry.find(row.workflowName);
     const tasks =
       registered?.version === row.workflowVersion
         ? registered.tasks.map((task) => ({ id: task.id, dependsOn: task.dependsOn ?? [] }))
-        : (await this.storage.workflows.listWorkflows()).find(
+        : (await this.#storage.workflows.listWorkflows()).find(
             (info) => info.name === row.workflowName && info.version === row.workflowVersion,
           )?.tasks;
     if (tasks === undefined) {
@@ -434,37 +491,11 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
   }
 
   /**
-   * Hands off every slot of a schedule in [start, end) that has no ledger row (see
-   * CronScheduling), refusing a range that starts before now − `retention.cronLedgerMs`:
-   * the runners' retention sweep may already have deleted the ledger rows of such slots,
-   * so they would run a second time.
-   * @throws ValidationError for a range older than the ledger retention, and as CronScheduling.
-   * @throws ScheduleNotFoundError for an unknown id or name.
-   */
-  override async backfillCronSchedule(
-    idOrName: string,
-    range: { start: Date; end: Date },
-  ): Promise<{ created: number; existing: number }> {
-    const start = (range as { start?: unknown } | null)?.start;
-    // Starts that are not valid instants (or before the year 1) get the range checks' own message.
-    if (start instanceof Date && !Number.isNaN(start.getTime()) && start.getUTCFullYear() >= 1) {
-      const retentionMs = this.config.retention.cronLedgerMs;
-      const oldest = new Date(this.clock.now().getTime() - retentionMs);
-      if (start < oldest) {
-        throw new ValidationError(
-          `Backfill start ${start.toISOString()} is older than the cron ledger's retention (${Math.round(retentionMs / 86_400_000)} days, retention.cronLedgerMs): ledger rows before ${oldest.toISOString()} may already be deleted, so their slots would run again. Start the range at or after ${oldest.toISOString()}.`,
-        );
-      }
-    }
-    return super.backfillCronSchedule(idOrName, range);
-  }
-
-  /**
    * Executions, newest first, optionally of one workflow or status.
    * @throws ValidationError for a bad status, limit (1–1000, default 100) or offset.
    */
   async listExecutions(filter: ListExecutionsFilter = {}): Promise<PipelineSummary[]> {
-    const rows = await this.storage.executions.listPipelines(checkListFilter(filter));
+    const rows = await this.#storage.executions.listPipelines(checkListFilter(filter));
     return rows.map(toPipelineSummary);
   }
 
@@ -474,8 +505,8 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
    * @throws DatabaseError when the table cannot be read.
    */
   async listWorkflows(): Promise<WorkflowInfo[]> {
-    this.assertOpen();
-    return this.storage.workflows.listWorkflows();
+    this.#assertOpen();
+    return this.#storage.workflows.listWorkflows();
   }
 
   /**
@@ -486,9 +517,9 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
    * @throws DatabaseError when the table cannot be read.
    */
   async listRunners(options: ListRunnersOptions = {}): Promise<RunnerInfo[]> {
-    this.assertOpen();
-    const rows = await this.storage.runners.listRunners();
-    return toRunnerInfos(rows, options, this.clock.now());
+    this.#assertOpen();
+    const rows = await this.#storage.runners.listRunners();
+    return toRunnerInfos(rows, options, this.#clock.now());
   }
 
   /**
@@ -496,90 +527,83 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
    * with PipelineTimeoutError (their pipelines keep running). Idempotent.
    */
   close(): Promise<void> {
-    this.#closed ??= this.#close();
-    return this.#closed;
-  }
-
-  async #close(): Promise<void> {
-    this.#unsubscribe();
-    this.waiters.close(
+    return this.closeWith(
       new PipelineTimeoutError(
         'The client was closed before the pipeline finished; it keeps running. Wait on it from an open client.',
       ),
     );
-    await this.storage.close();
   }
 
-  /** @internal The cron methods' service (see CronScheduling). */
-  protected override cronService(): CronService {
-    return this.cron;
+  async #close(reason: PipelineTimeoutError): Promise<void> {
+    this.#unsubscribe();
+    this.#waiters.close(reason);
+    await this.#storage.close();
   }
 
-  /** @internal Checks that a schedule's workflow is registered here or stored by some runner. */
-  protected override checkWorkflowName(name: string): Promise<void> {
-    return this.known.assertKnown(name);
+  /**
+   * This process's worker finished a pipeline (its last outcome committed here): wakes the
+   * calls waiting on it, emits `pipeline:completed` or `pipeline:failed`, and tells the cron
+   * scheduler of a scheduled pipeline that failed (`pauseOnFailure`). @internal
+   */
+  pipelineFinished(row: PipelineRow, tasks: readonly TaskRow[] | null): void {
+    this.#waiters.notify(row, tasks);
+    const startMs = (row.startedAt ?? row.createdAt).getTime();
+    this.#emit(row.status === 'failed' ? 'pipeline:failed' : 'pipeline:completed', {
+      executionId: row.id,
+      workflowName: row.workflowName,
+      status: row.status,
+      durationMs: (row.completedAt?.getTime() ?? startMs) - startMs,
+      error: row.error,
+    });
+    if (row.status === 'failed' && row.scheduleId !== null) void this.scheduler.pipelineFailed(row.scheduleId, row.id);
   }
 
-  /** @internal Re-reads the stored workflow names before a call that starts a schedule's workflow. */
-  protected override async refreshWorkflows(): Promise<void> {
-    await this.known.refresh();
+  /**
+   * Closes the client with `reason` as the error of the calls still waiting. A runner closes
+   * its client last, once its worker has stopped. @internal
+   */
+  closeWith(reason: PipelineTimeoutError): Promise<void> {
+    this.#closed ??= this.#close(reason);
+    return this.#closed;
   }
 
-  /** @throws ConfigurationError after `close()`. @internal */
-  protected override assertOpen(): void {
+  /** @throws ConfigurationError after `close()`. */
+  #assertOpen(): void {
     if (this.#closed !== undefined) {
       throw new ConfigurationError('This client was closed; create a new one with OrreryClient.create().');
     }
   }
 
   /**
-   * Wakes the calls waiting on `executionId` (or on every pipeline), so that they read it now
-   * rather than at their next poll: for a notification that work finished elsewhere. @internal
+   * Another process committed work (a cross-process notification): the calls waiting on the
+   * pipeline (or, after a reconnect, on every pipeline) read it now rather than at their next poll.
    */
-  protected wakeWaiters(executionId?: string): void {
-    this.waiters.wake(executionId);
+  #wakeWaiters(wakeUp: WakeUp): void {
+    if (wakeUp.kind === 'pipeline') this.#waiters.wake(wakeUp.id);
+    else if (wakeUp.kind === 'all') this.#waiters.wake();
   }
 
-  /**
-   * Another process committed work (a cross-process notification): a client only has waiters
-   * to wake; a runner also wakes its claim loop and cron tick. @internal
-   */
-  protected wakeUp(wakeUp: WakeUp): void {
-    if (wakeUp.kind === 'pipeline') this.wakeWaiters(wakeUp.id);
-    else if (wakeUp.kind === 'all') this.wakeWaiters();
-  }
-
-  /** Sends an event to this emitter's listeners; a throwing listener is logged. @internal */
-  protected emitEvent<K extends keyof RunnerEvents>(event: K, payload: RunnerEvents[K][0]): void {
-    emitSafely(this as never, this.config.logger, event, payload);
-  }
-
-  /** A pipeline was committed by this process. @internal */
-  protected pipelineCreated(
-    pipeline: Pick<PipelineRow, 'id' | 'workflowName' | 'idempotencyKey' | 'scheduledTime'>,
-  ): void {
-    this.emitEvent('pipeline:created', {
+  /** A pipeline was committed by this process. */
+  #pipelineCreated(pipeline: Pick<PipelineRow, 'id' | 'workflowName' | 'idempotencyKey' | 'scheduledTime'>): void {
+    this.#emit('pipeline:created', {
       executionId: pipeline.id,
       workflowName: pipeline.workflowName,
       idempotencyKey: pipeline.idempotencyKey,
       scheduledTime: pipeline.scheduledTime,
     });
-    this.workReady();
+    this.#localWork.workReady();
   }
 
-  /** Tasks may be claimable now. A client runs none; a runner wakes its claim loop. @internal */
-  protected workReady(): void {}
-
-  /** Aborts the tasks of a pipeline running in this process. A client runs none. @internal */
-  protected abortLocalTasks(_executionId: string, _cause: LocalAbortCause): void {}
-
   /**
-   * First pause before a waiter reads a pipeline of `workflowName`: none with cross-process
-   * wake-ups (one read for a pipeline that finished before the wait, then notifications and the
-   * `pollIntervalMs` fallback), else a short one that backs off. @internal
+   * First pause before a waiter reads a pipeline of `workflowName`: the local work's choice when
+   * it runs the workflow; else none with cross-process wake-ups (one read for a pipeline that
+   * finished before the wait, then notifications and the `pollIntervalMs` fallback), else a
+   * short one that backs off.
    */
-  protected firstPollDelayMs(_workflowName: string): number {
-    return this.storage.wakeUps === undefined ? FIRST_POLL_DELAY_MS : 0;
+  #firstPollDelayMs(workflowName: string): number {
+    return (
+      this.#localWork.firstPollDelayMs(workflowName) ?? (this.#storage.wakeUps === undefined ? FIRST_POLL_DELAY_MS : 0)
+    );
   }
 
   #handle(pipeline: PipelineRow, defaultTimeoutMs: number): PipelineExecution {
@@ -595,13 +619,37 @@ export class OrreryClient extends CronScheduling implements PipelineExecutor {
   }
 
   async #waitForResult(id: string, workflowName: string, timeoutMs: number): Promise<PipelineResult> {
-    const { row, tasks } = await this.waiters.wait(id, timeoutMs, this.firstPollDelayMs(workflowName));
-    return toPipelineResult(row, tasks ?? (await this.storage.executions.listTasks(id)));
+    const { row, tasks } = await this.#waiters.wait(id, timeoutMs, this.#firstPollDelayMs(workflowName));
+    return toPipelineResult(row, tasks ?? (await this.#storage.executions.listTasks(id)));
   }
 
   async #pipeline(executionId: string): Promise<PipelineRow> {
-    const row = await this.storage.executions.getPipeline(checkExecutionId(executionId));
+    const row = await this.#storage.executions.getPipeline(checkExecutionId(executionId));
     if (row === null) throw executionNotFound(executionId);
     return row;
   }
 }
+
+/**
+ * Every call of {@link OrreryClient} a runner offers as its own (all but `close()`, which a
+ * runner answers with `shutdown()`): the one list of what "a runner is a client" means.
+ */
+export const CLIENT_CALLS = [
+  'executeAsync',
+  'executeAsyncMany',
+  'execute',
+  'getExecutionStatus',
+  'getExecutionResult',
+  'cancelExecution',
+  'pauseExecution',
+  'resumeExecution',
+  'resolveExecutionId',
+  'retryExecution',
+  'listExecutions',
+  'listWorkflows',
+  'listRunners',
+  ...SCHEDULE_CALLS,
+] as const satisfies ReadonlyArray<keyof OrreryClient>;
+
+/** The calls of {@link CLIENT_CALLS}, as a type: what a {@link DefaultRunner} has of its client. */
+export type ClientCalls = Pick<OrreryClient, (typeof CLIENT_CALLS)[number]>;

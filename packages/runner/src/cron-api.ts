@@ -1,4 +1,4 @@
-import type { PipelineExecution } from '@orreryjs/core';
+import { type Clock, type PipelineExecution, ValidationError } from '@orreryjs/core';
 import type {
   CronExecution,
   CronExecutionStats,
@@ -12,28 +12,39 @@ import type {
   SyncSchedulesResult,
   TriggerOptions,
 } from '@orreryjs/cron';
-import { EventEmitter } from 'eventemitter3';
-import type { RunnerEvents } from './events.js';
 import { inProducerSpan, SPAN_ATTRIBUTES } from './tracing.js';
 
-/**
- * The cron half of the {@link OrreryClient} (and so {@link DefaultRunner}) API: schedule management, triggers, backfills and
- * the ledger, each delegated to the runner's CronService. Every method works before
- * `start()` and with `enableCronScheduling: false`, and rejects with ConfigurationError after
- * `shutdown()` (a client's `close()`). Kept apart from the runner so that each file holds one concern.
- */
-export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
-  /** The service the methods delegate to. */
-  protected abstract cronService(): CronService;
-  /** @throws ConfigurationError after `shutdown()`. */
-  protected abstract assertOpen(): void;
+/** What the schedule calls need from the client that offers them. */
+export interface ScheduleCallsParts {
+  /** The service the calls delegate to. */
+  cron: CronService;
+  /** @throws ConfigurationError after the client's `close()` (a runner's `shutdown()`). */
+  assertOpen(): void;
   /**
    * Checks that `name` is a workflow this process registered or some runner stored.
    * @throws WorkflowNotFoundError naming the known workflows.
    */
-  protected abstract checkWorkflowName(name: string): Promise<void>;
+  checkWorkflowName(name: string): Promise<void>;
   /** Re-reads the workflows other processes stored, before a call that starts a schedule's workflow. */
-  protected abstract refreshWorkflows(): Promise<void>;
+  refreshWorkflows(): Promise<void>;
+  /** How long the runners keep ledger rows (`retention.cronLedgerMs`): a backfill must not start before it. */
+  ledgerRetentionMs: number;
+  clock: Clock;
+}
+
+/**
+ * The cron half of the {@link OrreryClient} API (and so of {@link DefaultRunner}'s): schedule
+ * management, triggers, backfills and the ledger, each delegated to the CronService. Every
+ * method works before `start()` and with `enableCronScheduling: false`, and rejects with
+ * ConfigurationError after `shutdown()` (a client's `close()`). The client offers these calls
+ * as its own (see {@link SCHEDULE_CALLS}); they live apart so that each file holds one concern.
+ */
+export class ScheduleCalls {
+  readonly #parts: ScheduleCallsParts;
+
+  constructor(parts: ScheduleCallsParts) {
+    this.#parts = parts;
+  }
 
   /**
    * Adds a cron schedule. Re-adding the same name with the same definition returns the
@@ -46,10 +57,10 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
     input: CronScheduleInput,
     options?: { onConflict?: 'error' | 'update' },
   ): Promise<CronSchedule> {
-    this.assertOpen();
+    this.#parts.assertOpen();
     const workflowName = (input as Partial<CronScheduleInput> | null)?.workflowName;
-    if (typeof workflowName === 'string') await this.checkWorkflowName(workflowName);
-    return this.cronService().addSchedule(input, options);
+    if (typeof workflowName === 'string') await this.#parts.checkWorkflowName(workflowName);
+    return this.#parts.cron.addSchedule(input, options);
   }
 
   /**
@@ -65,16 +76,16 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
     schedules: CronScheduleInput[],
     options?: SyncSchedulesOptions,
   ): Promise<SyncSchedulesResult> {
-    this.assertOpen();
+    this.#parts.assertOpen();
     if (Array.isArray(schedules)) {
       const workflowNames = new Set(
         schedules.map((input) => (input as Partial<CronScheduleInput> | null)?.workflowName),
       );
       for (const workflowName of workflowNames) {
-        if (typeof workflowName === 'string') await this.checkWorkflowName(workflowName);
+        if (typeof workflowName === 'string') await this.#parts.checkWorkflowName(workflowName);
       }
     }
-    return this.cronService().syncSchedules(schedules, options);
+    return this.#parts.cron.syncSchedules(schedules, options);
   }
 
   /**
@@ -82,8 +93,8 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
    * @throws ValidationError for a bad limit or offset.
    */
   async listCronSchedules(filter?: ListSchedulesFilter): Promise<CronSchedule[]> {
-    this.assertOpen();
-    return this.cronService().listSchedules(filter);
+    this.#parts.assertOpen();
+    return this.#parts.cron.listSchedules(filter);
   }
 
   /**
@@ -91,8 +102,8 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
    * @throws ScheduleNotFoundError for an unknown id or name.
    */
   async getCronSchedule(idOrName: string): Promise<CronSchedule> {
-    this.assertOpen();
-    return this.cronService().getSchedule(idOrName);
+    this.#parts.assertOpen();
+    return this.#parts.cron.getSchedule(idOrName);
   }
 
   /**
@@ -101,10 +112,10 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
    * @throws ScheduleNotFoundError, ScheduleConflictError (name taken), ValidationError, WorkflowNotFoundError.
    */
   async updateCronSchedule(idOrName: string, patch: Partial<CronScheduleInput>): Promise<CronSchedule> {
-    this.assertOpen();
+    this.#parts.assertOpen();
     const workflowName = (patch as Partial<CronScheduleInput> | null)?.workflowName;
-    if (typeof workflowName === 'string') await this.checkWorkflowName(workflowName);
-    return this.cronService().updateSchedule(idOrName, patch);
+    if (typeof workflowName === 'string') await this.#parts.checkWorkflowName(workflowName);
+    return this.#parts.cron.updateSchedule(idOrName, patch);
   }
 
   /**
@@ -114,8 +125,8 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
    * @throws ScheduleNotFoundError for an unknown id or name.
    */
   async setCronScheduleEnabled(idOrName: string, enabled: boolean, options?: { note?: string }): Promise<CronSchedule> {
-    this.assertOpen();
-    return this.cronService().setEnabled(idOrName, enabled, options);
+    this.#parts.assertOpen();
+    return this.#parts.cron.setEnabled(idOrName, enabled, options);
   }
 
   /**
@@ -124,8 +135,8 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
    * @throws ScheduleNotFoundError for an unknown id or name.
    */
   async deleteCronSchedule(idOrName: string): Promise<void> {
-    this.assertOpen();
-    return this.cronService().deleteSchedule(idOrName);
+    this.#parts.assertOpen();
+    return this.#parts.cron.deleteSchedule(idOrName);
   }
 
   /**
@@ -140,11 +151,11 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
    * @throws ScheduleNotFoundError, WorkflowNotFoundError.
    */
   async triggerCronSchedule(idOrName: string, options?: TriggerOptions): Promise<PipelineExecution> {
-    this.assertOpen();
+    this.#parts.assertOpen();
     // The handoff's orrery.cron.handoff span (in executeAsync) is this span's child.
     return inProducerSpan('orrery.execute', { [SPAN_ATTRIBUTES.schedule]: String(idOrName) }, async (span) => {
-      await this.refreshWorkflows();
-      const execution = await this.cronService().trigger(idOrName, options);
+      await this.#parts.refreshWorkflows();
+      const execution = await this.#parts.cron.trigger(idOrName, options);
       span.setAttributes({
         [SPAN_ATTRIBUTES.workflow]: execution.workflowName,
         [SPAN_ATTRIBUTES.executionId]: execution.id,
@@ -155,19 +166,23 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
 
   /**
    * Runs the slots of [start, end) that have no ledger row yet; a second call over the same
-   * range creates nothing.
-   * @throws ValidationError for an empty or future range or more than 10,000 slots.
+   * range creates nothing. A range that starts before now − `retention.cronLedgerMs` is
+   * refused: the runners' retention sweep may already have deleted the ledger rows of such
+   * slots, so they would run a second time.
+   * @throws ValidationError for an empty or future range, more than 10,000 slots, or a range
+   *   older than the ledger retention.
    * @throws ScheduleNotFoundError, WorkflowNotFoundError.
    */
   async backfillCronSchedule(
     idOrName: string,
     range: { start: Date; end: Date },
   ): Promise<{ created: number; existing: number }> {
-    this.assertOpen();
+    this.#parts.assertOpen();
+    this.#assertWithinRetention(range);
     // One span for the backfill; each slot's handoff is an orrery.cron.handoff child of it.
     return inProducerSpan('orrery.execute', { [SPAN_ATTRIBUTES.schedule]: String(idOrName) }, async () => {
-      await this.refreshWorkflows();
-      return this.cronService().backfill(idOrName, range);
+      await this.#parts.refreshWorkflows();
+      return this.#parts.cron.backfill(idOrName, range);
     });
   }
 
@@ -176,19 +191,48 @@ export abstract class CronScheduling extends EventEmitter<RunnerEvents> {
    * @throws ScheduleNotFoundError for an unknown id or name.
    */
   async getCronExecutionHistory(idOrName: string, options?: HistoryOptions): Promise<CronExecution[]> {
-    this.assertOpen();
-    return this.cronService().history(idOrName, options);
+    this.#parts.assertOpen();
+    return this.#parts.cron.history(idOrName, options);
   }
 
   /** Ledger counts by status and the fire delay (mean, p99) since `since` (default: the last 24 hours). */
   async getCronExecutionStats(options?: { since?: Date }): Promise<CronExecutionStats> {
-    this.assertOpen();
-    return this.cronService().stats(options);
+    this.#parts.assertOpen();
+    return this.#parts.cron.stats(options);
   }
 
   /** What recovery has done: recovered, abandoned and still-lost occurrences. */
   async getRecoveryStats(): Promise<RecoveryStats> {
-    this.assertOpen();
-    return this.cronService().recoveryStats();
+    this.#parts.assertOpen();
+    return this.#parts.cron.recoveryStats();
+  }
+
+  #assertWithinRetention(range: { start: Date; end: Date }): void {
+    const start = (range as { start?: unknown } | null)?.start;
+    // Starts that are not valid instants (or before the year 1) get the range checks' own message.
+    if (!(start instanceof Date) || Number.isNaN(start.getTime()) || start.getUTCFullYear() < 1) return;
+    const retentionMs = this.#parts.ledgerRetentionMs;
+    const oldest = new Date(this.#parts.clock.now().getTime() - retentionMs);
+    if (start < oldest) {
+      throw new ValidationError(
+        `Backfill start ${start.toISOString()} is older than the cron ledger's retention (${Math.round(retentionMs / 86_400_000)} days, retention.cronLedgerMs): ledger rows before ${oldest.toISOString()} may already be deleted, so their slots would run again. Start the range at or after ${oldest.toISOString()}.`,
+      );
+    }
   }
 }
+
+/** Every call of {@link ScheduleCalls}, which the client offers as its own. */
+export const SCHEDULE_CALLS = [
+  'addCronSchedule',
+  'syncCronSchedules',
+  'listCronSchedules',
+  'getCronSchedule',
+  'updateCronSchedule',
+  'setCronScheduleEnabled',
+  'deleteCronSchedule',
+  'triggerCronSchedule',
+  'backfillCronSchedule',
+  'getCronExecutionHistory',
+  'getCronExecutionStats',
+  'getRecoveryStats',
+] as const satisfies ReadonlyArray<keyof ScheduleCalls>;

@@ -98,3 +98,6 @@ export interface PipelineEvents {
  * declared by `@orreryjs/cron`, which its CronService emits through the runner.
  */
 export type RunnerEvents = PipelineEvents & CronEvents;
+
+/** Emits one runner event (through emitSafely, so a throwing listener is logged, not thrown). */
+export type EmitEvent = <K extends keyof RunnerEvents>(event: K, payload: RunnerEvents[K][0]) => void;

@@ -3,6 +3,9 @@ import type { LeaseRef } from '@orreryjs/core';
 /** Why a running attempt's signal was aborted. Only a timeout counts as a failed attempt. */
 export type AbortCause = 'timeout' | 'cancelled' | 'paused' | 'shutdown' | 'lease_lost';
 
+/** Why a pipeline's local work stops: a call, here or in another process, cancelled or paused it. */
+export type PipelineStopCause = Extract<AbortCause, 'cancelled' | 'paused'>;
+
 const ABORT_MESSAGES: Record<AbortCause, string> = {
   timeout: 'the task timed out',
   cancelled: 'the pipeline was cancelled',

@@ -5,11 +5,8 @@ import {
   type Logger,
   type PipelineStatus,
 } from '@orreryjs/core';
-import type { ActiveTasks } from './active-tasks.js';
+import type { ActiveTasks, PipelineStopCause } from './active-tasks.js';
 import type { ClaimedAhead } from './claimed-ahead.js';
-
-/** Why this process stops its local work on a pipeline that another process controlled. */
-export type RemoteStop = 'cancelled' | 'paused';
 
 /** Settings of {@link ControlWatch}. */
 export interface ControlWatchOptions {
@@ -19,7 +16,7 @@ export interface ControlWatchOptions {
   pollIntervalMs: number;
   logger: Logger;
   /** Aborts the local attempts of a pipeline and drops its tasks claimed ahead. */
-  stop(pipelineExecutionId: string, cause: RemoteStop): void;
+  stop(pipelineExecutionId: string, cause: PipelineStopCause): void;
 }
 
 const CLAIMABLE: ReadonlySet<PipelineStatus> = new Set(ACTIVE_PIPELINE_STATUSES);

@@ -7,7 +7,7 @@ import {
   type TerminalTaskStatus,
   type Workflow,
 } from '@orreryjs/core';
-import { completedOutputs } from './result.js';
+import { completedOutputs } from '../result.js';
 
 /**
  * The data a task starts with: deepMerge(pipeline input, outputs of its completed ancestors

@@ -1,11 +1,11 @@
 import { type ClaimTasksRequest, leaseOfTask, type Storage, silentLogger } from '@orreryjs/core';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { tempSqliteStorage } from '../../../test/support/sqlite.js';
-import { CLAIM_AHEAD_FACTOR, CLAIM_AHEAD_MAX_TASK_MS } from '../src/claim-loop.js';
-import { ClaimedAhead } from '../src/claimed-ahead.js';
-import { type DefaultRunner, defineWorkflow, OrreryClient, type PipelineExecution } from '../src/index.js';
-import { REMOTE_STOP_MESSAGE } from '../src/runner.js';
-import { ADAPTERS, claimedOneTaskPipelines, runnersPerTest, waitFor } from './support.js';
+import { tempSqliteStorage } from '../../../../test/support/sqlite.js';
+import { type DefaultRunner, defineWorkflow, OrreryClient, type PipelineExecution } from '../../src/index.js';
+import { REMOTE_STOP_MESSAGE } from '../../src/runner.js';
+import { CLAIM_AHEAD_FACTOR, CLAIM_AHEAD_MAX_TASK_MS } from '../../src/worker/claim-loop.js';
+import { ClaimedAhead } from '../../src/worker/claimed-ahead.js';
+import { ADAPTERS, claimedOneTaskPipelines, runnersPerTest, waitFor } from '../support.js';
 
 const SLOTS = 2;
 const BACKLOG = 30;

@@ -17,17 +17,14 @@ import {
   type TaskRunInfo,
   type Workflow,
 } from '@orreryjs/core';
+import type { EmitEvent } from '../events.js';
+import type { WorkflowRegistry } from '../registry.js';
+import { finishedTaskRows } from '../result.js';
+import { SPAN_ATTRIBUTES, setOutcome, startTaskSpan } from '../tracing.js';
 import { type ActiveTask, type ActiveTasks, leaseOf } from './active-tasks.js';
-import type { RunnerEvents } from './events.js';
 import type { FinishWriter } from './finish-writer.js';
-import type { WorkflowRegistry } from './registry.js';
-import { finishedTaskRows } from './result.js';
 import { taskInput, unmetTrigger } from './task-input.js';
 import { completedOutcome, errorMessage, failedOutcome, maxAttempts } from './task-outcome.js';
-import { SPAN_ATTRIBUTES, setOutcome, startTaskSpan } from './tracing.js';
-
-/** Emits one runner event (through emitSafely). */
-export type EmitEvent = <K extends keyof RunnerEvents>(event: K, payload: RunnerEvents[K][0]) => void;
 
 /** What a task attempt needs from its runner. */
 export interface AttemptEnvironment {

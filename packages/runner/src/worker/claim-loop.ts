@@ -6,10 +6,10 @@ import {
   type ExecutionStore,
   type Logger,
 } from '@orreryjs/core';
+import type { WorkflowRegistry } from '../registry.js';
 import type { ActiveTask, ActiveTasks } from './active-tasks.js';
 import type { ClaimedAhead } from './claimed-ahead.js';
 import { type ClaimAlong, FinishWriter } from './finish-writer.js';
-import type { WorkflowRegistry } from './registry.js';
 import { type AttemptEnvironment, startAttempt } from './task-attempt.js';
 
 /** Settings of {@link ClaimLoop}. */

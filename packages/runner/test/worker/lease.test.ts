@@ -1,10 +1,10 @@
 import { DatabaseError, type ExecutionStore, leaseOfTask, ManualClock, newId, silentLogger } from '@orreryjs/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tempSqliteStorage } from '../../../test/support/sqlite.js';
-import { type ActiveTask, ActiveTasks } from '../src/active-tasks.js';
-import { ClaimedAhead } from '../src/claimed-ahead.js';
-import { LeaseLoop } from '../src/lease.js';
-import { claimedOneTaskPipelines, waitFor } from './support.js';
+import { tempSqliteStorage } from '../../../../test/support/sqlite.js';
+import { type ActiveTask, ActiveTasks } from '../../src/worker/active-tasks.js';
+import { ClaimedAhead } from '../../src/worker/claimed-ahead.js';
+import { LeaseLoop } from '../../src/worker/lease.js';
+import { claimedOneTaskPipelines, waitFor } from '../support.js';
 
 const LEASE_MS = 60;
 const T0 = new Date('2026-01-01T00:00:00.000Z');

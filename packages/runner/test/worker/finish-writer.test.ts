@@ -8,8 +8,8 @@ import {
   ValidationError,
 } from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FinishWriter } from '../src/finish-writer.js';
-import { ADAPTERS, type TestDatabase } from './support.js';
+import { FinishWriter } from '../../src/worker/finish-writer.js';
+import { ADAPTERS, type TestDatabase } from '../support.js';
 
 const T0 = new Date('2026-01-01T00:00:00.000Z');
 const WORKFLOW = 'finisher';
