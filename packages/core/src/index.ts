@@ -128,6 +128,7 @@ export {
   FIRE_LAG_SOURCES,
   idempotencyConflictError,
   inKeyLockOrder,
+  isTerminalPipelineStatus,
   leaseOfTask,
   newCronExecutionRow,
   newTaskStatus,

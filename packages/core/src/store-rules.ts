@@ -32,6 +32,11 @@ export const TERMINAL_PIPELINE_STATUSES = [
   'failed',
   'cancelled',
 ] as const satisfies readonly PipelineStatus[];
+const TERMINAL_PIPELINES: ReadonlySet<PipelineStatus> = new Set(TERMINAL_PIPELINE_STATUSES);
+/** Whether a pipeline in `status` has ended (one of {@link TERMINAL_PIPELINE_STATUSES}). */
+export function isTerminalPipelineStatus(status: PipelineStatus): boolean {
+  return TERMINAL_PIPELINES.has(status);
+}
 /**
  * Terminal pipelines that `retryExecution` can set running again: what a process remembers of
  * their end may be undone by a retry made elsewhere. Only `completed` is final for good.

@@ -6,6 +6,7 @@ import {
   type ExecuteOptions,
   emitSafely,
   IdempotencyConflictError,
+  isTerminalPipelineStatus,
   type Json,
   type ListExecutionsFilter,
   type PipelineExecution,
@@ -18,7 +19,6 @@ import {
   type Storage,
   systemClock,
   type TaskRow,
-  TERMINAL_PIPELINE_STATUSES,
   ValidationError,
   type WakeUp,
   type Workflow,
@@ -364,7 +364,7 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
    */
   async cancelExecution(executionId: string): Promise<void> {
     const before = await this.#pipeline(executionId);
-    if ((TERMINAL_PIPELINE_STATUSES as readonly PipelineStatus[]).includes(before.status)) return;
+    if (isTerminalPipelineStatus(before.status)) return;
     const row = await this.#storage.executions.cancelPipeline(before.id, this.#clock.now());
     if (row === null) throw executionNotFound(executionId);
     this.#cancelled(row);

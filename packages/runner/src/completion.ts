@@ -1,12 +1,12 @@
 import {
   ExecutionNotFoundError,
+  isTerminalPipelineStatus,
   type Logger,
   type PipelineRow,
   PipelineTimeoutError,
   RETRYABLE_PIPELINE_STATUSES,
   setLongTimeout,
   type TaskRow,
-  TERMINAL_PIPELINE_STATUSES as TERMINAL_STATUS_LIST,
 } from '@orreryjs/core';
 
 /** A terminal pipeline, with its task rows when the process that finished it knew them all. */
@@ -15,10 +15,8 @@ export interface FinishedPipeline {
   tasks: readonly TaskRow[] | null;
 }
 
-/** Terminal pipeline states: a waiter resolves on any of them. */
-export const TERMINAL_PIPELINE_STATUSES: ReadonlySet<string> = new Set(TERMINAL_STATUS_LIST);
-/** Ends another process can undo (`retryExecution` sets a failed or cancelled pipeline running again). */
-const UNDOABLE_STATUSES: ReadonlySet<string> = new Set(RETRYABLE_PIPELINE_STATUSES);
+/** Ends another process can undo (core's retryable ones: `retryExecution` sets them running again). */
+const UNDOABLE: ReadonlySet<string> = new Set(RETRYABLE_PIPELINE_STATUSES);
 
 /**
  * First pause before reading a pipeline that some other runner may finish; doubles up to
@@ -142,7 +140,7 @@ export class CompletionWaiters {
   /** A pipeline this process made terminal (with all its task rows, if known): wake its waiters now. */
   notify(row: PipelineRow, tasks: readonly TaskRow[] | null = null): void {
     const finished = { row, tasks };
-    if (!UNDOABLE_STATUSES.has(row.status)) this.#remember(row, tasks);
+    if (!UNDOABLE.has(row.status)) this.#remember(row, tasks);
     const entry = this.#entries.get(row.id);
     if (entry === undefined) return;
     this.#entries.delete(row.id);
@@ -210,7 +208,7 @@ export class CompletionWaiters {
       for (const waiter of entry.waiters) waiter.reject(error);
       return;
     }
-    if (row !== undefined && TERMINAL_PIPELINE_STATUSES.has(row.status)) {
+    if (row !== undefined && isTerminalPipelineStatus(row.status)) {
       this.notify(row);
       return;
     }

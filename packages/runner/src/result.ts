@@ -1,12 +1,10 @@
 import {
-  type ClaimedTask,
   type ContextDelta,
   mergeContext,
   type PipelineResult,
   type PipelineRow,
   type PipelineSummary,
   type TaskAttempt,
-  type TaskOutcome,
   type TaskResult,
   type TaskRow,
 } from '@orreryjs/core';
@@ -97,34 +95,4 @@ export function toPipelineResult(row: PipelineRow, tasks: readonly TaskRow[]): P
     finalContext: mergeContext(row.input, completedOutputs(ordered)),
     tasks: ordered.map(toTaskResult),
   };
-}
-
-/**
- * Every task row of a pipeline whose last task this process just committed, without reading
- * them back: the tasks that were terminal when it was claimed plus its own row as the commit
- * wrote it. Null when some other task ended after the claim (the snapshot is incomplete).
- */
-export function finishedTaskRows(
-  claimed: ClaimedTask,
-  outcome: TaskOutcome,
-  now: Date,
-  taskCount: number,
-): TaskRow[] | null {
-  // A failed attempt's history entry is written by the statement (with the row's start): read it back.
-  if (claimed.terminalTasks.length + 1 !== taskCount || outcome.status === 'retry' || outcome.status === 'failed') {
-    return null;
-  }
-  const { task } = claimed;
-  const own: TaskRow = {
-    ...task,
-    status: outcome.status,
-    output: outcome.status === 'completed' ? outcome.output : null,
-    error: outcome.status === 'skipped' ? outcome.reason : null,
-    // The commit records the start of a task claimed ahead (a renewal may have recorded it a little earlier).
-    startedAt: task.startedAt ?? now,
-    leaseOwner: null,
-    leaseExpiresAt: null,
-    completedAt: now,
-  };
-  return [...claimed.terminalTasks, own].sort((a, b) => a.position - b.position);
 }

@@ -19,12 +19,11 @@ import {
 } from '@orreryjs/core';
 import type { EmitEvent } from '../events.js';
 import type { WorkflowRegistry } from '../registry.js';
-import { finishedTaskRows } from '../result.js';
 import { SPAN_ATTRIBUTES, setOutcome, startTaskSpan } from '../tracing.js';
 import { type ActiveTask, type ActiveTasks, leaseOf } from './active-tasks.js';
 import type { FinishWriter } from './finish-writer.js';
 import { taskInput, unmetTrigger } from './task-input.js';
-import { completedOutcome, errorMessage, failedOutcome, maxAttempts } from './task-outcome.js';
+import { completedOutcome, errorMessage, failedOutcome, finishedTaskRows, maxAttempts } from './task-outcome.js';
 
 /** What a task attempt needs from its runner. */
 export interface AttemptEnvironment {

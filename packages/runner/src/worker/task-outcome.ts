@@ -1,5 +1,6 @@
 import {
   assertContextSize,
+  type ClaimedTask,
   type Context,
   contextDelta,
   NonRetryableError,
@@ -9,6 +10,8 @@ import {
   retryDelayMs,
   shouldRetry,
   type TaskOutcome,
+  type TaskRow,
+  taskOutcomeColumns,
 } from '@orreryjs/core';
 
 /** Total attempts a retry policy allows. */
@@ -76,4 +79,36 @@ export function failedOutcome(
   if (!shouldRetry(policy, failedAttempts, error)) return { status: 'failed', error: message };
   const availableAt = new Date(now.getTime() + retryDelayMs(policy, failedAttempts));
   return { status: 'retry', error: message, availableAt };
+}
+
+/**
+ * Every task row of a pipeline whose last task this process just committed, without reading
+ * them back: the tasks that were terminal when it was claimed plus its own row as the commit
+ * wrote it (core's {@link taskOutcomeColumns}, the rule the adapters write by). Null when some
+ * other task ended after the claim (the snapshot is incomplete).
+ */
+export function finishedTaskRows(
+  claimed: ClaimedTask,
+  outcome: TaskOutcome,
+  now: Date,
+  taskCount: number,
+): TaskRow[] | null {
+  // A failed attempt's history entry is written by the statement (with the row's start): read it back.
+  if (claimed.terminalTasks.length + 1 !== taskCount || outcome.status === 'retry' || outcome.status === 'failed') {
+    return null;
+  }
+  const { task } = claimed;
+  const { status, output, error, completedAt } = taskOutcomeColumns(outcome, now);
+  const own: TaskRow = {
+    ...task,
+    status,
+    output,
+    error,
+    // The commit records the start of a task claimed ahead (a renewal may have recorded it a little earlier).
+    startedAt: task.startedAt ?? now,
+    leaseOwner: null,
+    leaseExpiresAt: null,
+    completedAt,
+  };
+  return [...claimed.terminalTasks, own].sort((a, b) => a.position - b.position);
 }
