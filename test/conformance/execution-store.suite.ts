@@ -532,9 +532,8 @@ export function describeExecutionStore(open: OpenStorage): void {
           await wf.finish(first!, { status: 'retry', error: 'boom', availableAt: at(1000) }, at(100));
           const [second] = await wf.claim('r2', at(1000));
           expect(second!.task.attemptHistory).toEqual([entry(1, 'r1', 0, 100, 'failed', 'boom')]);
-          // Through the batch finish, which Postgres writes with a statement of its own.
           const timedOut = { status: 'retry', error: 'timed out', availableAt: at(2000), timedOut: true } as const;
-          expect((await store().finishTasks([wf.request(second!, timedOut, at(1500))]))[0]!.accepted).toBe(true);
+          expect((await wf.finish(second!, timedOut, at(1500))).accepted).toBe(true);
           const [third] = await wf.claim('r1', at(2000));
           await wf.finish(third!, completed(), at(2100));
           expect((await store().listTasks(pipeline.id))[0]).toMatchObject({
@@ -602,7 +601,7 @@ export function describeExecutionStore(open: OpenStorage): void {
         });
       });
 
-      describe('finishTask', () => {
+      describe('finishTasks with one outcome', () => {
         it('completes a task with its output and readies a dependent whose last dependency ended', async () => {
           const wf = fixture(CHAIN);
           const pipeline = await wf.create();
@@ -760,14 +759,14 @@ export function describeExecutionStore(open: OpenStorage): void {
         });
       });
 
-      describe('finishTasks', () => {
+      describe('finishTasks with a batch', () => {
         it('commits outcomes of several pipelines together, results in input order, and refuses a stale owner inside the batch alone', async () => {
           const wf = fixture(CHAIN);
           const [one, two] = [await wf.create(), await wf.create()];
           const claimed = await wf.claim('r1', at(1));
           const [a1, a2] = [one, two].map((p) => claimed.find((c) => c.task.pipelineExecutionId === p.id)!);
           const twoBefore = await store().listTasks(two.id);
-          const results = await store().finishTasks([
+          const { finished: results, claimed: next } = await store().finishTasks([
             wf.request(a1!, completed({ n: 1 }), at(2)),
             wf.request(a2!, completed({ stale: true }), at(2), { runnerId: 'r2' }),
             wf.request(a2!, completed({ stale: true }), at(2), { attempt: a2!.task.attempt + 1 }),
@@ -783,7 +782,8 @@ export function describeExecutionStore(open: OpenStorage): void {
           ]);
           expect(await store().listTasks(two.id)).toEqual(twoBefore);
           expect(await store().getPipeline(two.id)).toMatchObject({ status: 'running', remainingTasks: 2 });
-          expect(await store().finishTasks([])).toEqual([]);
+          expect(next).toEqual([]);
+          expect(await store().finishTasks([])).toEqual({ finished: [], claimed: [] });
         });
 
         it('readies a fan-in child exactly once when both of its parents finish in one batch', async () => {
@@ -791,7 +791,7 @@ export function describeExecutionStore(open: OpenStorage): void {
           const pipeline = await wf.create();
           const claimed = await wf.claim('r1', at(1));
           const [a, b] = ['a', 'b'].map((id) => claimed.find((c) => c.task.taskId === id)!);
-          const results = await store().finishTasks([
+          const { finished: results } = await store().finishTasks([
             wf.request(a!, completed({ a: 1 }), at(2)),
             wf.request(b!, completed({ b: 1 }), at(2)),
           ]);
@@ -802,7 +802,7 @@ export function describeExecutionStore(open: OpenStorage): void {
           const [c] = await wf.claim('r1', at(3));
           expect(c!.task.taskId).toBe('c');
           expect(await wf.claim('r1', at(3))).toEqual([]);
-          const [last] = await store().finishTasks([wf.request(c!, completed(), at(4))]);
+          const [last] = (await store().finishTasks([wf.request(c!, completed(), at(4))])).finished;
           expect(last!.finishedPipeline).toMatchObject({ id: pipeline.id, status: 'completed', remainingTasks: 0 });
         });
 
@@ -815,7 +815,7 @@ export function describeExecutionStore(open: OpenStorage): void {
           const [c] = await wf.claim('r1', at(3));
           const other = await wf.create();
           const [otherA, otherB] = await wf.claim('r1', at(3));
-          const results = await store().finishTasks([
+          const { finished: results } = await store().finishTasks([
             wf.request(c!, { status: 'failed', error: 'boom' }, at(4)),
             wf.request(otherA!, { status: 'failed', error: 'first' }, at(4)),
             wf.request(otherB!, { status: 'failed', error: 'second' }, at(4)),
@@ -832,7 +832,7 @@ export function describeExecutionStore(open: OpenStorage): void {
         });
       });
 
-      describe('finishTasksAndClaim', () => {
+      describe('finishTasks with a claim', () => {
         const claimOf = (wf: WorkflowFixture, now: Date, limit = 10) => ({
           runnerId: 'r1',
           registered: wf.registered,
@@ -846,9 +846,9 @@ export function describeExecutionStore(open: OpenStorage): void {
           const [one, two] = [await wf.create(), await wf.create()];
           const claimed = await wf.claim('r1', at(1), { limit: 1 });
           const [a1] = claimed;
-          const { finished, claimed: next } = await store().finishTasksAndClaim(
+          const { finished, claimed: next } = await store().finishTasks(
             [wf.request(a1!, completed({ n: 1 }), at(2)), wf.request(a1!, completed(), at(2), { runnerId: 'r2' })],
-            claimOf(wf, at(2)),
+            { claim: claimOf(wf, at(2)) },
           );
           expect(finished).toEqual([
             { accepted: true, readied: 1, finishedPipeline: null },
@@ -874,9 +874,9 @@ export function describeExecutionStore(open: OpenStorage): void {
           const pipeline = await wf.create();
           const claimed = await wf.claim('r1', at(1));
           const [a, b] = ['a', 'b'].map((id) => claimed.find((c) => c.task.taskId === id)!);
-          const { finished, claimed: next } = await store().finishTasksAndClaim(
+          const { finished, claimed: next } = await store().finishTasks(
             [wf.request(a!, completed({ a: 1 }), at(2)), wf.request(b!, completed({ b: 1 }), at(2))],
-            claimOf(wf, at(2)),
+            { claim: claimOf(wf, at(2)) },
           );
           expect(finished.map((r) => r.accepted)).toEqual([true, true]);
           expect(finished.reduce((sum, r) => sum + r.readied, 0)).toBe(1);
@@ -889,14 +889,13 @@ export function describeExecutionStore(open: OpenStorage): void {
         it('claims at most `limit` tasks, only claims with no outcome, and only finishes with no slot', async () => {
           const wf = fixture(CHAIN);
           for (let i = 0; i < 3; i += 1) await wf.create();
-          const first = await store().finishTasksAndClaim([], claimOf(wf, at(1), 2));
+          const first = await store().finishTasks([], { claim: claimOf(wf, at(1), 2) });
           expect(first.finished).toEqual([]);
           expect(first.claimed).toHaveLength(2);
           const [a] = first.claimed;
-          const { finished, claimed } = await store().finishTasksAndClaim(
-            [wf.request(a!, completed(), at(2))],
-            claimOf(wf, at(2), 0),
-          );
+          const { finished, claimed } = await store().finishTasks([wf.request(a!, completed(), at(2))], {
+            claim: claimOf(wf, at(2), 0),
+          });
           expect(finished).toEqual([{ accepted: true, readied: 1, finishedPipeline: null }]);
           expect(claimed).toEqual([]);
           expect(await wf.claim('r1', at(3))).toHaveLength(2);
@@ -909,12 +908,12 @@ export function describeExecutionStore(open: OpenStorage): void {
           const [a] = await wf.claim('r1', at(1), { limit: 1 });
           const before = await store().listTasks(pipeline.id);
           await expect(
-            store().finishTasksAndClaim(
+            store().finishTasks(
               [
                 wf.request(a!, completed(), at(2)),
                 { ...wf.request(a!, completed(), at(2)), taskExecutionId: 'not-a-uuid' },
               ],
-              claimOf(wf, at(2)),
+              { claim: claimOf(wf, at(2)) },
             ),
           ).rejects.toBeInstanceOf(ValidationError);
           expect(await store().listTasks(pipeline.id)).toEqual(before);

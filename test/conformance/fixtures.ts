@@ -183,8 +183,8 @@ export function workflowFixture(storage: () => Storage, dag: Dag): WorkflowFixtu
       dependents: dependentsOf(dag, claimed.task.taskId),
       now,
     }),
-    finish: (claimed, outcome, now, fence) =>
-      storage().executions.finishTask(fixture.request(claimed, outcome, now, fence)),
+    finish: async (claimed, outcome, now, fence) =>
+      (await storage().executions.finishTasks([fixture.request(claimed, outcome, now, fence)])).finished[0]!,
     runAll: async (now, outcome = completed()) => {
       const finished: PipelineRow[] = [];
       for (

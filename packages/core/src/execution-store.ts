@@ -112,9 +112,20 @@ export interface RegisteredTasks {
   taskIds: readonly string[];
 }
 
-/** Result of {@link ExecutionStore.finishTasksAndClaim}: the outcomes' results in input order, then the tasks claimed. */
-export interface FinishAndClaimResult {
+/** Options of {@link ExecutionStore.finishTasks}. */
+export interface FinishTasksOptions {
+  /**
+   * Leases the next tasks after the outcomes, in their transaction: a worker whose slots free
+   * up commits its outcomes and claims with one commit instead of two. Default: no claim.
+   */
+  claim?: ClaimTasksRequest;
+}
+
+/** Result of {@link ExecutionStore.finishTasks}. */
+export interface FinishTasksResult {
+  /** One per outcome, in input order. */
   finished: FinishTaskResult[];
+  /** The tasks the claim leased; empty without a claim. */
   claimed: ClaimedTask[];
 }
 
@@ -169,7 +180,7 @@ export interface RenewLeasesOptions {
   started?: boolean;
 }
 
-/** How an attempt ended, as committed by {@link ExecutionStore.finishTask}. */
+/** How an attempt ended, as committed by {@link ExecutionStore.finishTasks}. */
 export type TaskOutcome =
   | { status: 'completed'; output: ContextDelta }
   | {
@@ -186,7 +197,7 @@ export type TaskOutcome =
   | { status: 'skipped'; reason: string }
   | { status: 'retry'; error: string; availableAt: Date; timedOut?: boolean };
 
-/** Input of {@link ExecutionStore.finishTask}. */
+/** An attempt's outcome, one of the batch of {@link ExecutionStore.finishTasks}. */
 export interface FinishTaskRequest extends LeaseRef {
   runnerId: string;
   outcome: TaskOutcome;
@@ -195,7 +206,7 @@ export interface FinishTaskRequest extends LeaseRef {
   now: Date;
 }
 
-/** Result of {@link ExecutionStore.finishTask}. */
+/** What {@link ExecutionStore.finishTasks} did with one outcome. */
 export interface FinishTaskResult {
   /** False when the lease was lost (fenced out): nothing was written. */
   accepted: boolean;
@@ -274,28 +285,19 @@ export interface ExecutionStore {
   /** Gives leases back at shutdown: the tasks become ready again, not counted as failures. */
   releaseLeases(runnerId: string, leases: readonly LeaseRef[], now: Date): Promise<number>;
   /**
-   * Commits an attempt's outcome, fenced on (lease owner, attempt, running). A terminal
-   * outcome decrements the dependents' pending counts (readying those at 0) and the
-   * pipeline's remaining count, ending the pipeline at 0 — all in one transaction that
-   * locks the pipeline row, so concurrent parents cannot strand a child.
+   * Commits a batch of attempts' outcomes (group commit) and, with `claim`, then leases the next
+   * tasks, all in one transaction: a failure rolls back every outcome and the claim. Each
+   * outcome is fenced on its own (lease owner, attempt, running): a stale one is refused
+   * (`accepted: false`, nothing written for it) while the others commit. A terminal outcome
+   * decrements its dependents' pending counts (readying those at 0) and its pipeline's
+   * remaining count, ending the pipeline at 0. Dependents and pipelines count every accepted
+   * terminal outcome of the batch, so two parents finishing in one batch ready their child
+   * exactly once, and a pipeline ends once (its row is returned with the last of its outcomes
+   * in the batch). Pipeline rows are locked first, in id order, so concurrent parents cannot
+   * strand a child and concurrent batches cannot deadlock. The claim is {@link claimTasks}'s
+   * and sees what the outcomes readied.
    */
-  finishTask(request: FinishTaskRequest): Promise<FinishTaskResult>;
-  /**
-   * {@link finishTask} for many attempts in one transaction (group commit), results in input
-   * order. Each outcome is fenced on its own (lease owner, attempt): a stale one is refused
-   * (`accepted: false`, nothing written for it) while the others commit. Dependents and
-   * pipelines count every accepted terminal outcome of the batch, so two parents finishing in
-   * one batch ready their child exactly once, and a pipeline ends once (its row is returned
-   * with the last of its outcomes in the batch). Pipeline rows are locked in id order, so
-   * concurrent batches cannot deadlock on them.
-   */
-  finishTasks(requests: readonly FinishTaskRequest[]): Promise<FinishTaskResult[]>;
-  /**
-   * {@link finishTasks}, then {@link claimTasks}, in one transaction: a worker whose slots free
-   * up commits the outcomes and leases its next tasks with one commit instead of two. The claim
-   * sees what the outcomes readied. A failure rolls back both.
-   */
-  finishTasksAndClaim(requests: readonly FinishTaskRequest[], claim: ClaimTasksRequest): Promise<FinishAndClaimResult>;
+  finishTasks(outcomes: readonly FinishTaskRequest[], options?: FinishTasksOptions): Promise<FinishTasksResult>;
   /** Cancels a non-terminal pipeline and its non-terminal tasks; null when unknown. */
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null>;
   /** Pauses a pending or running pipeline; running tasks go back to ready (not a failure). */

@@ -38,8 +38,8 @@ function pipeline(workflowName: string, dag: Record<string, string[]>): NewPipel
   };
 }
 
-function finish(storage: Storage, claimed: ClaimedTask, dependents: string[]) {
-  return storage.executions.finishTask({
+async function finish(storage: Storage, claimed: ClaimedTask, dependents: string[]) {
+  const request = {
     runnerId: claimed.task.leaseOwner!,
     taskExecutionId: claimed.task.id,
     pipelineExecutionId: claimed.task.pipelineExecutionId,
@@ -48,7 +48,8 @@ function finish(storage: Storage, claimed: ClaimedTask, dependents: string[]) {
     outcome: completed,
     dependents,
     now: NOW,
-  });
+  };
+  return (await storage.executions.finishTasks([request])).finished[0]!;
 }
 
 describe('several pools on one schema', () => {

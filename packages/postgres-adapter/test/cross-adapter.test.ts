@@ -102,16 +102,18 @@ async function writeAndRead(storage: Storage, schedules: ScheduleRow[], pipeline
     leaseMs: 1000,
     now: INSTANTS[4]!,
   });
-  await storage.executions.finishTask({
-    runnerId: 'runner ✓',
-    taskExecutionId: claimed!.task.id,
-    pipelineExecutionId: pipelineId,
-    taskId: claimed!.task.taskId,
-    attempt: 1,
-    outcome: { status: 'completed', output: { set: AWKWARD, deleted: ['gone', ''] } },
-    dependents: ['b'],
-    now: INSTANTS[3]!,
-  });
+  await storage.executions.finishTasks([
+    {
+      runnerId: 'runner ✓',
+      taskExecutionId: claimed!.task.id,
+      pipelineExecutionId: pipelineId,
+      taskId: claimed!.task.taskId,
+      attempt: 1,
+      outcome: { status: 'completed', output: { set: AWKWARD, deleted: ['gone', ''] } },
+      dependents: ['b'],
+      now: INSTANTS[3]!,
+    },
+  ]);
   for (const row of schedules) await storage.cron.insertSchedule(row);
   const scheduleId = schedules[0]!.id;
   const occurrence = {

@@ -23,7 +23,7 @@ async function drain(storage: Storage, count: number, limit: number): Promise<vo
       leaseMs: 60_000,
       now: new Date(),
     });
-    const results = await storage.executions.finishTasks(
+    const { finished } = await storage.executions.finishTasks(
       claimed.map(({ task, pipeline }) => ({
         taskExecutionId: task.id,
         pipelineExecutionId: pipeline.id,
@@ -35,7 +35,7 @@ async function drain(storage: Storage, count: number, limit: number): Promise<vo
         now: new Date(),
       })),
     );
-    expect(results.every((result) => result.finishedPipeline?.status === 'completed')).toBe(true);
+    expect(finished.every((result) => result.finishedPipeline?.status === 'completed')).toBe(true);
   }
 }
 

@@ -168,16 +168,20 @@ describe('Postgres storage format', () => {
       leaseMs: 1000,
       now: NOW,
     });
-    const result = await storage.executions.finishTask({
-      runnerId: 'r1',
-      taskExecutionId: claimed!.task.id,
-      pipelineExecutionId: pipelineId,
-      taskId: claimed!.task.taskId,
-      attempt: 1,
-      outcome: { status: 'failed', error: 'bad\u0000byte' },
-      dependents: [],
-      now: NOW,
-    });
+    const result = (
+      await storage.executions.finishTasks([
+        {
+          runnerId: 'r1',
+          taskExecutionId: claimed!.task.id,
+          pipelineExecutionId: pipelineId,
+          taskId: claimed!.task.taskId,
+          attempt: 1,
+          outcome: { status: 'failed', error: 'bad\u0000byte' },
+          dependents: [],
+          now: NOW,
+        },
+      ])
+    ).finished[0]!;
     expect(result.finishedPipeline).toMatchObject({ status: 'failed', error: 'task a failed: bad\uFFFDbyte' });
     expect((await storage.executions.listTasks(pipelineId))[0]!.error).toBe('bad\uFFFDbyte');
   });

@@ -322,16 +322,20 @@ describe.each(ADAPTERS)('operations on $name', (adapter) => {
         leaseMs: MINUTE,
         now: T0,
       });
-      const { finishedPipeline } = await storage.executions.finishTask({
-        runnerId: 'dead',
-        taskExecutionId: claimed!.task.id,
-        pipelineExecutionId: pipeline.id,
-        taskId: claimed!.task.taskId,
-        attempt: claimed!.task.attempt,
-        outcome: { status: 'failed', error: 'the warehouse is down' },
-        dependents: [],
-        now: failedAt,
-      });
+      const { finishedPipeline } = (
+        await storage.executions.finishTasks([
+          {
+            runnerId: 'dead',
+            taskExecutionId: claimed!.task.id,
+            pipelineExecutionId: pipeline.id,
+            taskId: claimed!.task.taskId,
+            attempt: claimed!.task.attempt,
+            outcome: { status: 'failed', error: 'the warehouse is down' },
+            dependents: [],
+            now: failedAt,
+          },
+        ])
+      ).finished[0]!;
       expect(finishedPipeline).toMatchObject({ status: 'failed' });
       return pipeline.id;
     });

@@ -1,4 +1,4 @@
-import { leaseOfTask, newId, type Storage } from '@orreryjs/core';
+import { leaseOfTask, newId, type Storage, type TaskOutcome } from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteStorage } from '../src/index.js';
 
@@ -50,7 +50,7 @@ describe('SqliteExecutionStore', () => {
     const claimed = await claim('r1', at(1));
     expect(claimed.map((c) => c.task.taskId).sort()).toEqual(['a', 'b']);
     expect(claimed[0]!.pipeline.status).toBe('running');
-    const finish = (taskId: string, outcome: Parameters<Storage['executions']['finishTask']>[0]['outcome']) => {
+    const finish = async (taskId: string, outcome: TaskOutcome) => {
       const task = claimed.find((c) => c.task.taskId === taskId)!.task;
       const request = {
         runnerId: 'r1',
@@ -59,7 +59,8 @@ describe('SqliteExecutionStore', () => {
         taskId,
         attempt: 1,
       };
-      return storage.executions.finishTask({ ...request, outcome, dependents: ['c'], now: at(2) });
+      return (await storage.executions.finishTasks([{ ...request, outcome, dependents: ['c'], now: at(2) }]))
+        .finished[0]!;
     };
     expect(await finish('a', { status: 'completed', output: { set: { a: 1 }, deleted: [] } })).toMatchObject({
       accepted: true,
@@ -71,16 +72,20 @@ describe('SqliteExecutionStore', () => {
       ['a', 'completed'],
       ['b', 'failed'],
     ]);
-    const done = await storage.executions.finishTask({
-      runnerId: 'r1',
-      taskExecutionId: child!.task.id,
-      pipelineExecutionId: pipeline.id,
-      taskId: child!.task.taskId,
-      attempt: 1,
-      outcome: { status: 'skipped', reason: 'trigger all_success not met' },
-      dependents: [],
-      now: at(4),
-    });
+    const done = (
+      await storage.executions.finishTasks([
+        {
+          runnerId: 'r1',
+          taskExecutionId: child!.task.id,
+          pipelineExecutionId: pipeline.id,
+          taskId: child!.task.taskId,
+          attempt: 1,
+          outcome: { status: 'skipped', reason: 'trigger all_success not met' },
+          dependents: [],
+          now: at(4),
+        },
+      ])
+    ).finished[0]!;
     expect(done.finishedPipeline).toMatchObject({
       status: 'failed',
       remainingTasks: 0,
@@ -102,16 +107,20 @@ describe('SqliteExecutionStore', () => {
       leaseOwner: 'r2',
       error: 'lease expired (held by r1)',
     });
-    const stale = await storage.executions.finishTask({
-      runnerId: 'r1',
-      taskExecutionId: first!.task.id,
-      pipelineExecutionId: first!.pipeline.id,
-      taskId: first!.task.taskId,
-      attempt: 1,
-      outcome: { status: 'completed', output: { set: {}, deleted: [] } },
-      dependents: ['c'],
-      now: at(5001),
-    });
+    const stale = (
+      await storage.executions.finishTasks([
+        {
+          runnerId: 'r1',
+          taskExecutionId: first!.task.id,
+          pipelineExecutionId: first!.pipeline.id,
+          taskId: first!.task.taskId,
+          attempt: 1,
+          outcome: { status: 'completed', output: { set: {}, deleted: [] } },
+          dependents: ['c'],
+          now: at(5001),
+        },
+      ])
+    ).finished[0]!;
     expect(stale).toEqual({ accepted: false, readied: 0, finishedPipeline: null });
     const lease = { ...leaseOfTask(first!.task), attempt: 2 };
     expect(await storage.executions.renewLeases('r1', [lease], 1000, at(5002))).toEqual([]);

@@ -117,16 +117,20 @@ export class StorageExecutor implements PipelineExecutor {
     });
     let ended = 0;
     for (const { task } of claimed) {
-      const result = await this.#storage.executions.finishTask({
-        runnerId: 'test-executor',
-        taskExecutionId: task.id,
-        pipelineExecutionId: task.pipelineExecutionId,
-        taskId: task.taskId,
-        attempt: task.attempt,
-        outcome: { status: 'completed', output: { set: {}, deleted: [] } },
-        dependents: [],
-        now: this.#clock.now(),
-      });
+      const result = (
+        await this.#storage.executions.finishTasks([
+          {
+            runnerId: 'test-executor',
+            taskExecutionId: task.id,
+            pipelineExecutionId: task.pipelineExecutionId,
+            taskId: task.taskId,
+            attempt: task.attempt,
+            outcome: { status: 'completed', output: { set: {}, deleted: [] } },
+            dependents: [],
+            now: this.#clock.now(),
+          },
+        ])
+      ).finished[0]!;
       if (result.finishedPipeline !== null) ended += 1;
     }
     return ended;

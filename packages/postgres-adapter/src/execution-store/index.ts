@@ -5,9 +5,9 @@ import {
   type CreatePipelinesOptions,
   claimsNothing,
   type ExecutionStore,
-  type FinishAndClaimResult,
   type FinishTaskRequest,
-  type FinishTaskResult,
+  type FinishTasksOptions,
+  type FinishTasksResult,
   type LeaseRef,
   type NewPipeline,
   type PipelineFilter,
@@ -17,10 +17,10 @@ import {
   type TaskRow,
   uuidPrefixRange,
 } from '@orreryjs/core';
-import { type PostgresHandle, statement, transaction } from '../transaction.js';
+import { type PostgresDb, type PostgresHandle, statement, transaction } from '../transaction.js';
 import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
-import { finishTask, finishTasks, prepareFinish } from './finish.js';
+import { finishTasks, prepareFinish } from './finish.js';
 import { prepareLease, releaseLeases, renewLeases } from './lease.js';
 import { countWork, createPipelinesIn, preparePipelines, selectPipelines } from './pipelines.js';
 import { prepareRetention } from './retention.js';
@@ -122,23 +122,16 @@ export class PostgresExecutionStore implements ExecutionStore {
     return statement('releaseLeases', () => releaseLeases(this.#q.lease, runnerId, leases, now));
   }
 
-  finishTasks(requests: readonly FinishTaskRequest[]): Promise<FinishTaskResult[]> {
-    if (requests.length === 0) return Promise.resolve([]);
-    return statement('finishTasks', () => finishTasks(this.#q.finish, requests));
-  }
-
-  finishTasksAndClaim(requests: readonly FinishTaskRequest[], claim: ClaimTasksRequest): Promise<FinishAndClaimResult> {
-    if (requests.length === 0) return this.claimTasks(claim).then((claimed) => ({ finished: [], claimed }));
-    if (claimsNothing(claim)) return this.finishTasks(requests).then((finished) => ({ finished, claimed: [] }));
-    // Two statements, one commit: BEGIN and COMMIT cost two round trips, the commit they save a WAL flush.
-    return transaction(this.#handle, 'finishTasksAndClaim', async (tx) => ({
-      finished: await finishTasks(this.#q.finish, requests, tx.$client),
-      claimed: await claimTasks(this.#q.claim, claim, tx.$client),
-    }));
-  }
-
-  finishTask(request: FinishTaskRequest): Promise<FinishTaskResult> {
-    return statement('finishTask', () => finishTask(this.#q.finish, request));
+  finishTasks(outcomes: readonly FinishTaskRequest[], options: FinishTasksOptions = {}): Promise<FinishTasksResult> {
+    const claim = options.claim === undefined || claimsNothing(options.claim) ? null : options.claim;
+    const work = async (client?: PostgresDb['$client']): Promise<FinishTasksResult> => ({
+      finished: await finishTasks(this.#q.finish, outcomes, client),
+      claimed: claim === null ? [] : await claimTasks(this.#q.claim, claim, client),
+    });
+    // One statement runs as a transaction of its own; the outcomes and a claim share one, whose
+    // BEGIN and COMMIT cost two round trips and save a commit (a WAL flush).
+    if (outcomes.length === 0 || claim === null) return statement('finishTasks', () => work());
+    return transaction(this.#handle, 'finishTasks', (tx) => work(tx.$client));
   }
 
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null> {

@@ -38,7 +38,7 @@ export interface ClaimAlong {
  * {@link MAX_WRITES_IN_FLIGHT} commits are in flight are committed together by the next one,
  * in a single transaction (`ExecutionStore.finishTasks`). Ten tasks ending together pay one commit instead of ten.
  * When `claimAlong` offers a claim (free slots, the claim loop running), the same transaction
- * also leases the next tasks (`finishTasksAndClaim`): one commit per cycle of a busy worker
+ * also leases the next tasks (`finishTasks`' `claim`): one commit per cycle of a busy worker
  * instead of two. Each outcome in a batch stays fenced on its own (lease owner, attempt): a
  * stale one is refused (`accepted: false`) without affecting the others. A batch that fails as
  * a whole (a value the database refuses, a lost connection) is retried one outcome at a time,
@@ -84,13 +84,12 @@ export class FinishWriter {
     const along = withClaim ? this.#claimAlong() : null;
     let results: FinishTaskResult[];
     try {
-      if (along === null) {
-        results = await this.#store.finishTasks(requests);
-      } else {
-        const { finished, claimed } = await this.#store.finishTasksAndClaim(requests, along.request);
-        results = finished;
-        along.claimed(claimed, false);
-      }
+      const { finished, claimed } = await this.#store.finishTasks(
+        requests,
+        along === null ? {} : { claim: along.request },
+      );
+      results = finished;
+      along?.claimed(claimed, false);
     } catch (error) {
       along?.claimed([], true);
       if (batch.length === 1 && along === null) {

@@ -49,7 +49,7 @@ export interface AttemptEnvironment {
   outcomeReady?: (entry: ActiveTask) => void;
   /**
    * Commits an outcome: the claim loop passes a {@link FinishWriter}, so that outcomes ending
-   * together commit together. Without it, `store.finishTask` commits each alone.
+   * together commit together. Without it, `store.finishTasks` commits each alone.
    */
   finish?: (request: FinishTaskRequest) => Promise<FinishTaskResult>;
 }
@@ -252,7 +252,9 @@ async function finishWithRetries(
 ): Promise<FinishTaskResult | null> {
   for (let tries = 0; ; tries += 1) {
     try {
-      return await (env.finish === undefined ? env.store.finishTask(request) : env.finish(request));
+      return env.finish === undefined
+        ? (await env.store.finishTasks([request])).finished[0]!
+        : await env.finish(request);
     } catch (error) {
       const delayMs = COMMIT_RETRY_DELAYS_MS[tries];
       if (delayMs === undefined) {

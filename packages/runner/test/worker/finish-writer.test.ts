@@ -36,9 +36,9 @@ function diamond(): NewPipeline {
 function recording(store: ExecutionStore): { store: ExecutionStore; batches: number[] } {
   const batches: number[] = [];
   const recorded = Object.create(store) as ExecutionStore;
-  recorded.finishTasks = (requests) => {
+  recorded.finishTasks = (requests, options) => {
     batches.push(requests.length);
-    return store.finishTasks(requests);
+    return store.finishTasks(requests, options);
   };
   return { store: recorded, batches };
 }

@@ -11,9 +11,9 @@ import { withEndedAttempt } from './attempts.js';
 import { isRunning } from './lease.js';
 
 /*
- * Finishing a task: the outcome commits fenced on (lease owner, attempt), and a terminal one
- * readies the dependents and counts down the pipeline in the same BEGIN IMMEDIATE transaction,
- * so parents finishing together cannot strand a child.
+ * Finishing tasks: a batch of outcomes commits in one BEGIN IMMEDIATE transaction, each fenced
+ * on (lease owner, attempt), and the terminal ones ready their dependents and count down their
+ * pipelines in the same transaction, so parents finishing together cannot strand a child.
  */
 
 /** Prepares the finish statements once on the connection. */
@@ -22,7 +22,7 @@ export function prepareFinish({ db, tables }: SqliteHandle) {
   const placeholder = sql.placeholder;
   const now = bind(t.updatedAt, 'now');
   return {
-    finishTask: db
+    commitOutcome: db
       .update(t)
       .set({
         status: bind(t.status, 'status'),
@@ -98,11 +98,20 @@ export function prepareFinish({ db, tables }: SqliteHandle) {
 
 export type FinishStatements = ReturnType<typeof prepareFinish>;
 
-/** Commits an attempt's outcome, fenced; a terminal one readies dependents and may end the pipeline. */
-export function finishTask(q: FinishStatements, request: FinishTaskRequest): FinishTaskResult {
+/**
+ * Commits a batch of attempts' outcomes, each fenced on its own; results in input order. Runs
+ * inside the caller's BEGIN IMMEDIATE transaction.
+ */
+export function finishTasks(q: FinishStatements, requests: readonly FinishTaskRequest[]): FinishTaskResult[] {
+  // differs by necessity: no UPDATE in a CTE, so the outcomes apply one row at a time, in order.
+  return requests.map((request) => finishOutcome(q, request));
+}
+
+/** Commits one attempt's outcome, fenced; a terminal one readies dependents and may end the pipeline. */
+function finishOutcome(q: FinishStatements, request: FinishTaskRequest): FinishTaskResult {
   const { outcome, now } = request;
   const columns = taskOutcomeColumns(outcome, now);
-  const fenced = q.finishTask.get({
+  const fenced = q.commitOutcome.get({
     ...columns,
     id: request.taskExecutionId,
     runnerId: request.runnerId,

@@ -5,9 +5,9 @@ import {
   type CreatePipelinesOptions,
   claimsNothing,
   type ExecutionStore,
-  type FinishAndClaimResult,
   type FinishTaskRequest,
-  type FinishTaskResult,
+  type FinishTasksOptions,
+  type FinishTasksResult,
   type LeaseRef,
   type NewPipeline,
   type PipelineFilter,
@@ -20,7 +20,7 @@ import {
 import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
 import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
-import { finishTask, prepareFinish } from './finish.js';
+import { finishTasks, prepareFinish } from './finish.js';
 import { prepareLease, releaseLeases, renewLeases } from './lease.js';
 import { countWork, createPipelineIn, preparePipelines, selectPipelines } from './pipelines.js';
 import { prepareRetention } from './retention.js';
@@ -121,24 +121,14 @@ export class SqliteExecutionStore implements ExecutionStore {
     return writeTransaction(this.#handle, 'releaseLeases', () => releaseLeases(this.#q.lease, runnerId, leases, now));
   }
 
-  finishTasks(requests: readonly FinishTaskRequest[]): Promise<FinishTaskResult[]> {
-    if (requests.length === 0) return Promise.resolve([]);
-    // One BEGIN IMMEDIATE for the batch; outcomes applied in order, so parents finishing together count down their child once each.
-    return writeTransaction(this.#handle, 'finishTasks', () =>
-      requests.map((request) => finishTask(this.#q.finish, request)),
-    );
-  }
-
-  finishTasksAndClaim(requests: readonly FinishTaskRequest[], claim: ClaimTasksRequest): Promise<FinishAndClaimResult> {
+  finishTasks(outcomes: readonly FinishTaskRequest[], options: FinishTasksOptions = {}): Promise<FinishTasksResult> {
+    const claim = options.claim === undefined || claimsNothing(options.claim) ? null : options.claim;
+    if (outcomes.length === 0 && claim === null) return Promise.resolve({ finished: [], claimed: [] });
     // One BEGIN IMMEDIATE: the outcomes in order, then the claim, which sees what they readied.
-    return writeTransaction(this.#handle, 'finishTasksAndClaim', () => ({
-      finished: requests.map((request) => finishTask(this.#q.finish, request)),
-      claimed: claimsNothing(claim) ? [] : claimTasks(this.#q.claim, claim),
+    return writeTransaction(this.#handle, 'finishTasks', () => ({
+      finished: finishTasks(this.#q.finish, outcomes),
+      claimed: claim === null ? [] : claimTasks(this.#q.claim, claim),
     }));
-  }
-
-  finishTask(request: FinishTaskRequest): Promise<FinishTaskResult> {
-    return writeTransaction(this.#handle, 'finishTask', () => finishTask(this.#q.finish, request));
   }
 
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null> {

@@ -89,7 +89,7 @@ select count(*)
   from "task_executions"
   where ("task_executions"."status" = 'running' and "task_executions"."lease_expires_at" < ?);
 
--- finish/finishTask
+-- finish/commitOutcome
 update "task_executions"
   set "status" = ?, "failed_attempts" = "task_executions"."failed_attempts" + ?, "available_at" = coalesce(?, "task_executions"."available_at"), "lease_owner" = ?, "lease_expires_at" = ?, "attempt_history" = CASE WHEN ? IS NULL THEN "task_executions"."attempt_history" ELSE json_insert(coalesce("task_executions"."attempt_history", '[]'), '$[#]', json_object('attempt', "task_executions"."attempt",
     'runnerId', "task_executions"."lease_owner", 'startedAt', coalesce("task_executions"."started_at", ?), 'endedAt', ?,
