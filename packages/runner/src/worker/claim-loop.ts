@@ -4,13 +4,14 @@ import {
   type ClaimTasksRequest,
   type Clock,
   type ExecutionStore,
+  type FinishTaskRequest,
+  type FinishTaskResult,
   type Logger,
 } from '@orreryjs/core';
 import type { WorkflowRegistry } from '../registry.js';
 import type { ActiveTask, ActiveTasks } from './active-tasks.js';
 import type { ClaimedAhead } from './claimed-ahead.js';
 import { type ClaimAlong, FinishWriter } from './finish-writer.js';
-import { type AttemptEnvironment, startAttempt } from './task-attempt.js';
 
 /** Settings of {@link ClaimLoop}. */
 export interface ClaimLoopOptions {
@@ -19,7 +20,8 @@ export interface ClaimLoopOptions {
   active: ActiveTasks;
   /** Tasks claimed ahead of a free slot; shared with the lease loop, which renews them. */
   ahead: ClaimedAhead;
-  environment: AttemptEnvironment;
+  /** Starts an attempt of a claimed task (the worker's `startAttempt`, whose outcome comes back through {@link ClaimLoop.commit}). */
+  startAttempt(claimed: ClaimedTask): void;
   runnerId: string;
   maxConcurrentTasks: number;
   taskLeaseMs: number;
@@ -43,10 +45,29 @@ export const CLAIM_AHEAD_FACTOR = 2;
 export const CLAIM_AHEAD_MAX_TASK_MS = 10;
 
 /**
+ * How the claim loop claims, from what its last claims found:
+ * - `ridingAlong`: work keeps coming as tasks finish (one job at a time, end to end): each batch
+ *   of outcomes takes the next claim along, in its transaction, saving a commit per task.
+ * - `saturated`: the last claim filled every free slot. The loop claims on its own as slots free,
+ *   in parallel with the outcomes' commits (riding along would make each cycle wait for the
+ *   previous one's commit), and, while tasks are short, ahead of its free slots.
+ * - `idle`: the last claim along found nothing. Outcomes commit alone, at once; new work arrives
+ *   with its own nudge (a pipeline created here, a wake-up) or the poll.
+ */
+export type ClaimMode = 'ridingAlong' | 'saturated' | 'idle';
+
+/** A claim's slots, held from the moment it is made until its tasks are handed out. */
+interface Reservation {
+  request: ClaimTasksRequest;
+  /** Hands out the tasks the claim leased (none when it failed) and gives the slots back. */
+  claimed(tasks: readonly ClaimedTask[]): void;
+}
+
+/**
  * Claims ready tasks of registered workflows in batches, up to the free slots of
- * `maxConcurrentTasks`, and starts them. Local events (a pipeline created, a task finished,
- * a retry due) wake it at once through `nudge()`; otherwise it polls every `pollIntervalMs`
- * for work other runners made ready.
+ * `maxConcurrentTasks`, starts them, and commits their outcomes in groups (a {@link FinishWriter}
+ * it drives). Local events (a pipeline created, a task finished, a retry due) wake it at once
+ * through `nudge()`; otherwise it polls every `pollIntervalMs` for work other runners made ready.
  *
  * Claim ahead: a saturated worker whose tasks are short (under {@link CLAIM_AHEAD_MAX_TASK_MS})
  * also claims up to {@link CLAIM_AHEAD_FACTOR} × `maxConcurrentTasks` tasks for slots that are
@@ -56,49 +77,38 @@ export const CLAIM_AHEAD_MAX_TASK_MS = 10;
  */
 export class ClaimLoop extends BackgroundLoop {
   readonly #options: ClaimLoopOptions;
-  /** The attempts' environment, committing their outcomes through one group-commit writer. */
-  readonly #environment: AttemptEnvironment;
+  readonly #writer: FinishWriter;
   /**
    * Attempts whose task code is over and whose outcome is being committed: they stay in
    * `active` (leases renewed, shutdown waits for them) but no longer take a slot, so the next
    * claim does not wait for the previous outcomes' commit.
    */
   readonly #committing = new Set<ActiveTask>();
-  readonly #writer: FinishWriter;
-  /** Slots promised to claims in flight (this loop's, or one riding along with outcomes). */
-  #reserved = 0;
-  /** The last claim along found work, or a claim found work while outcomes were committing (see {@link #ridesAlong}). */
+  /** Slots promised to claims in flight (this loop's, or one riding along with outcomes), for free slots and ahead of them. */
+  readonly #reserved = { slots: 0, ahead: 0 };
+  /** The last claim filled every free slot, so more work may be waiting for the next free one. */
+  #saturated = false;
+  /**
+   * The last claim along found work, or a claim found work while outcomes were committing: the
+   * worker's mode, once it is not saturated (see {@link mode}).
+   */
   #workKeepsComing = true;
   /** A tick found every free slot promised to a claim in flight: it runs again once that claim is done. */
   #claimAgain = false;
   #nudgeQueued = false;
-  /** The last claim filled every free slot, so more work may be waiting for the next free one. */
-  #saturated = false;
-  /** Slots of claims in flight promised to {@link ClaimedAhead}, not to free slots. */
-  #reservedAhead = 0;
   /** The last attempt's code ended within {@link CLAIM_AHEAD_MAX_TASK_MS}. */
   #tasksAreShort = false;
 
   constructor(options: ClaimLoopOptions) {
     super({ name: 'task-claim', intervalMs: options.pollIntervalMs, logger: options.logger });
     this.#options = options;
-    const writer = new FinishWriter(options.store, () => this.#claimAlong());
-    this.#writer = writer;
-    const committing = this.#committing;
-    this.#environment = {
-      ...options.environment,
-      finish: (request) => writer.finish(request),
-      outcomeReady: (entry) => {
-        this.#tasksAreShort = performance.now() - entry.startedAtMs <= CLAIM_AHEAD_MAX_TASK_MS;
-        committing.add(entry);
-        this.slotFreed();
-      },
-      slotFreed: (entry) => {
-        // An attempt whose slot was already counted free while it committed frees nothing more.
-        if (entry !== undefined && committing.delete(entry)) return;
-        options.environment.slotFreed(entry);
-      },
-    };
+    this.#writer = new FinishWriter(options.store);
+  }
+
+  /** How the loop claims now (see {@link ClaimMode}). */
+  get mode(): ClaimMode {
+    if (this.#saturated) return 'saturated';
+    return this.#workKeepsComing ? 'ridingAlong' : 'idle';
   }
 
   /**
@@ -116,10 +126,43 @@ export class ClaimLoop extends BackgroundLoop {
   }
 
   /**
-   * A running attempt ended. Claims again at once only if the last claim filled every slot
-   * (work may be waiting for one); otherwise new work arrives with its own nudge or the poll.
+   * Wakes the loop at `atMs` on the runner's clock (when a retry's back-off ends). Only the
+   * earliest such time is kept; later ones are found by the next tick or poll.
    */
-  slotFreed(): void {
+  nudgeAt(atMs: number): void {
+    this.wakeIn(atMs - this.#options.clock.now().getTime());
+  }
+
+  /**
+   * Commits an attempt's outcome together with the others that end in the same turn of the
+   * event loop (or while {@link MAX_WRITES_IN_FLIGHT} writes are in flight); riding along, the
+   * write also claims the next tasks. Resolves once committed (or refused by its fence).
+   */
+  commit(request: FinishTaskRequest): Promise<FinishTaskResult> {
+    const committed = this.#writer.enqueue(request);
+    // The first outcome waits for the rest of this turn: tasks ending together share the write.
+    if (this.#writer.queued === 1) setImmediate(() => this.#writeOutcomes());
+    return committed;
+  }
+
+  /**
+   * An attempt's task code is over and only its outcome's commit is pending: its slot counts
+   * as free already, so that claiming the next tasks overlaps that commit.
+   */
+  outcomeReady(entry: ActiveTask): void {
+    this.#tasksAreShort = performance.now() - entry.startedAtMs <= CLAIM_AHEAD_MAX_TASK_MS;
+    this.#committing.add(entry);
+    this.slotFreed();
+  }
+
+  /**
+   * An attempt ended (`entry`), or a slot freed otherwise: starts a task claimed ahead in it, and
+   * claims again at once only if the last claim filled every slot (work may be waiting for one);
+   * otherwise new work arrives with its own nudge or the poll.
+   */
+  slotFreed(entry?: ActiveTask): void {
+    // An attempt whose slot was already counted free while it committed frees nothing more.
+    if (entry !== undefined && this.#committing.delete(entry)) return;
     this.#startWaiting();
     if (this.#saturated) this.nudge();
   }
@@ -132,44 +175,36 @@ export class ClaimLoop extends BackgroundLoop {
     while (this.#freeSlots() > 0) {
       const claimed = ahead.take(nowMs);
       if (claimed === undefined) return;
-      startAttempt(claimed, this.#environment);
+      this.#options.startAttempt(claimed);
     }
-  }
-
-  /**
-   * Wakes the loop at `atMs` on the runner's clock (when a retry's back-off ends). Only the
-   * earliest such time is kept; later ones are found by the next tick or poll.
-   */
-  nudgeAt(atMs: number): void {
-    this.wakeIn(atMs - this.#options.clock.now().getTime());
   }
 
   /** Slots neither running task code nor promised to a claim in flight. */
   #freeSlots(): number {
     const { active, maxConcurrentTasks } = this.#options;
-    return maxConcurrentTasks - (active.size - this.#committing.size) - this.#reserved;
+    return maxConcurrentTasks - (active.size - this.#committing.size) - this.#reserved.slots;
   }
 
   /** Tasks the next claim takes ahead of a free slot: none unless the worker is saturated with short tasks. */
   #aheadRoom(): number {
-    if (!this.#saturated || !this.#tasksAreShort) return 0;
+    if (this.mode !== 'saturated' || !this.#tasksAreShort) return 0;
     const { ahead, maxConcurrentTasks } = this.#options;
-    return Math.max(0, CLAIM_AHEAD_FACTOR * maxConcurrentTasks - ahead.size - this.#reservedAhead);
+    return Math.max(0, CLAIM_AHEAD_FACTOR * maxConcurrentTasks - ahead.size - this.#reserved.ahead);
   }
 
   /**
-   * A claim for every free slot (and, for a busy worker, ahead of them), their reservation held
-   * until `started` runs; null when no slot is free once the tasks claimed ahead have started.
+   * A claim for every free slot (and, for a saturated worker, ahead of them), its slots reserved
+   * until its tasks are handed out; null when no slot is free once the tasks claimed ahead have started.
    */
-  #reserveClaim(): { request: ClaimTasksRequest; started(tasks: readonly ClaimedTask[]): void } | null {
+  #reserve(): Reservation | null {
     this.#startWaiting();
     const free = this.#freeSlots();
     const registered = this.#options.registry.registeredTasks();
     if (free <= 0 || registered.length === 0) return null;
     const aheadRoom = this.#aheadRoom();
     const limit = free + aheadRoom;
-    this.#reserved += free;
-    this.#reservedAhead += aheadRoom;
+    this.#reserved.slots += free;
+    this.#reserved.ahead += aheadRoom;
     const request = {
       runnerId: this.#options.runnerId,
       registered,
@@ -181,9 +216,9 @@ export class ClaimLoop extends BackgroundLoop {
     };
     return {
       request,
-      started: (tasks) => {
-        this.#reserved -= free;
-        this.#reservedAhead -= aheadRoom;
+      claimed: (tasks) => {
+        this.#reserved.slots -= free;
+        this.#reserved.ahead -= aheadRoom;
         this.#saturated = tasks.length === limit;
         if (this.#claimAgain) {
           this.#claimAgain = false;
@@ -195,7 +230,7 @@ export class ClaimLoop extends BackgroundLoop {
         const waiting: ClaimedTask[] = [];
         for (const claimed of tasks) {
           if (claimed.task.startedAt === null) waiting.push(claimed);
-          else startAttempt(claimed, this.#environment);
+          else this.#options.startAttempt(claimed);
         }
         this.#options.ahead.push(waiting);
         this.#startWaiting();
@@ -203,25 +238,21 @@ export class ClaimLoop extends BackgroundLoop {
     };
   }
 
-  /**
-   * Whether the next batch of outcomes takes a claim along, in its transaction. Yes for a worker
-   * that keeps finding work as it finishes (one job at a time, end to end): it saves a commit
-   * per task. No for a saturated one, which claims on its own in parallel with the outcomes'
-   * commit (riding along would make each cycle wait for the previous one's commit), and no for
-   * an idle one whose last claim along found nothing: the outcome commits alone, at once.
-   */
-  #ridesAlong(): boolean {
-    return this.running && !this.#saturated && this.#workKeepsComing;
+  /** Starts the writes the queued outcomes can take, each with a claim along while the loop rides along. */
+  #writeOutcomes(): void {
+    while (this.#writer.canWrite) {
+      void this.#writer.writeNext(this.#claimAlong()).finally(() => this.#writeOutcomes());
+    }
   }
 
   #claimAlong(): ClaimAlong | null {
-    if (!this.#ridesAlong()) return null;
-    const claim = this.#reserveClaim();
-    if (claim === null) return null;
+    if (!this.running || this.mode !== 'ridingAlong') return null;
+    const reservation = this.#reserve();
+    if (reservation === null) return null;
     return {
-      request: claim.request,
+      request: reservation.request,
       claimed: (tasks, failed) => {
-        claim.started(tasks);
+        reservation.claimed(tasks);
         this.#workKeepsComing = tasks.length > 0;
         // The write failed and claimed nothing: the loop claims on its own.
         if (failed) this.nudge();
@@ -231,11 +262,11 @@ export class ClaimLoop extends BackgroundLoop {
 
   protected async tick(signal: AbortSignal): Promise<void> {
     // Outcomes waiting for their write will claim along with it, in the same transaction.
-    if (signal.aborted || (this.#writer.queued > 0 && this.#ridesAlong())) return;
-    const claim = this.#reserveClaim();
-    if (claim === null) {
+    if (signal.aborted || (this.#writer.queued > 0 && this.mode === 'ridingAlong')) return;
+    const reservation = this.#reserve();
+    if (reservation === null) {
       // Slots promised to a claim in flight, whose snapshot may predate the work that woke us: claim again after it.
-      if (this.#reserved > 0) this.#claimAgain = true;
+      if (this.#reserved.slots > 0) this.#claimAgain = true;
       else this.#saturated = this.#freeSlots() <= 0;
       return;
     }
@@ -243,9 +274,9 @@ export class ClaimLoop extends BackgroundLoop {
     // Work found while earlier tasks still commit: more is likely to be waiting when they are done.
     const busy = this.#committing.size > 0;
     try {
-      claimed = await this.#options.store.claimTasks(claim.request);
+      claimed = await this.#options.store.claimTasks(reservation.request);
     } finally {
-      claim.started(claimed);
+      reservation.claimed(claimed);
     }
     if (claimed.length > 0 && busy) this.#workKeepsComing = true;
   }

@@ -24,8 +24,8 @@ interface PendingFinish {
 
 /**
  * A claim that rides along with a batch of outcomes, in their transaction. Its slots are
- * reserved from the moment it is asked for until `claimed` is called, with the tasks leased
- * (or none, when the transaction failed).
+ * reserved from the moment it is made until `claimed` is called, with the tasks leased (or
+ * none, when the transaction failed), before the outcomes' callers hear of their commit.
  */
 export interface ClaimAlong {
   request: ClaimTasksRequest;
@@ -34,54 +34,56 @@ export interface ClaimAlong {
 
 /**
  * Group commit for task outcomes, as {@link PipelineWriter} is for `executeAsync`: outcomes
- * that end in one turn of the event loop are committed together, and outcomes that end while
- * {@link MAX_WRITES_IN_FLIGHT} commits are in flight are committed together by the next one,
- * in a single transaction (`ExecutionStore.finishTasks`). Ten tasks ending together pay one commit instead of ten.
- * When `claimAlong` offers a claim (free slots, the claim loop running), the same transaction
- * also leases the next tasks (`finishTasks`' `claim`): one commit per cycle of a busy worker
- * instead of two. Each outcome in a batch stays fenced on its own (lease owner, attempt): a
- * stale one is refused (`accepted: false`) without affecting the others. A batch that fails as
- * a whole (a value the database refuses, a lost connection) is retried one outcome at a time,
- * without a claim, so that only the bad one fails.
+ * queued together are committed together, in a single transaction (`ExecutionStore.finishTasks`);
+ * ten tasks ending together pay one commit instead of ten. A write may carry a claim along
+ * (`finishTasks`' `claim`), so that a busy worker pays one commit per cycle instead of two.
+ *
+ * The writer is driven by its owner (the claim loop), which decides when to write and whether
+ * a claim rides along; the writer only commits and answers. Each outcome in a batch stays fenced
+ * on its own (lease owner, attempt): a stale one is refused (`accepted: false`) without
+ * affecting the others. A batch that fails as a whole (a value the database refuses, a lost
+ * connection) is retried one outcome at a time, without a claim, so that only the bad one fails.
  */
 export class FinishWriter {
   readonly #store: ExecutionStore;
-  readonly #claimAlong: () => ClaimAlong | null;
   readonly #queue: PendingFinish[] = [];
   #inFlight = 0;
 
-  constructor(store: ExecutionStore, claimAlong: () => ClaimAlong | null = () => null) {
+  constructor(store: ExecutionStore) {
     this.#store = store;
-    this.#claimAlong = claimAlong;
   }
 
-  /** Outcomes waiting for the next write (not those of the write in flight). */
+  /** Outcomes waiting for the next write (not those of the writes in flight). */
   get queued(): number {
     return this.#queue.length;
   }
 
-  /** Resolves once the outcome is committed (or refused by its fence). */
-  finish(request: FinishTaskRequest): Promise<FinishTaskResult> {
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ request, resolve, reject });
-      // The first outcome waits for the rest of this turn: tasks ending together share the write.
-      if (this.#queue.length === 1) setImmediate(() => this.#drain());
-    });
+  /** Outcomes are waiting and fewer than {@link MAX_WRITES_IN_FLIGHT} writes are in flight. */
+  get canWrite(): boolean {
+    return this.#queue.length > 0 && this.#inFlight < MAX_WRITES_IN_FLIGHT;
   }
 
-  #drain(): void {
-    while (this.#queue.length > 0 && this.#inFlight < MAX_WRITES_IN_FLIGHT) {
-      this.#inFlight += 1;
-      void this.#write(this.#queue.splice(0, MAX_FINISHES_PER_WRITE), true).finally(() => {
-        this.#inFlight -= 1;
-        this.#drain();
-      });
+  /** Queues an outcome for the next write; resolves once it is committed (or refused by its fence). */
+  enqueue(request: FinishTaskRequest): Promise<FinishTaskResult> {
+    return new Promise((resolve, reject) => this.#queue.push({ request, resolve, reject }));
+  }
+
+  /**
+   * Commits the next {@link MAX_FINISHES_PER_WRITE} queued outcomes, with `along` in the same
+   * transaction. Settles once they are answered; never rejects (a failed outcome rejects its
+   * own caller).
+   */
+  async writeNext(along: ClaimAlong | null): Promise<void> {
+    this.#inFlight += 1;
+    try {
+      await this.#write(this.#queue.splice(0, MAX_FINISHES_PER_WRITE), along);
+    } finally {
+      this.#inFlight -= 1;
     }
   }
 
-  async #write(batch: PendingFinish[], withClaim: boolean): Promise<void> {
+  async #write(batch: PendingFinish[], along: ClaimAlong | null): Promise<void> {
     const requests = batch.map((pending) => pending.request);
-    const along = withClaim ? this.#claimAlong() : null;
     let results: FinishTaskResult[];
     try {
       const { finished, claimed } = await this.#store.finishTasks(
@@ -98,7 +100,7 @@ export class FinishWriter {
       }
       // The transaction rolled back whole: each outcome can be committed alone. Together, so that a
       // database that is down fails them all at once rather than one after another.
-      await Promise.all(batch.map((pending) => this.#write([pending], false)));
+      await Promise.all(batch.map((pending) => this.#write([pending], null)));
       return;
     }
     for (const [i, pending] of batch.entries()) pending.resolve(results[i]!);

@@ -21,7 +21,6 @@ import type { EmitEvent } from '../events.js';
 import type { WorkflowRegistry } from '../registry.js';
 import { SPAN_ATTRIBUTES, setOutcome, startTaskSpan } from '../tracing.js';
 import { type ActiveTask, type ActiveTasks, leaseOf } from './active-tasks.js';
-import type { FinishWriter } from './finish-writer.js';
 import { taskInput, unmetTrigger } from './task-input.js';
 import { completedOutcome, errorMessage, failedOutcome, finishedTaskRows, maxAttempts } from './task-outcome.js';
 
@@ -46,12 +45,12 @@ export interface AttemptEnvironment {
    * The attempt's task code is over and only its outcome's commit is pending: the claim loop
    * may count its slot as free already, so that claiming the next tasks overlaps that commit.
    */
-  outcomeReady?: (entry: ActiveTask) => void;
+  outcomeReady(entry: ActiveTask): void;
   /**
-   * Commits an outcome: the claim loop passes a {@link FinishWriter}, so that outcomes ending
-   * together commit together. Without it, `store.finishTasks` commits each alone.
+   * Commits an outcome, fenced on the attempt: the claim loop's group commit, so that outcomes
+   * ending together commit together (and may take the next claim along).
    */
-  finish?: (request: FinishTaskRequest) => Promise<FinishTaskResult>;
+  finish(request: FinishTaskRequest): Promise<FinishTaskResult>;
 }
 
 /** Pauses between tries of a commit the database refused; past them the lease expires and the task runs again. */
@@ -225,7 +224,7 @@ async function commit(
   const workflow = env.registry.get(ref.workflowName);
   const now = env.clock.now();
   setOutcome(span, outcome);
-  env.outcomeReady?.(entry);
+  env.outcomeReady(entry);
   const result = await finishWithRetries(env, {
     runnerId: env.runnerId,
     ...leaseOf(entry),
@@ -252,9 +251,7 @@ async function finishWithRetries(
 ): Promise<FinishTaskResult | null> {
   for (let tries = 0; ; tries += 1) {
     try {
-      return env.finish === undefined
-        ? (await env.store.finishTasks([request])).finished[0]!
-        : await env.finish(request);
+      return await env.finish(request);
     } catch (error) {
       const delayMs = COMMIT_RETRY_DELAYS_MS[tries];
       if (delayMs === undefined) {

@@ -16,7 +16,7 @@ import { ClaimLoop } from './claim-loop.js';
 import { ClaimedAhead } from './claimed-ahead.js';
 import { ControlWatch } from './control-watch.js';
 import { LeaseLoop } from './lease.js';
-import type { AttemptEnvironment } from './task-attempt.js';
+import { type AttemptEnvironment, startAttempt } from './task-attempt.js';
 
 /** What the worker logs when it stops local work on a pipeline another process paused or cancelled. */
 export const REMOTE_STOP_MESSAGE = 'stopped the local work of a pipeline paused or cancelled elsewhere';
@@ -75,13 +75,15 @@ export class Worker implements LocalWork {
       emit: options.emit,
       pipelineFinished: options.pipelineFinished,
       wake: (atMs) => (atMs === undefined ? this.#claimLoop.nudge() : this.#claimLoop.nudgeAt(atMs)),
-      slotFreed: () => this.#claimLoop.slotFreed(),
+      outcomeReady: (entry) => this.#claimLoop.outcomeReady(entry),
+      finish: (request) => this.#claimLoop.commit(request),
+      slotFreed: (entry) => this.#claimLoop.slotFreed(entry),
     };
     const shared = { store, active: this.#active, ahead: this.#ahead, runnerId, clock, logger };
     this.#claimLoop = new ClaimLoop({
       ...shared,
       registry,
-      environment,
+      startAttempt: (claimed) => startAttempt(claimed, environment),
       maxConcurrentTasks: options.maxConcurrentTasks,
       taskLeaseMs: options.taskLeaseMs,
       pollIntervalMs: options.pollIntervalMs,

@@ -1,75 +1,14 @@
-import {
-  type ClaimedTask,
-  type ExecutionStore,
-  type FinishTaskRequest,
-  type NewPipeline,
-  newId,
-  type Storage,
-  ValidationError,
-} from '@orreryjs/core';
+import { type Storage, ValidationError } from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FinishWriter } from '../../src/worker/finish-writer.js';
+import { FinishWriter, MAX_FINISHES_PER_WRITE, MAX_WRITES_IN_FLIGHT } from '../../src/worker/finish-writer.js';
 import { ADAPTERS, type TestDatabase } from '../support.js';
-
-const T0 = new Date('2026-01-01T00:00:00.000Z');
-const WORKFLOW = 'finisher';
-
-/** A pipeline of tasks a and b, and c depending on both. */
-function diamond(): NewPipeline {
-  return {
-    id: newId(),
-    workflowName: WORKFLOW,
-    workflowVersion: 'v1',
-    input: {},
-    idempotencyKey: null,
-    scheduledTime: null,
-    now: T0,
-    tasks: [
-      { id: newId(), taskId: 'a', position: 0, pendingDeps: 0 },
-      { id: newId(), taskId: 'b', position: 1, pendingDeps: 0 },
-      { id: newId(), taskId: 'c', position: 2, pendingDeps: 2 },
-    ],
-  };
-}
-
-/** The real store, with the sizes of its finishTasks batches recorded. */
-function recording(store: ExecutionStore): { store: ExecutionStore; batches: number[] } {
-  const batches: number[] = [];
-  const recorded = Object.create(store) as ExecutionStore;
-  recorded.finishTasks = (requests, options) => {
-    batches.push(requests.length);
-    return store.finishTasks(requests, options);
-  };
-  return { store: recorded, batches };
-}
-
-/** Lets the writer start the write of what it has queued (it waits for the end of the current turn). */
-const writeStarted = () => new Promise((resolve) => setImmediate(resolve));
-
-function completion(claimed: ClaimedTask, output: Record<string, number> = {}): FinishTaskRequest {
-  return {
-    runnerId: claimed.task.leaseOwner!,
-    taskExecutionId: claimed.task.id,
-    pipelineExecutionId: claimed.task.pipelineExecutionId,
-    taskId: claimed.task.taskId,
-    attempt: claimed.task.attempt,
-    outcome: { status: 'completed', output: { set: output, deleted: [] } },
-    dependents: claimed.task.taskId === 'c' ? [] : ['c'],
-    now: T0,
-  };
-}
+import { completion, diamond, REGISTERED, recording, T0 } from './outcomes.js';
 
 describe.each(ADAPTERS)('FinishWriter on $name', (adapter) => {
   let db: TestDatabase;
   let storage: Storage;
-  const claim = (limit = 100) =>
-    storage.executions.claimTasks({
-      runnerId: 'r1',
-      registered: [{ workflowName: WORKFLOW, taskIds: ['a', 'b', 'c'] }],
-      limit,
-      leaseMs: 60_000,
-      now: T0,
-    });
+  const claim = (limit = 1000) =>
+    storage.executions.claimTasks({ runnerId: 'r1', registered: REGISTERED, limit, leaseMs: 60_000, now: T0 });
 
   beforeEach(async () => {
     db = adapter.open();
@@ -80,48 +19,62 @@ describe.each(ADAPTERS)('FinishWriter on $name', (adapter) => {
     await db.remove();
   });
 
-  it('commits outcomes ending in one turn together, and those ending while a commit is in flight together', async () => {
-    const pipelines = Array.from({ length: 20 }, diamond);
-    await storage.executions.createPipelines(pipelines);
+  it(`commits the queued outcomes together, up to ${MAX_FINISHES_PER_WRITE} a write`, async () => {
+    await storage.executions.createPipelines(Array.from({ length: 60 }, diamond));
     const claimed = await claim();
-    expect(claimed).toHaveLength(40);
+    expect(claimed).toHaveLength(120);
     const { store, batches } = recording(storage.executions);
     const writer = new FinishWriter(store);
-    const lone = writer.finish(completion(claimed[0]!, { n: 0 }));
-    await writeStarted();
-    const rest = claimed.slice(1).map((c, n) => writer.finish(completion(c, { n: n + 1 })));
-    const results = await Promise.all([lone, ...rest]);
-    expect(results.every((r) => r.accepted)).toBe(true);
-    expect(results.reduce((sum, r) => sum + r.readied, 0)).toBe(20);
-    expect(batches).toEqual([1, 39]);
+    const results = claimed.map((c, n) => writer.enqueue(completion(c, { n })));
+    expect(writer.queued).toBe(120);
+    await writer.writeNext(null);
+    await writer.writeNext(null);
+    expect(writer.canWrite).toBe(false);
+    const committed = await Promise.all(results);
+    expect(committed.every((r) => r.accepted)).toBe(true);
+    expect(committed.reduce((sum, r) => sum + r.readied, 0)).toBe(60);
+    expect(batches()).toEqual([MAX_FINISHES_PER_WRITE, 20]);
     const children = await claim();
-    expect(children.map((c) => c.task.taskId)).toEqual(Array(20).fill('c'));
-    const ends = await Promise.all(children.map((c) => writer.finish(completion(c))));
-    expect(ends.map((r) => r.finishedPipeline?.status)).toEqual(Array(20).fill('completed'));
-    expect(batches).toEqual([1, 39, 20]);
+    expect(children.map((c) => c.task.taskId)).toEqual(Array(60).fill('c'));
+    const ends = children.map((c) => writer.enqueue(completion(c)));
+    await writer.writeNext(null);
+    expect((await Promise.all(ends)).map((r) => r.finishedPipeline?.status)).toEqual(Array(60).fill('completed'));
   });
 
-  it('claims along with a batch when offered a claim, in the same transaction, and only then', async () => {
+  it(`holds at most ${MAX_WRITES_IN_FLIGHT} writes in flight`, async () => {
+    await storage.executions.createPipelines([diamond(), diamond()]);
+    const [a1, b1, a2] = await claim();
+    const writer = new FinishWriter(storage.executions);
+    const first = writer.enqueue(completion(a1!));
+    const firstWrite = writer.writeNext(null);
+    const second = writer.enqueue(completion(b1!));
+    expect(writer.canWrite).toBe(true);
+    const secondWrite = writer.writeNext(null);
+    const third = writer.enqueue(completion(a2!));
+    expect(writer.canWrite).toBe(false);
+    await firstWrite;
+    expect(writer.canWrite).toBe(true);
+    await Promise.all([secondWrite, writer.writeNext(null)]);
+    expect((await Promise.all([first, second, third])).map((r) => r.accepted)).toEqual([true, true, true]);
+  });
+
+  it('claims along with a batch when given a claim, in the same transaction, before the outcomes are answered', async () => {
     await storage.executions.createPipelines([diamond(), diamond()]);
     const [a1, b1] = await claim(2);
     const claimedAlong: string[][] = [];
-    let offers = 0;
-    const writer = new FinishWriter(storage.executions, () => {
-      offers += 1;
-      if (offers > 1) return null;
-      return {
-        request: {
-          runnerId: 'r1',
-          registered: [{ workflowName: WORKFLOW, taskIds: ['a', 'b', 'c'] }],
-          limit: 10,
-          leaseMs: 60_000,
-          now: T0,
-        },
-        claimed: (tasks) => void claimedAlong.push(tasks.map((t) => t.task.taskId).sort()),
-      };
+    const writer = new FinishWriter(storage.executions);
+    const answered = [writer.enqueue(completion(a1!)), writer.enqueue(completion(b1!))].map((result) =>
+      result.then((r) => {
+        // The claimed tasks are handed out before any caller hears of its commit.
+        expect(claimedAlong).toHaveLength(1);
+        return r.accepted;
+      }),
+    );
+    await writer.writeNext({
+      request: { runnerId: 'r1', registered: REGISTERED, limit: 10, leaseMs: 60_000, now: T0 },
+      claimed: (tasks) => void claimedAlong.push(tasks.map((t) => t.task.taskId).sort()),
     });
-    const results = await Promise.all([writer.finish(completion(a1!)), writer.finish(completion(b1!))]);
-    expect(results.map((r) => r.accepted)).toEqual([true, true]);
+    expect(await Promise.all(answered)).toEqual([true, true]);
     // The child the batch readied and the second pipeline's first tasks, leased in the outcomes' transaction.
     expect(claimedAlong).toEqual([['a', 'b', 'c']]);
     expect(await claim()).toEqual([]);
@@ -132,13 +85,14 @@ describe.each(ADAPTERS)('FinishWriter on $name', (adapter) => {
     await storage.executions.createPipeline(pipeline);
     const [a, b] = await claim();
     const writer = new FinishWriter(storage.executions);
-    const lone = writer.finish(completion(a!));
-    await writeStarted();
-    const stale = writer.finish({ ...completion(b!), runnerId: 'r2' });
-    const fresh = writer.finish(completion(b!));
-    expect(await lone).toMatchObject({ accepted: true, readied: 0 });
+    const stale = writer.enqueue({ ...completion(b!), runnerId: 'r2' });
+    const fresh = [writer.enqueue(completion(a!)), writer.enqueue(completion(b!))];
+    await writer.writeNext(null);
     expect(await stale).toEqual({ accepted: false, readied: 0, finishedPipeline: null });
-    expect(await fresh).toMatchObject({ accepted: true, readied: 1 });
+    const committed = await Promise.all(fresh);
+    expect(committed.map((r) => r.accepted)).toEqual([true, true]);
+    // c is readied once, by whichever outcome of the batch ended its last dependency.
+    expect(committed.reduce((sum, r) => sum + r.readied, 0)).toBe(1);
     expect((await storage.executions.listTasks(pipeline.id)).map((t) => t.status)).toEqual([
       'completed',
       'completed',
@@ -146,21 +100,32 @@ describe.each(ADAPTERS)('FinishWriter on $name', (adapter) => {
     ]);
   });
 
-  it('fails only the bad outcome of a batch whose write fails, committing the others', async () => {
+  it('fails only the bad outcome of a batch whose write fails, committing the others, and tells a claim along it failed', async () => {
     await storage.executions.createPipelines([diamond(), diamond()]);
     const [a1, b1, a2] = await claim();
-    const { store, batches } = recording(storage.executions);
+    const { store, writes } = recording(storage.executions);
     const writer = new FinishWriter(store);
-    const lone = writer.finish(completion(a1!));
-    await writeStarted();
-    const good = writer.finish(completion(b1!));
+    const good = [writer.enqueue(completion(a1!)), writer.enqueue(completion(b1!))];
     // A pipeline id that is not a UUID: the database refuses the statement.
     const bad = writer
-      .finish({ ...completion(a2!), pipelineExecutionId: 'not-a-uuid' })
+      .enqueue({ ...completion(a2!), pipelineExecutionId: 'not-a-uuid' })
       .catch((error: unknown) => error);
-    await expect(lone).resolves.toMatchObject({ accepted: true });
-    await expect(good).resolves.toMatchObject({ accepted: true, readied: 1 });
+    const along: Array<{ tasks: number; failed: boolean }> = [];
+    await writer.writeNext({
+      request: { runnerId: 'r1', registered: REGISTERED, limit: 10, leaseMs: 60_000, now: T0 },
+      claimed: (tasks, failed) => void along.push({ tasks: tasks.length, failed }),
+    });
+    const committed = await Promise.all(good);
+    expect(committed.map((r) => r.accepted)).toEqual([true, true]);
+    expect(committed.reduce((sum, r) => sum + r.readied, 0)).toBe(1);
     expect(await bad).toBeInstanceOf(ValidationError);
-    expect(batches).toEqual([1, 2, 1, 1]);
+    expect(along).toEqual([{ tasks: 0, failed: true }]);
+    // The batch with its claim, then each outcome alone, without a claim.
+    expect(writes).toEqual([
+      { outcomes: 3, withClaim: true },
+      { outcomes: 1, withClaim: false },
+      { outcomes: 1, withClaim: false },
+      { outcomes: 1, withClaim: false },
+    ]);
   });
 });

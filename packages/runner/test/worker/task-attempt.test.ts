@@ -36,7 +36,7 @@ describe('a task attempt', () => {
   });
   afterEach(() => remove());
 
-  /** An environment running the one-task workflow `w` whose task `t` is `task`, committing each outcome alone. */
+  /** An environment running the one-task workflow `w` whose task `t` is `task`, committing each outcome alone (no claim loop). */
   const environment = (task: Omit<TaskDefinition, 'id'>, taskTimeoutMs = 60_000): AttemptEnvironment => {
     const registry = new WorkflowRegistry();
     registry.add(defineWorkflow({ name: 'w', tasks: [{ id: 't', ...task }] }));
@@ -53,6 +53,8 @@ describe('a task attempt', () => {
       emit: (event, payload) => events.push([event, payload]),
       pipelineFinished: (row, tasks) => finished.push({ row, tasks }),
       wake: (atMs) => wakes.push(atMs),
+      outcomeReady: () => {},
+      finish: async (request) => (await store.finishTasks([request])).finished[0]!,
       slotFreed: () => {},
     };
   };

@@ -1,0 +1,118 @@
+import { type ClaimedTask, defineWorkflow, type Storage, silentLogger, systemClock } from '@orreryjs/core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { WorkflowRegistry } from '../../src/registry.js';
+import { ActiveTasks } from '../../src/worker/active-tasks.js';
+import { ClaimLoop } from '../../src/worker/claim-loop.js';
+import { ClaimedAhead } from '../../src/worker/claimed-ahead.js';
+import { ADAPTERS, type TestDatabase, waitFor } from '../support.js';
+import { completion, diamond, nextTurn, REGISTERED, recording, T0, WORKFLOW } from './outcomes.js';
+
+const noop = async () => undefined;
+
+describe.each(ADAPTERS)('ClaimLoop on $name', (adapter) => {
+  let db: TestDatabase;
+  let storage: Storage;
+  let loop: ClaimLoop | undefined;
+
+  beforeEach(async () => {
+    db = adapter.open();
+    storage = await db.storage();
+  });
+  afterEach(async () => {
+    await loop?.stop();
+    loop = undefined;
+    await storage.close();
+    await db.remove();
+  });
+
+  /**
+   * A claim loop over the recorded store whose started attempts are only recorded (their code
+   * never runs, so they take no slot): the test commits their outcomes itself.
+   */
+  const claimLoop = (maxConcurrentTasks: number) => {
+    const recorded = recording(storage.executions);
+    const registry = new WorkflowRegistry();
+    registry.add(
+      defineWorkflow({
+        name: WORKFLOW,
+        tasks: [
+          { id: 'a', run: noop },
+          { id: 'b', run: noop },
+          { id: 'c', dependsOn: ['a', 'b'], run: noop },
+        ],
+      }),
+    );
+    const started: ClaimedTask[] = [];
+    loop = new ClaimLoop({
+      store: recorded.store,
+      registry,
+      active: new ActiveTasks(),
+      ahead: new ClaimedAhead(),
+      startAttempt: (claimed) => void started.push(claimed),
+      runnerId: 'r1',
+      maxConcurrentTasks,
+      taskLeaseMs: 60_000,
+      pollIntervalMs: 60_000,
+      clock: systemClock,
+      logger: silentLogger,
+    });
+    return { loop, started, ...recorded };
+  };
+
+  it('commits outcomes ending in one turn together, and those ending while a commit is in flight together', async () => {
+    await storage.executions.createPipelines(Array.from({ length: 20 }, diamond));
+    const claimed = await storage.executions.claimTasks({
+      runnerId: 'r1',
+      registered: REGISTERED,
+      limit: 100,
+      leaseMs: 60_000,
+      now: T0,
+    });
+    // Not started: nothing rides along, so each write holds outcomes only.
+    const { loop, batches } = claimLoop(10);
+    const lone = loop.commit(completion(claimed[0]!, { n: 0 }));
+    await nextTurn();
+    const rest = claimed.slice(1).map((c, n) => loop.commit(completion(c, { n: n + 1 })));
+    const results = await Promise.all([lone, ...rest]);
+    expect(results.every((r) => r.accepted)).toBe(true);
+    expect(batches()).toEqual([1, 39]);
+  });
+
+  it('rides along while work keeps coming as tasks finish, and goes idle once a claim along finds none', async () => {
+    const { loop, started, writes, claims } = claimLoop(10);
+    await storage.executions.createPipeline(diamond());
+    // Its first tick claims at once.
+    loop.start();
+    await waitFor(() => started.length === 2);
+    // Two of ten slots filled: not saturated, and work may keep coming.
+    expect(loop.mode).toBe('ridingAlong');
+    await Promise.all(started.map((c) => loop.commit(completion(c))));
+    // The outcomes' transaction leased c, which their commit readied.
+    await waitFor(() => started.length === 3);
+    expect(started[2]!.task.taskId).toBe('c');
+    expect(writes).toEqual([{ outcomes: 2, withClaim: true }]);
+    await loop.commit(completion(started[2]!));
+    // The claim along with c's outcome found nothing: the loop waits for a nudge or the poll.
+    expect(writes).toEqual([
+      { outcomes: 2, withClaim: true },
+      { outcomes: 1, withClaim: true },
+    ]);
+    expect(loop.mode).toBe('idle');
+    // One claim of its own (the first tick); the others rode along.
+    expect(claims).toEqual([10]);
+  });
+
+  it('is saturated when a claim fills every free slot: it then commits outcomes alone and claims on its own', async () => {
+    const { loop, started, writes, claims } = claimLoop(2);
+    await storage.executions.createPipelines([diamond(), diamond(), diamond()]);
+    loop.start();
+    await waitFor(() => started.length === 2);
+    expect(loop.mode).toBe('saturated');
+    await Promise.all(started.slice(0, 2).map((c) => loop.commit(completion(c))));
+    expect(writes).toEqual([{ outcomes: 2, withClaim: false }]);
+    // A freed slot of a saturated worker claims at once, on its own.
+    loop.slotFreed();
+    await waitFor(() => claims.length === 2);
+    expect(writes).toHaveLength(1);
+  });
+});
