@@ -133,6 +133,7 @@ export {
   leaseOfTask,
   newCronExecutionRow,
   newTaskStatus,
+  PIPELINE_STATUSES,
   RETRYABLE_PIPELINE_STATUSES,
   registeredTaskKeys,
   SCHEDULER_OCCURRENCE_SOURCES,

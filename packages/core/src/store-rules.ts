@@ -19,6 +19,15 @@ import type { PipelineStatus, TaskStatus } from './executor.js';
  */
 
 /** Pipelines whose tasks may be claimed. */
+/** Every pipeline status, in the order messages and help list them. */
+export const PIPELINE_STATUSES = [
+  'pending',
+  'running',
+  'completed',
+  'failed',
+  'cancelled',
+  'paused',
+] as const satisfies readonly PipelineStatus[];
 export const ACTIVE_PIPELINE_STATUSES = ['pending', 'running'] as const satisfies readonly PipelineStatus[];
 /** Pipelines that have not ended: they can still be paused, cancelled or finished. */
 export const UNFINISHED_PIPELINE_STATUSES = [

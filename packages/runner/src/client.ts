@@ -1,12 +1,9 @@
 import type { Span } from '@opentelemetry/api';
 import {
-  assertNoNul,
   ConfigurationError,
   type Context,
   type ExecuteOptions,
   emitSafely,
-  IdempotencyConflictError,
-  isTerminalPipelineStatus,
   type Json,
   type ListExecutionsFilter,
   type PipelineExecution,
@@ -19,13 +16,10 @@ import {
   type Storage,
   systemClock,
   type TaskRow,
-  ValidationError,
   type WakeUp,
-  type Workflow,
   type WorkflowInfo,
-  WorkflowNotFoundError,
 } from '@orreryjs/core';
-import { assertKnownKeys, CronService } from '@orreryjs/cron';
+import { CronService } from '@orreryjs/cron';
 import { EventEmitter } from 'eventemitter3';
 import { type OrreryClientConfig, resolveClientConfig } from './client-config.js';
 import { CompletionWaiters, FIRST_POLL_DELAY_MS } from './completion.js';
@@ -33,35 +27,20 @@ import { cronSettingsOf, type ResolvedRunnerConfig } from './config.js';
 import { SCHEDULE_CALLS, ScheduleCalls } from './cron-api.js';
 import { cronHandoffOf } from './cron-handoff.js';
 import type { EmitEvent, RunnerEvents } from './events.js';
+import { checkExecuteRequests, type ExecuteRequest } from './execute-requests.js';
+import { CONTROL_CALLS, ExecutionControl } from './execution-control.js';
 import { OffsetClock } from './heartbeat.js';
 import { KnownWorkflows } from './known-workflows.js';
+import { type LocalWork, NO_LOCAL_WORK } from './local-work.js';
 import { openStorage } from './open-storage.js';
 import { passCallsThrough } from './pass-through.js';
 import { PipelineWriter } from './pipeline-writer.js';
 import { WorkflowRegistry } from './registry.js';
 import { toPipelineResult, toPipelineSummary } from './result.js';
-import { assertRetryable, planRetry } from './retry-execution.js';
 import { type ListRunnersOptions, type RunnerInfo, toRunnerInfos } from './runner-info.js';
-import { checkPipelineRequest, newPipelineRows, type PipelineRequest, startPipeline } from './start-pipeline.js';
+import { checkPipelineRequest, newPipelineRows, startPipeline } from './start-pipeline.js';
 import { inProducerSpan, SPAN_ATTRIBUTES, scheduleAttributes, traceContextOf } from './tracing.js';
-import { checkExecutionId, checkListFilter, checkTimeoutMs, executionIdPrefix, executionNotFound } from './validate.js';
-import type { PipelineStopCause } from './worker/active-tasks.js';
-
-/**
- * The tasks a runner runs in this process, as its client's calls see them: the client tells
- * it what its calls changed. A client without a runner has no local work.
- */
-export interface LocalWork {
-  /** Tasks may be claimable now (a pipeline was created, resumed or retried here). */
-  workReady(): void;
-  /** A call here paused or cancelled a pipeline: stop its attempts running here. */
-  stopPipeline(executionId: string, cause: PipelineStopCause): void;
-  /**
-   * First pause before a waiter reads a pipeline of `workflowName`, when this process will most
-   * likely finish it itself and be told; undefined to let the client choose.
-   */
-  firstPollDelayMs(workflowName: string): number | undefined;
-}
+import { checkListFilter, checkTimeoutMs, readPipeline } from './validate.js';
 
 /** What a client is built from; a DefaultRunner passes its own registry, clock, events and local work. @internal */
 export interface ClientParts {
@@ -75,37 +54,11 @@ export interface ClientParts {
   localWork?: LocalWork;
 }
 
-const NO_LOCAL_WORK: LocalWork = {
-  workReady: () => {},
-  stopPipeline: () => {},
-  firstPollDelayMs: () => undefined,
-};
+/** The schedule and control calls a client offers as its own (see {@link ScheduleCalls}, {@link ExecutionControl}). */
+type PartCalls = Pick<ScheduleCalls, (typeof SCHEDULE_CALLS)[number]> &
+  Pick<ExecutionControl, (typeof CONTROL_CALLS)[number]>;
 
-/** One pipeline to start with {@link OrreryClient.executeAsyncMany}: the arguments of executeAsync. */
-export interface ExecuteRequest {
-  workflowName: string;
-  context?: Context | Record<string, Json>;
-  options?: ExecuteOptions;
-}
-
-/** Every key of an {@link ExecuteRequest}: any other is refused, naming the nearest. */
-const EXECUTE_REQUEST_KEYS = Object.keys({
-  workflowName: true,
-  context: true,
-  options: true,
-} satisfies Record<keyof ExecuteRequest, true>);
-
-/** A value as named in an error message. */
-function describeValue(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return `a ${typeof value}`;
-}
-
-/** The schedule calls a client offers as its own (see {@link ScheduleCalls}). */
-type ScheduleCallsOf = Pick<ScheduleCalls, (typeof SCHEDULE_CALLS)[number]>;
-
-export interface OrreryClient extends ScheduleCallsOf {}
+export interface OrreryClient extends PartCalls {}
 
 /**
  * A handle on an Orrery database for a process that starts, inspects and manages work but
@@ -121,19 +74,20 @@ export interface OrreryClient extends ScheduleCallsOf {}
  * the wait and every `pollIntervalMs` as a fallback); without wake-ups it polls with a
  * back-off up to `pollIntervalMs`.
  */
-// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the schedule calls declared by the interface above are given to the prototype in the static block (passCallsThrough), so each exists.
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the schedule and control calls declared by the interface above are given to the prototype in the static block (passCallsThrough), so each exists.
 export class OrreryClient extends EventEmitter<RunnerEvents> implements PipelineExecutor {
   static {
     passCallsThrough(OrreryClient, (client) => client.#schedules, SCHEDULE_CALLS);
+    passCallsThrough(OrreryClient, (client) => client.#control, CONTROL_CALLS);
   }
 
   readonly #config: ResolvedRunnerConfig;
   readonly #storage: Storage;
-  readonly #registry: WorkflowRegistry;
   readonly #clock: OffsetClock;
   readonly #known: KnownWorkflows;
   readonly #waiters: CompletionWaiters;
   readonly #schedules: ScheduleCalls;
+  readonly #control: ExecutionControl;
   readonly #localWork: LocalWork;
   readonly #emit: EmitEvent;
   readonly #writer: PipelineWriter;
@@ -151,7 +105,6 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
     const { logger } = config;
     this.#config = config;
     this.#storage = storage;
-    this.#registry = registry;
     this.#clock = clock;
     this.#localWork = parts.localWork ?? NO_LOCAL_WORK;
     this.#emit = parts.emit ?? ((event, payload) => emitSafely(this as never, logger, event, payload));
@@ -177,8 +130,19 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
         logger,
         runnerId: config.runnerId,
         created: (pipeline) => this.#pipelineCreated(pipeline),
-        cancelled: (ids) => this.#cancelledByCron(ids),
+        cancelled: (ids) => this.#control.cancelledByCron(ids),
       }),
+    });
+    this.#control = new ExecutionControl({
+      storage,
+      registry,
+      clock,
+      localWork: this.#localWork,
+      waiters: this.#waiters,
+      emit: this.#emit,
+      assertOpen: () => this.#assertOpen(),
+      handle: (pipeline, defaultTimeoutMs) => this.#handle(pipeline, defaultTimeoutMs),
+      pipelineTimeoutMs: config.pipelineTimeoutMs,
     });
     this.#schedules = new ScheduleCalls({
       cron: this.scheduler,
@@ -271,41 +235,7 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
   }
 
   async #executeMany(requests: readonly ExecuteRequest[], span: Span): Promise<PipelineExecution[]> {
-    if (!Array.isArray(requests)) {
-      throw new ValidationError(
-        `executeAsyncMany takes an array of { workflowName, context?, options? }, got ${describeValue(requests)}.`,
-      );
-    }
-    const workflows = new Map<string, Promise<Workflow>>();
-    const checked: Array<{ request: PipelineRequest; timeoutMs: number }> = [];
-    const keyOwners = new Map<string, string>();
-    for (const [index, entry] of requests.entries()) {
-      if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
-        throw new ValidationError(
-          `executeAsyncMany: request ${index} must be an object { workflowName, context?, options? }, got ${describeValue(entry)}.`,
-        );
-      }
-      assertKnownKeys(entry, EXECUTE_REQUEST_KEYS, `executeAsyncMany request ${index} key`, 'keys');
-      const { workflowName, context, options = {} } = entry;
-      const name = String(workflowName);
-      let workflow = workflows.get(name);
-      if (workflow === undefined || typeof workflowName !== 'string') {
-        workflow = this.#known.resolve(workflowName);
-        workflows.set(name, workflow);
-      }
-      const request = checkPipelineRequest(await workflow, context, options, this.#config.maxContextBytes);
-      const timeoutMs = checkTimeoutMs(options.timeoutMs, this.#config.pipelineTimeoutMs, 'timeoutMs');
-      if (request.idempotencyKey !== null) {
-        const owner = keyOwners.get(request.idempotencyKey);
-        if (owner !== undefined && owner !== request.workflow.name) {
-          throw new IdempotencyConflictError(
-            `executeAsyncMany: idempotency key "${request.idempotencyKey}" is given for workflow "${owner}" and, in request ${index}, for "${request.workflow.name}"; use a key unique to each request.`,
-          );
-        }
-        keyOwners.set(request.idempotencyKey, request.workflow.name);
-      }
-      checked.push({ request, timeoutMs });
-    }
+    const checked = await checkExecuteRequests(requests, (name) => this.#known.resolve(name), this.#config);
     if (checked.length === 0) return [];
     const names = new Set(checked.map(({ request }) => request.workflow.name));
     if (names.size === 1) span.setAttribute(SPAN_ATTRIBUTES.workflow, [...names][0]!);
@@ -343,7 +273,7 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
    * @throws ExecutionNotFoundError for an unknown id.
    */
   async getExecutionStatus(executionId: string): Promise<PipelineStatus> {
-    return (await this.#pipeline(executionId)).status;
+    return (await readPipeline(this.#storage.executions, executionId)).status;
   }
 
   /**
@@ -352,142 +282,8 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
    * @throws ExecutionNotFoundError for an unknown id.
    */
   async getExecutionResult(executionId: string): Promise<PipelineResult> {
-    const row = await this.#pipeline(executionId);
+    const row = await readPipeline(this.#storage.executions, executionId);
     return toPipelineResult(row, await this.#storage.executions.listTasks(row.id));
-  }
-
-  /**
-   * Cancels an execution that is not terminal: its tasks that have not finished become
-   * `cancelled`, and those running in this process have their signals aborted (a running
-   * task on another runner is aborted when its lease renewal fails). A no-op on a terminal one.
-   * @throws ExecutionNotFoundError for an unknown id.
-   */
-  async cancelExecution(executionId: string): Promise<void> {
-    const before = await this.#pipeline(executionId);
-    if (isTerminalPipelineStatus(before.status)) return;
-    const row = await this.#storage.executions.cancelPipeline(before.id, this.#clock.now());
-    if (row === null) throw executionNotFound(executionId);
-    this.#cancelled(row);
-  }
-
-  /** What follows a cancel committed by this process: its local tasks aborted, waiters and listeners told. */
-  #cancelled(row: PipelineRow): void {
-    this.#localWork.stopPipeline(row.id, 'cancelled');
-    if (row.status === 'cancelled') {
-      this.#waiters.notify(row);
-      this.#emit('pipeline:cancelled', { executionId: row.id, workflowName: row.workflowName });
-    }
-  }
-
-  /** The cron claim transaction cancelled these pipelines (`cancel_other`): as if cancelExecution had. */
-  async #cancelledByCron(ids: readonly string[]): Promise<void> {
-    for (const id of ids) {
-      const row = await this.#storage.executions.getPipeline(id);
-      if (row !== null) this.#cancelled(row);
-    }
-  }
-
-  /**
-   * Pauses a pending or running execution: nothing more is claimed, and its running tasks
-   * go back to `ready` (their signals are aborted; not counted as failures). A no-op on a
-   * paused or terminal one.
-   * @throws ExecutionNotFoundError for an unknown id.
-   * @throws ValidationError when `reason` is not a string, or holds a NUL character.
-   */
-  async pauseExecution(executionId: string, reason?: string): Promise<void> {
-    if (reason !== undefined && typeof reason !== 'string') {
-      throw new ValidationError(`A pause reason must be a string, got ${typeof reason}.`);
-    }
-    if (reason !== undefined) assertNoNul(reason, `The pause reason ${JSON.stringify(reason)}`);
-    const id = checkExecutionId(executionId);
-    const row = await this.#storage.executions.pausePipeline(id, reason ?? null, this.#clock.now());
-    if (row === null) throw executionNotFound(executionId);
-    if (row.status === 'paused') this.#localWork.stopPipeline(row.id, 'paused');
-  }
-
-  /**
-   * Resumes a paused execution; its ready tasks are claimed again. A no-op on one that is not paused.
-   * @throws ExecutionNotFoundError for an unknown id.
-   */
-  async resumeExecution(executionId: string): Promise<void> {
-    const id = checkExecutionId(executionId);
-    const row = await this.#storage.executions.resumePipeline(id, this.#clock.now());
-    if (row === null) throw executionNotFound(executionId);
-    this.#localWork.workReady();
-  }
-
-  /**
-   * The whole id of the one execution whose id starts with `idOrPrefix`: a UUID, or at least
-   * 8 of its leading hex digits (dashes where the UUID has them, or none), as the dashboard
-   * and `orrery executions list` show ids shortened. For tools (the CLI) that take ids from
-   * people.
-   * @internal Not part of DESIGN.md's contract; may change.
-   * @throws ExecutionNotFoundError when no execution's id starts so, or `idOrPrefix` is no
-   * such prefix.
-   * @throws ValidationError when several do, listing a few of them.
-   */
-  async resolveExecutionId(idOrPrefix: string): Promise<string> {
-    this.#assertOpen();
-    const hexPrefix = typeof idOrPrefix === 'string' ? executionIdPrefix(idOrPrefix) : undefined;
-    if (hexPrefix === undefined) throw executionNotFound(idOrPrefix);
-    const shown = 5;
-    const ids = await this.#storage.executions.listPipelineIdsByPrefix(hexPrefix, shown + 1);
-    if (ids.length === 0) throw executionNotFound(idOrPrefix);
-    if (ids.length > 1) {
-      const listed = ids.length > shown ? `${ids.slice(0, shown).join(', ')}, …` : ids.join(', ');
-      throw new ValidationError(
-        `Execution id prefix ${JSON.stringify(idOrPrefix)} matches ${ids.length > shown ? `more than ${shown}` : ids.length} executions (${listed}); give more of its characters.`,
-      );
-    }
-    return ids[0]!;
-  }
-
-  /**
-   * Runs a `failed` or `cancelled` execution again from where it failed: its failed and
-   * cancelled tasks, and those skipped downstream of them, go back to run with their attempt
-   * counters kept; completed tasks keep their outputs. The execution keeps its id, so a cron
-   * ledger row stays linked to it and a failed slot re-runs with its `scheduled_time`.
-   * Emits `pipeline:retried`.
-   * @throws ExecutionNotFoundError for an unknown id.
-   * @throws ValidationError when the execution is in any other status.
-   * @throws WorkflowNotFoundError when no runner stored the workflow version it ran.
-   */
-  async retryExecution(executionId: string): Promise<PipelineExecution> {
-    this.#assertOpen();
-    const before = await this.#pipeline(executionId);
-    assertRetryable(before);
-    const dependsOn = await this.#dependencies(before);
-    const tasks = await this.#storage.executions.listTasks(before.id);
-    const plan = planRetry(tasks, (taskId) => dependsOn.get(taskId) ?? []);
-    const row = await this.#storage.executions.retryPipeline(before.id, plan.tasks, this.#clock.now());
-    if (row === null) throw executionNotFound(executionId);
-    // Another call retried it (or cancelled the retry) in between: judge the status it has now.
-    if (row.status !== 'running') assertRetryable(row);
-    this.#emit('pipeline:retried', {
-      executionId: row.id,
-      workflowName: row.workflowName,
-      previousStatus: before.status,
-      retriedTasks: plan.taskIds,
-    });
-    this.#localWork.workReady();
-    return this.#handle(row, this.#config.pipelineTimeoutMs);
-  }
-
-  /** The direct dependencies of each task of the workflow version a pipeline ran. */
-  async #dependencies(row: PipelineRow): Promise<Map<string, readonly string[]>> {
-    const registered = this.#registry.find(row.workflowName);
-    const tasks =
-      registered?.version === row.workflowVersion
-        ? registered.tasks.map((task) => ({ id: task.id, dependsOn: task.dependsOn ?? [] }))
-        : (await this.#storage.workflows.listWorkflows()).find(
-            (info) => info.name === row.workflowName && info.version === row.workflowVersion,
-          )?.tasks;
-    if (tasks === undefined) {
-      throw new WorkflowNotFoundError(
-        `Execution ${row.id} ran version ${row.workflowVersion} of workflow "${row.workflowName}", which no runner has stored, so its task dependencies are unknown; start a runner that registers that version to retry it.`,
-      );
-    }
-    return new Map(tasks.map((task) => [task.id, task.dependsOn]));
   }
 
   /**
@@ -622,12 +418,6 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
     const { row, tasks } = await this.#waiters.wait(id, timeoutMs, this.#firstPollDelayMs(workflowName));
     return toPipelineResult(row, tasks ?? (await this.#storage.executions.listTasks(id)));
   }
-
-  async #pipeline(executionId: string): Promise<PipelineRow> {
-    const row = await this.#storage.executions.getPipeline(checkExecutionId(executionId));
-    if (row === null) throw executionNotFound(executionId);
-    return row;
-  }
 }
 
 /**
@@ -640,14 +430,10 @@ export const CLIENT_CALLS = [
   'execute',
   'getExecutionStatus',
   'getExecutionResult',
-  'cancelExecution',
-  'pauseExecution',
-  'resumeExecution',
-  'resolveExecutionId',
-  'retryExecution',
   'listExecutions',
   'listWorkflows',
   'listRunners',
+  ...CONTROL_CALLS,
   ...SCHEDULE_CALLS,
 ] as const satisfies ReadonlyArray<keyof OrreryClient>;
 

@@ -71,7 +71,7 @@ export type {
   SyncSchedulesResult,
   TriggerOptions,
 } from '@orreryjs/cron';
-export { type ExecuteRequest, OrreryClient } from './client.js';
+export { OrreryClient } from './client.js';
 export type { OrreryClientConfig } from './client-config.js';
 export { type DefaultRunnerConfig, type RetentionConfig, RUNNER_DEFAULTS } from './config.js';
 export type {
@@ -86,6 +86,7 @@ export type {
   TaskFailedEvent,
   TaskSkippedEvent,
 } from './events.js';
+export type { ExecuteRequest } from './execute-requests.js';
 export type { HealthStatus, RunnerHealth } from './health.js';
 export { DefaultRunner, SHUTDOWN_TIMEOUT_MS, type ShutdownOptions } from './runner.js';
 export { type ListRunnersOptions, RUNNER_ALIVE_WINDOW_MS, type RunnerInfo } from './runner-info.js';

@@ -1,5 +1,6 @@
-import type { PipelineRow, RetriedTask, TaskRow } from '@orreryjs/core';
-import { RETRYABLE_PIPELINE_STATUSES, ValidationError } from '@orreryjs/core';
+import type { PipelineRow, RetriedTask, TaskRow, WorkflowStore } from '@orreryjs/core';
+import { RETRYABLE_PIPELINE_STATUSES, ValidationError, WorkflowNotFoundError } from '@orreryjs/core';
+import type { WorkflowRegistry } from './registry.js';
 
 /** The statuses `retryExecution` accepts. */
 const RETRYABLE: ReadonlySet<string> = new Set(RETRYABLE_PIPELINE_STATUSES);
@@ -48,4 +49,29 @@ export function planRetry(tasks: readonly TaskRow[], dependsOn: (taskId: string)
     })),
     taskIds: chosen.map((task) => task.taskId),
   };
+}
+
+/**
+ * The direct dependencies of each task of the workflow version a pipeline ran: the registered
+ * definition when this process has that version, else the one a runner stored.
+ * @throws WorkflowNotFoundError when no runner stored that version.
+ */
+export async function taskDependencies(
+  row: PipelineRow,
+  registry: WorkflowRegistry,
+  workflows: WorkflowStore,
+): Promise<Map<string, readonly string[]>> {
+  const registered = registry.find(row.workflowName);
+  const tasks =
+    registered?.version === row.workflowVersion
+      ? registered.tasks.map((task) => ({ id: task.id, dependsOn: task.dependsOn ?? [] }))
+      : (await workflows.listWorkflows()).find(
+          (info) => info.name === row.workflowName && info.version === row.workflowVersion,
+        )?.tasks;
+  if (tasks === undefined) {
+    throw new WorkflowNotFoundError(
+      `Execution ${row.id} ran version ${row.workflowVersion} of workflow "${row.workflowName}", which no runner has stored, so its task dependencies are unknown; start a runner that registers that version to retry it.`,
+    );
+  }
+  return new Map(tasks.map((task) => [task.id, task.dependsOn]));
 }

@@ -2,14 +2,16 @@ import {
   assertNoNul,
   checkPage,
   ExecutionNotFoundError,
+  type ExecutionStore,
   type ListExecutionsFilter,
+  PIPELINE_STATUSES,
   type PipelineFilter,
-  type PipelineStatus,
+  type PipelineRow,
   UniversalUuid,
   ValidationError,
 } from '@orreryjs/core';
 
-const PIPELINE_STATUSES = new Set<PipelineStatus>(['pending', 'running', 'completed', 'failed', 'cancelled', 'paused']);
+const KNOWN_STATUSES: ReadonlySet<string> = new Set(PIPELINE_STATUSES);
 
 /** Page size of `listExecutions` when none is given, and the largest accepted. */
 export const LIST_DEFAULT_LIMIT = 100;
@@ -43,9 +45,9 @@ export function checkListFilter(filter: ListExecutionsFilter): PipelineFilter {
     throw new ValidationError('workflowName must be a string.');
   }
   if (workflowName !== undefined) assertNoNul(workflowName, `workflowName ${JSON.stringify(workflowName)}`);
-  if (status !== undefined && !PIPELINE_STATUSES.has(status)) {
+  if (status !== undefined && !KNOWN_STATUSES.has(status)) {
     throw new ValidationError(
-      `status ${JSON.stringify(status)} is unknown; use one of ${[...PIPELINE_STATUSES].join(', ')}.`,
+      `status ${JSON.stringify(status)} is unknown; use one of ${PIPELINE_STATUSES.join(', ')}.`,
     );
   }
   return {
@@ -86,4 +88,14 @@ export function executionNotFound(executionId: unknown): ExecutionNotFoundError 
   return new ExecutionNotFoundError(
     `No pipeline execution has id ${JSON.stringify(executionId)}; ids are UUIDs as returned by executeAsync() or listExecutions().`,
   );
+}
+
+/**
+ * The pipeline row of an execution id.
+ * @throws ExecutionNotFoundError for an unknown or malformed id.
+ */
+export async function readPipeline(store: ExecutionStore, executionId: string): Promise<PipelineRow> {
+  const row = await store.getPipeline(checkExecutionId(executionId));
+  if (row === null) throw executionNotFound(executionId);
+  return row;
 }

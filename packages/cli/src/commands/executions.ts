@@ -1,4 +1,10 @@
-import { isOrreryError, type PipelineStatus, type PipelineSummary, type TaskAttempt } from '@orreryjs/core';
+import {
+  isOrreryError,
+  PIPELINE_STATUSES,
+  type PipelineStatus,
+  type PipelineSummary,
+  type TaskAttempt,
+} from '@orreryjs/core';
 import type { OrreryClient } from '@orreryjs/runner';
 import type { Command } from 'commander';
 import { integerAtLeast, oneOf } from '../arguments.js';
@@ -22,7 +28,7 @@ import { attachDependencies, drawTaskTree } from '../task-tree.js';
 
 type CommonOptions = DatabaseOptions & OutputOptions;
 
-const STATUSES: readonly PipelineStatus[] = ['pending', 'running', 'completed', 'failed', 'cancelled', 'paused'];
+const STATUSES: readonly PipelineStatus[] = PIPELINE_STATUSES;
 
 // Without --wide: ids shortened to 8 characters (commands take them), no Started and
 // Scheduled columns, workflow and error cut to fit.

@@ -8,8 +8,8 @@ import {
   type TaskRow,
   type WakeUp,
 } from '@orreryjs/core';
-import type { LocalWork } from '../client.js';
 import type { EmitEvent } from '../events.js';
+import type { LocalWork } from '../local-work.js';
 import type { WorkflowRegistry } from '../registry.js';
 import { ActiveTasks, type PipelineStopCause } from './active-tasks.js';
 import { ClaimLoop } from './claim-loop.js';
