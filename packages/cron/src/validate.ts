@@ -13,14 +13,13 @@ import {
   ValidationError,
   WorkflowNotFoundError,
 } from '@orreryjs/core';
-import { parseExpressionFields } from './cron-expression.js';
-import { resolveDstRules } from './local-time.js';
-import { checkDst } from './occurrences.js';
+import { parseExpressionFields } from './expression/cron-expression.js';
+import { checkDst, resolveDstRules } from './expression/dst.js';
+import { validateTimezone } from './expression/timezone.js';
 import type { WorkflowCatalog } from './options.js';
 import { occurrenceContext, recoveryContext } from './schedule-context.js';
 import { CATCHUP_POLICIES, MAX_NOTE_LENGTH, OVERLAP_POLICIES, SCHEDULE_DEFAULTS } from './schedule-fields.js';
 import { assertKnownKeys } from './suggest.js';
-import { validateTimezone } from './timezone.js';
 import type { CronScheduleInput } from './types.js';
 import { firstRunAt } from './window.js';
 

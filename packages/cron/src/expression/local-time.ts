@@ -1,8 +1,8 @@
 import type { IANAZone } from 'luxon';
 import type { CronFields } from './cron-expression.js';
 import { YEAR_SPEC } from './cron-syntax.js';
+import { type DstGap, type DstRepeated, type DstRules, resolveDstRules } from './dst.js';
 import { daysInMonth, hasQuartzDays, type QuartzDays, quartzDaysOfMonth } from './quartz-days.js';
-import { DST_DEFAULTS } from './schedule-fields.js';
 import { dayOffsets } from './timezone.js';
 
 const SECOND_MS = 1000;
@@ -45,28 +45,6 @@ export interface LocalMatcher {
   readonly repeated: DstRepeated;
   /** Whether a wall time inside a spring-forward gap fires (shifted) or not. */
   readonly gap: DstGap;
-}
-
-/** Which instances of a wall time that occurs twice at fall-back fire. */
-export type DstRepeated = 'first' | 'last' | 'both';
-/** `shift`: a wall time inside a spring-forward gap fires once, read with the offset before the gap; `skip`: not that day. */
-export type DstGap = 'shift' | 'skip';
-/** Per-schedule DST choices; a missing field keeps the default rule of the expression. */
-export interface DstRules {
-  repeated?: DstRepeated;
-  gap?: DstGap;
-}
-
-/**
- * The DST rules an expression follows, with `dst` overriding the defaults: a `*` hour
- * follows the real clock (`both`, `skip`), a fixed hour fires once (`first`, `shift`).
- */
-export function resolveDstRules(
-  followsRealClock: boolean,
-  dst: DstRules | null | undefined,
-): { repeated: DstRepeated; gap: DstGap } {
-  const defaults = followsRealClock ? DST_DEFAULTS.realClock : DST_DEFAULTS.fixedHour;
-  return { repeated: dst?.repeated ?? defaults.repeated, gap: dst?.gap ?? defaults.gap };
 }
 
 /** A stretch of wall-clock time, `[fromWall, toWall)` in ms on the local calendar, read at one offset. */
