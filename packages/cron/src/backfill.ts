@@ -1,6 +1,6 @@
 import { occurrenceId, ValidationError } from '@orreryjs/core';
+import { occurrencesBetween } from './expression/occurrences.js';
 import type { Handoff } from './handoff.js';
-import { occurrencesBetween } from './occurrences.js';
 import type { CronServiceOptions } from './options.js';
 import { claimedOccurrence } from './schedule-context.js';
 import type { ScheduleManager } from './schedules.js';

@@ -1,4 +1,3 @@
-export { normalizeCronExpression } from './cron-expression.js';
 export type {
   CronAbandonedEvent,
   CronBufferedEvent,
@@ -11,8 +10,17 @@ export type {
   CronRecoveredEvent,
   CronSkippedEvent,
 } from './events.js';
-export type { HistoryOptions } from './ledger.js';
-export type { DstGap, DstRepeated, DstRules } from './local-time.js';
+export { normalizeCronExpression } from './expression/cron-expression.js';
+export {
+  DST_DEFAULTS,
+  DST_GAP_CHOICES,
+  DST_GAP_DESCRIPTIONS,
+  DST_REPEATED_CHOICES,
+  DST_REPEATED_DESCRIPTIONS,
+  type DstGap,
+  type DstRepeated,
+  type DstRules,
+} from './expression/dst.js';
 export {
   type NextOccurrencesOptions,
   nextOccurrences,
@@ -20,17 +28,14 @@ export {
   occurrencesBetween,
   type ParsedCron,
   parseCronExpression,
-} from './occurrences.js';
+} from './expression/occurrences.js';
+export { validateTimezone } from './expression/timezone.js';
+export type { HistoryOptions } from './ledger.js';
 export type { CronFaults, CronServiceOptions, InTransactionHandoff, WorkflowCatalog } from './options.js';
 export type { RecoveryResult } from './recover.js';
 export {
   CATCHUP_POLICIES,
   CATCHUP_POLICY_DESCRIPTIONS,
-  DST_DEFAULTS,
-  DST_GAP_CHOICES,
-  DST_GAP_DESCRIPTIONS,
-  DST_REPEATED_CHOICES,
-  DST_REPEATED_DESCRIPTIONS,
   MAX_NOTE_LENGTH,
   OVERLAP_POLICIES,
   OVERLAP_POLICY_DESCRIPTIONS,
@@ -42,6 +47,5 @@ export { type CronHealth, CronService } from './service.js';
 export { CRON_DEFAULTS, type CronSettings } from './settings.js';
 export { assertKnownKeys } from './suggest.js';
 export { PRUNED_NOTE, type SyncSchedulesOptions, type SyncSchedulesResult } from './sync.js';
-export { validateTimezone } from './timezone.js';
 export type { CronExecution, CronExecutionStats, CronSchedule, CronScheduleInput, RecoveryStats } from './types.js';
 export type { TriggerOptions } from './validate.js';

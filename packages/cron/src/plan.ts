@@ -9,7 +9,7 @@ import {
   type SchedulePlan,
   type ScheduleRow,
 } from '@orreryjs/core';
-import { parseCronExpression } from './occurrences.js';
+import { parseCronExpression } from './expression/occurrences.js';
 import { claimedOccurrence } from './schedule-context.js';
 import type { CronSettings } from './settings.js';
 

@@ -1,9 +1,9 @@
 import type { CatchupPolicy, OverlapPolicy } from '@orreryjs/core';
-import type { DstGap, DstRepeated } from './local-time.js';
 
 // The choices and defaults of a schedule's fields, defined once: validation checks against
 // them, and the operator surfaces (CLI flags and help, dashboard forms) offer and explain
 // them. Each list is derived from its descriptions, so a new choice cannot go unexplained.
+// The `dst` choices and defaults live with the rules they select, in expression/dst.ts.
 
 /** What each `catchupPolicy` does with the slots missed while no runner was running. */
 export const CATCHUP_POLICY_DESCRIPTIONS: Readonly<Record<CatchupPolicy, string>> = {
@@ -21,40 +21,10 @@ export const OVERLAP_POLICY_DESCRIPTIONS: Readonly<Record<OverlapPolicy, string>
   cancel_other: 'cancel the active pipeline and run the new one at once',
 };
 
-/** What each `dst.repeated` choice fires of a wall time that occurs twice at fall-back. */
-export const DST_REPEATED_DESCRIPTIONS: Readonly<Record<DstRepeated, string>> = {
-  first: 'its first instance',
-  last: 'its last instance',
-  both: 'both instances',
-};
-
-/** What each `dst.gap` choice does with a wall time inside a spring-forward gap. */
-export const DST_GAP_DESCRIPTIONS: Readonly<Record<DstGap, string>> = {
-  shift: 'fire once, read with the offset before the gap (02:30 fires at 03:30)',
-  skip: 'do not fire that day',
-};
-
 /** Every `catchupPolicy`, in the order forms offer them. */
 export const CATCHUP_POLICIES = Object.keys(CATCHUP_POLICY_DESCRIPTIONS) as readonly CatchupPolicy[];
 /** Every `overlapPolicy`, in the order forms offer them. */
 export const OVERLAP_POLICIES = Object.keys(OVERLAP_POLICY_DESCRIPTIONS) as readonly OverlapPolicy[];
-/** Every `dst.repeated` choice. */
-export const DST_REPEATED_CHOICES = Object.keys(DST_REPEATED_DESCRIPTIONS) as readonly DstRepeated[];
-/** Every `dst.gap` choice. */
-export const DST_GAP_CHOICES = Object.keys(DST_GAP_DESCRIPTIONS) as readonly DstGap[];
-
-/**
- * The DST rules of a schedule without `dst` (and of a rule its `dst` leaves out): an
- * expression whose hour field starts with `*` follows the real clock; a fixed hour fires once.
- */
-export const DST_DEFAULTS: Readonly<{
-  fixedHour: Readonly<{ repeated: DstRepeated; gap: DstGap }>;
-  realClock: Readonly<{ repeated: DstRepeated; gap: DstGap }>;
-}> = {
-  fixedHour: { repeated: 'first', gap: 'shift' },
-  realClock: { repeated: 'both', gap: 'skip' },
-};
-
 /** The longest `note` a schedule keeps, in characters. */
 export const MAX_NOTE_LENGTH = 1000;
 

@@ -1,3 +1,5 @@
+import { DEFAULT_MAX_CONTEXT_BYTES } from '@orreryjs/core';
+
 /**
  * Tuning of a {@link CronService}: the runner's `cron…` config fields without the prefix
  * (`cronPollIntervalMs` → `pollIntervalMs`), already validated by the runner.
@@ -71,8 +73,12 @@ export interface CronSettings {
   maxContextBytes: number;
 }
 
-/** The defaults of every {@link CronSettings} field, equal to the runner's config defaults. */
-export const CRON_DEFAULTS: Readonly<CronSettings> = Object.freeze({
+/**
+ * The defaults of every {@link CronSettings} field, stated once: the runner's `cron…` config
+ * defaults (and its `maxContextBytes`) are read from here. Each value keeps its literal type,
+ * so the runner's `RUNNER_DEFAULTS` still declares them as literals.
+ */
+export const CRON_DEFAULTS = Object.freeze({
   pollIntervalMs: 1_000,
   batchSize: 100,
   maxCatchupExecutions: 100,
@@ -85,5 +91,5 @@ export const CRON_DEFAULTS: Readonly<CronSettings> = Object.freeze({
   lostThresholdMs: 60_000,
   maxRecoveryAgeMs: 86_400_000,
   maxRecoveryAttempts: 3,
-  maxContextBytes: 1_048_576,
-});
+  maxContextBytes: DEFAULT_MAX_CONTEXT_BYTES,
+}) satisfies Readonly<CronSettings>;

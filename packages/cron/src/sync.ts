@@ -28,13 +28,14 @@ export interface SyncSchedulesResult {
 /** The note of a schedule `prune: 'pause'` disabled. */
 export const PRUNED_NOTE = 'removed from the synced list';
 
-const PRUNE_CHOICES = ['none', 'pause', 'delete'] as const;
+const PRUNE_CHOICES = ['none', 'pause', 'delete'] as const satisfies readonly SyncSchedulesOptions['prune'][];
 const OPTION_KEYS: readonly (keyof SyncSchedulesOptions)[] = ['prune', 'scope', 'dryRun'];
-const SCOPE_KEYS: readonly string[] = ['workflowName', 'namePrefix'];
+const SCOPE_KEYS = ['workflowName', 'namePrefix'] as const satisfies readonly (keyof SyncScope)[];
+
+type SyncScope = NonNullable<SyncSchedulesOptions['scope']>;
 
 /** Sync options, checked, with their defaults. @throws ValidationError naming the bad option. */
-export function checkSyncOptions(options: SyncSchedulesOptions | undefined): Required<SyncSchedulesOptions> {
-  if (options === undefined) return { prune: 'none', scope: {}, dryRun: false };
+export function checkSyncOptions(options: SyncSchedulesOptions = {}): Required<SyncSchedulesOptions> {
   if (typeof options !== 'object' || options === null) {
     throw new ValidationError('syncCronSchedules options must be an object such as { prune: "pause" }.');
   }
@@ -44,7 +45,7 @@ export function checkSyncOptions(options: SyncSchedulesOptions | undefined): Req
     throw new ValidationError('scope must be an object such as { namePrefix: "billing." }.');
   }
   assertKnownKeys(scope, SCOPE_KEYS, 'scope field', 'scope fields');
-  for (const key of ['workflowName', 'namePrefix'] as const) {
+  for (const key of SCOPE_KEYS) {
     const value = scope[key];
     if (value !== undefined && (typeof value !== 'string' || value.length === 0)) {
       throw new ValidationError(

@@ -8,7 +8,7 @@ import type {
   ScheduleDst,
   ScheduleRow,
 } from '@orreryjs/core';
-import type { DstRules } from './local-time.js';
+import type { DstRules } from './expression/dst.js';
 
 /** What `addCronSchedule` takes: a workflow, when to run it, and how to treat missed and overlapping runs. */
 export interface CronScheduleInput {

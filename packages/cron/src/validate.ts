@@ -13,14 +13,13 @@ import {
   ValidationError,
   WorkflowNotFoundError,
 } from '@orreryjs/core';
-import { parseExpressionFields } from './cron-expression.js';
-import { resolveDstRules } from './local-time.js';
-import { checkDst } from './occurrences.js';
+import { parseExpressionFields } from './expression/cron-expression.js';
+import { checkDst, resolveDstRules } from './expression/dst.js';
+import { validateTimezone } from './expression/timezone.js';
 import type { WorkflowCatalog } from './options.js';
 import { occurrenceContext, recoveryContext } from './schedule-context.js';
 import { CATCHUP_POLICIES, MAX_NOTE_LENGTH, OVERLAP_POLICIES, SCHEDULE_DEFAULTS } from './schedule-fields.js';
 import { assertKnownKeys } from './suggest.js';
-import { validateTimezone } from './timezone.js';
 import type { CronScheduleInput } from './types.js';
 import { firstRunAt } from './window.js';
 
@@ -56,24 +55,28 @@ export interface ValidationLimits {
 }
 
 const MAX_NAME_LENGTH = 255;
-/** Every key a schedule input may have: anything else is a typo, refused rather than ignored. */
-const INPUT_KEYS: readonly (keyof CronScheduleInput)[] = [
-  'name',
-  'workflowName',
-  'cronExpression',
-  'timezone',
-  'enabled',
-  'context',
-  'catchupPolicy',
-  'overlapPolicy',
-  'jitterMs',
-  'pauseOnFailure',
-  'maxRuns',
-  'dst',
-  'note',
-  'startAt',
-  'endAt',
-];
+/**
+ * Every key a schedule input may have: anything else is a typo, refused rather than ignored.
+ * Written as a record of every key of {@link CronScheduleInput}, so the compiler keeps the
+ * list and the type the same.
+ */
+const INPUT_KEYS = Object.keys({
+  name: true,
+  workflowName: true,
+  cronExpression: true,
+  timezone: true,
+  enabled: true,
+  context: true,
+  catchupPolicy: true,
+  overlapPolicy: true,
+  jitterMs: true,
+  pauseOnFailure: true,
+  maxRuns: true,
+  dst: true,
+  note: true,
+  startAt: true,
+  endAt: true,
+} satisfies Record<keyof CronScheduleInput, true>) as readonly (keyof CronScheduleInput)[];
 // Stands in for a schedule id when sizing the context before the schedule has one.
 const SAMPLE_ID = '00000000-0000-4000-8000-000000000000';
 

@@ -1,5 +1,5 @@
 import type { ScheduleDst } from '@orreryjs/core';
-import { parseCronExpression } from './occurrences.js';
+import { parseCronExpression } from './expression/occurrences.js';
 
 /** The timing fields of a schedule: what decides when it fires. */
 export interface ScheduleTiming {

@@ -19,6 +19,7 @@ import {
   validateSchemaName,
   type Workflow,
 } from '@orreryjs/core';
+import { CRON_DEFAULTS } from '@orreryjs/cron';
 
 /** How long terminal rows are kept before the hourly retention sweep deletes them. */
 export interface RetentionConfig {
@@ -146,7 +147,10 @@ export interface DefaultRunnerConfig {
   logger?: Logger;
 }
 
-/** The defaults of {@link DefaultRunnerConfig}, field by field. */
+/**
+ * The defaults of {@link DefaultRunnerConfig}, field by field. The `cron…` fields (and
+ * `maxContextBytes`) are `@orreryjs/cron`'s {@link CRON_DEFAULTS}, so each is stated once.
+ */
 export const RUNNER_DEFAULTS = Object.freeze({
   database: 'sqlite:./orrery.db',
   schema: 'public',
@@ -157,20 +161,20 @@ export const RUNNER_DEFAULTS = Object.freeze({
   pipelineTimeoutMs: 3_600_000,
   taskLeaseMs: 30_000,
   pollIntervalMs: 250,
-  enableCronScheduling: true,
-  cronPollIntervalMs: 1_000,
-  cronBatchSize: 100,
-  cronMaxCatchupExecutions: 100,
-  cronMaxOccurrencesPerTick: 500,
-  cronMisfireThresholdMs: 60_000,
-  cronMaxCatchupAgeMs: 86_400_000,
-  cronEnableRecovery: true,
-  cronRecoveryIntervalMs: 30_000,
-  cronLostThresholdMs: 60_000,
-  cronMaxRecoveryAgeMs: 86_400_000,
-  cronMaxRecoveryAttempts: 3,
+  enableCronScheduling: CRON_DEFAULTS.enableScheduling,
+  cronPollIntervalMs: CRON_DEFAULTS.pollIntervalMs,
+  cronBatchSize: CRON_DEFAULTS.batchSize,
+  cronMaxCatchupExecutions: CRON_DEFAULTS.maxCatchupExecutions,
+  cronMaxOccurrencesPerTick: CRON_DEFAULTS.maxOccurrencesPerTick,
+  cronMisfireThresholdMs: CRON_DEFAULTS.misfireThresholdMs,
+  cronMaxCatchupAgeMs: CRON_DEFAULTS.maxCatchupAgeMs,
+  cronEnableRecovery: CRON_DEFAULTS.enableRecovery,
+  cronRecoveryIntervalMs: CRON_DEFAULTS.recoveryIntervalMs,
+  cronLostThresholdMs: CRON_DEFAULTS.lostThresholdMs,
+  cronMaxRecoveryAgeMs: CRON_DEFAULTS.maxRecoveryAgeMs,
+  cronMaxRecoveryAttempts: CRON_DEFAULTS.maxRecoveryAttempts,
   retention: Object.freeze({ executionsMs: 30 * 86_400_000, cronLedgerMs: 90 * 86_400_000 }),
-  maxContextBytes: 1_048_576,
+  maxContextBytes: CRON_DEFAULTS.maxContextBytes,
   migrate: true,
   preparedStatements: true,
 });

@@ -1,13 +1,9 @@
 import type { IANAZone } from 'luxon';
 import type { CronFields } from './cron-expression.js';
 import { YEAR_SPEC } from './cron-syntax.js';
+import { type DstGap, type DstRepeated, type DstRules, resolveDstRules } from './dst.js';
 import { daysInMonth, hasQuartzDays, type QuartzDays, quartzDaysOfMonth } from './quartz-days.js';
-import { DST_DEFAULTS } from './schedule-fields.js';
-import { dayOffsets } from './timezone.js';
-
-const SECOND_MS = 1000;
-const HOUR_MS = 3_600_000;
-const DAY_MS = 86_400_000;
+import { DAY_MS, dayOffsets, MIN_OFFSET_MS, SECOND_MS } from './timezone.js';
 
 /** Longer than the longest gap a valid expression can have: February 29, 2096 then 2104. */
 const SEARCH_DAYS = 9 * 366;
@@ -45,28 +41,6 @@ export interface LocalMatcher {
   readonly repeated: DstRepeated;
   /** Whether a wall time inside a spring-forward gap fires (shifted) or not. */
   readonly gap: DstGap;
-}
-
-/** Which instances of a wall time that occurs twice at fall-back fire. */
-export type DstRepeated = 'first' | 'last' | 'both';
-/** `shift`: a wall time inside a spring-forward gap fires once, read with the offset before the gap; `skip`: not that day. */
-export type DstGap = 'shift' | 'skip';
-/** Per-schedule DST choices; a missing field keeps the default rule of the expression. */
-export interface DstRules {
-  repeated?: DstRepeated;
-  gap?: DstGap;
-}
-
-/**
- * The DST rules an expression follows, with `dst` overriding the defaults: a `*` hour
- * follows the real clock (`both`, `skip`), a fixed hour fires once (`first`, `shift`).
- */
-export function resolveDstRules(
-  followsRealClock: boolean,
-  dst: DstRules | null | undefined,
-): { repeated: DstRepeated; gap: DstGap } {
-  const defaults = followsRealClock ? DST_DEFAULTS.realClock : DST_DEFAULTS.fixedHour;
-  return { repeated: dst?.repeated ?? defaults.repeated, gap: dst?.gap ?? defaults.gap };
 }
 
 /** A stretch of wall-clock time, `[fromWall, toWall)` in ms on the local calendar, read at one offset. */
@@ -110,9 +84,9 @@ export function compileMatcher(fields: CronFields, dst?: DstRules | null): Local
  * each matching day's wall times to instants by the DST rules.
  */
 export function nextInstant(matcher: LocalMatcher, zone: IANAZone, after: number): number | null {
-  // Offsets are at least -12h, so this is the local date of `after` or earlier: early enough
-  // for a fall-back across midnight, which shows the previous date again after `after`.
-  let day = Math.floor((after - 12 * HOUR_MS) / DAY_MS);
+  // Offsets are at least MIN_OFFSET_MS (-12h), so this is the local date of `after` or earlier:
+  // early enough for a fall-back across midnight, which shows the previous date again after `after`.
+  let day = Math.floor((after + MIN_OFFSET_MS) / DAY_MS);
   const lastDay = searchEnd(matcher, day);
   for (day = nextMatchingDay(matcher, day, lastDay); day <= lastDay; day = nextMatchingDay(matcher, day + 1, lastDay)) {
     const pieces = dayPieces(matcher, zone, day);

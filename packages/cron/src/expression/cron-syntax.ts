@@ -1,5 +1,5 @@
 import { InvalidCronExpressionError } from '@orreryjs/core';
-import { isQuartzDayItem, type QuartzDays, type QuartzItem, readQuartzItem } from './quartz-days.js';
+import { type DayField, isQuartzDayItem, type QuartzDays, type QuartzItem, readQuartzItem } from './quartz-days.js';
 
 /** The bounds and names of one field of a 6-field cron expression. */
 export interface FieldSpec {
@@ -160,7 +160,7 @@ function splitDayField(
   field: string,
 ): { plain: string; items: QuartzItem[]; any: boolean } {
   if (field === '?' || field === '*') return { plain: '*', items: [], any: true };
-  const label = spec.label as 'day-of-month' | 'day-of-week';
+  const label = spec.label as DayField;
   const plain: string[] = [];
   const items: QuartzItem[] = [];
   for (const item of field.split(',')) {

@@ -1,10 +1,10 @@
 import { ValidationError } from '@orreryjs/core';
 import { IANAZone } from 'luxon';
 import { type CronFields, parseExpressionFields } from './cron-expression.js';
+import { checkDst, type DstGap, type DstRepeated, type DstRules, resolveDstRules } from './dst.js';
 import { nextIntervalInstant } from './interval.js';
-import { compileMatcher, type DstRules, type LocalMatcher, nextInstant, resolveDstRules } from './local-time.js';
+import { compileMatcher, type LocalMatcher, nextInstant } from './local-time.js';
 import { ParseCache } from './memo.js';
-import { DST_GAP_CHOICES, DST_REPEATED_CHOICES } from './schedule-fields.js';
 import { validateTimezone } from './timezone.js';
 
 /**
@@ -31,7 +31,7 @@ export interface ParsedCron {
    * The DST rules in force: the defaults for the expression, overridden by the `dst` given.
    * An `@every` interval follows the real clock and ignores `dst`.
    */
-  readonly dst: { readonly repeated: 'first' | 'last' | 'both'; readonly gap: 'shift' | 'skip' };
+  readonly dst: { readonly repeated: DstRepeated; readonly gap: DstGap };
   /**
    * The first occurrence strictly after `after`, or null when none falls within the next
    * nine years: a bound so that the search always ends, and longer than the longest gap a
@@ -211,7 +211,7 @@ class CompiledCron implements ParsedCron {
   readonly normalized: string;
   readonly hasSeconds: boolean;
   readonly timezone: string;
-  readonly dst: { readonly repeated: 'first' | 'last' | 'both'; readonly gap: 'shift' | 'skip' };
+  readonly dst: { readonly repeated: DstRepeated; readonly gap: DstGap };
   readonly #matcher: LocalMatcher;
   readonly #zone: IANAZone;
 
@@ -267,30 +267,6 @@ class IntervalCron implements ParsedCron {
   next(after: Date): Date {
     checkDate('after', after);
     return new Date(nextIntervalInstant(this.#everyMs, this.#anchorMs, after.getTime()));
-  }
-}
-
-const DST_CHOICES: Readonly<Record<string, readonly string[]>> = {
-  repeated: DST_REPEATED_CHOICES,
-  gap: DST_GAP_CHOICES,
-};
-
-/** Refuses a `dst` that is not `{ repeated?, gap? }` with listed values. */
-export function checkDst(dst: unknown): void {
-  if (dst === undefined || dst === null) return;
-  if (typeof dst !== 'object' || Array.isArray(dst)) {
-    throw new ValidationError(`dst must be an object { repeated?, gap? }, got ${String(dst)}.`);
-  }
-  for (const [key, value] of Object.entries(dst)) {
-    const choices = DST_CHOICES[key];
-    if (choices === undefined) {
-      throw new ValidationError(`Unknown dst field "${key}": the fields are repeated and gap.`);
-    }
-    if (value !== undefined && !choices.includes(value as string)) {
-      throw new ValidationError(
-        `dst.${key} must be one of ${choices.map((choice) => `'${choice}'`).join(', ')}, got ${JSON.stringify(value)}.`,
-      );
-    }
   }
 }
 

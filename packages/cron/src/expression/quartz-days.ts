@@ -18,6 +18,9 @@ export interface QuartzDays {
   readonly lastWeekdays: readonly number[];
 }
 
+/** The two fields that may hold Quartz items. */
+export type DayField = 'day-of-month' | 'day-of-week';
+
 /** A day field item that is a Quartz rule, read but not yet range-checked. */
 export type QuartzItem =
   | { readonly kind: 'lastDay'; readonly offset: number }
@@ -40,7 +43,7 @@ export function isQuartzDayItem(text: string): boolean {
  * Reads one list item of a day field as a Quartz rule: the rule, a reason it is malformed,
  * or null when the item is not a Quartz rule (a plain value, range or step).
  */
-export function readQuartzItem(field: 'day-of-month' | 'day-of-week', item: string): QuartzItem | string | null {
+export function readQuartzItem(field: DayField, item: string): QuartzItem | string | null {
   const text = item.toUpperCase();
   if (field === 'day-of-month') {
     if (text === 'L') return { kind: 'lastDay', offset: 0 };
@@ -89,12 +92,7 @@ export function daysInMonth(year: number, month: number): number {
  * costs one step per rule. `firstWeekday` is the weekday of the 1st (0 = Sunday), `lastDay`
  * the month's length.
  */
-export function quartzDaysOfMonth(
-  rules: QuartzDays,
-  field: 'day-of-month' | 'day-of-week',
-  firstWeekday: number,
-  lastDay: number,
-): number {
+export function quartzDaysOfMonth(rules: QuartzDays, field: DayField, firstWeekday: number, lastDay: number): number {
   const weekdayOf = (day: number) => (firstWeekday + day - 1) % 7;
   let days = 0;
   if (field === 'day-of-week') {
@@ -129,7 +127,7 @@ function nearestWeekday(target: number, lastDay: number, weekday: number): numbe
 }
 
 /** The canonical text of a day field's Quartz items, after its plain values. */
-export function renderQuartzItems(rules: QuartzDays, field: 'day-of-month' | 'day-of-week'): string[] {
+export function renderQuartzItems(rules: QuartzDays, field: DayField): string[] {
   if (field === 'day-of-week') {
     return [
       ...rules.nthWeekdays.map((code) => `${Math.floor(code / 8)}#${code % 8}`),

@@ -1,9 +1,15 @@
 import { InvalidTimezoneError } from '@orreryjs/core';
 import { IANAZone } from 'luxon';
 
-const SECOND_MS = 1000;
+/** Wall times are whole seconds of this many milliseconds. */
+export const SECOND_MS = 1000;
 const HOUR_MS = 3_600_000;
-const DAY_MS = 86_400_000;
+/** One local calendar day; local days are numbered from 1970-01-01, as `dayOffsets` takes them. */
+export const DAY_MS = 86_400_000;
+/** The lowest UTC offset a zone has had since 1970: -12h. */
+export const MIN_OFFSET_MS = -12 * HOUR_MS;
+/** The highest UTC offset a zone has had since 1970: +14h. */
+export const MAX_OFFSET_MS = 14 * HOUR_MS;
 
 // Checking a zone builds an Intl.DateTimeFormat (~0.1 ms), which would dominate parsing
 // 100,000 schedules; the answers never change within a process.
@@ -70,9 +76,10 @@ export function dayOffsets(zone: IANAZone, day: number): DayOffsets {
 }
 
 function computeDayOffsets(zone: IANAZone, day: number): DayOffsets {
-  // Offsets lie within -12h..+14h, so every instant of the local day falls in this window.
-  const windowStart = day * DAY_MS - 14 * HOUR_MS;
-  const windowEnd = (day + 1) * DAY_MS + 14 * HOUR_MS;
+  // Offsets lie within MIN_OFFSET_MS..MAX_OFFSET_MS, so every instant of the local day falls
+  // in this window (a margin of the largest offset on both sides).
+  const windowStart = day * DAY_MS - MAX_OFFSET_MS;
+  const windowEnd = (day + 1) * DAY_MS + MAX_OFFSET_MS;
   const offsetBeforeMs = offsetMs(zone, windowStart);
   const offsetAfterMs = offsetMs(zone, windowEnd);
   if (offsetBeforeMs === offsetAfterMs) return { offsetBeforeMs, offsetAfterMs, transitionAt: windowEnd };

@@ -1,8 +1,8 @@
 import { ValidationError } from '@orreryjs/core';
 import { DateTime } from 'luxon';
 import { afterEach, describe, expect, it } from 'vitest';
-import { nextOccurrences, normalizeCronExpression, occurrencesBetween } from '../src/index.js';
-import { allPipelines, type CronHarness, HOUR, MINUTE, openHarness, T0 } from './support/cron-harness.js';
+import { nextOccurrences, normalizeCronExpression, occurrencesBetween } from '../../src/index.js';
+import { allPipelines, type CronHarness, HOUR, MINUTE, openHarness, T0 } from '../support/cron-harness.js';
 
 // The oracle for `@every`: instead of computing `anchor + k·every`, it tests every candidate
 // instant of a range (each second, or each minute for intervals of whole minutes) for the

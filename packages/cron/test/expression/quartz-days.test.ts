@@ -1,6 +1,6 @@
 import { DateTime } from 'luxon';
 import { describe, expect, it } from 'vitest';
-import { nextOccurrences, occurrencesBetween } from '../src/index.js';
+import { nextOccurrences, occurrencesBetween } from '../../src/index.js';
 
 // An independent oracle for the Quartz day rules and the year field, written from the rules'
 // wording, not from the implementation: it walks local dates with luxon, decides each date

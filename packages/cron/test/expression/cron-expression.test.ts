@@ -1,7 +1,7 @@
 import { InvalidCronExpressionError, isOrreryError } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
-import { parseExpressionFields } from '../src/cron-expression.js';
-import { nextOccurrences, normalizeCronExpression, parseCronExpression } from '../src/index.js';
+import { parseExpressionFields } from '../../src/expression/cron-expression.js';
+import { nextOccurrences, normalizeCronExpression, parseCronExpression } from '../../src/index.js';
 
 describe('normalizeCronExpression', () => {
   it.each([

@@ -1,7 +1,7 @@
 import { InvalidCronExpressionError, InvalidTimezoneError, ValidationError } from '@orreryjs/core';
 import { CronExpressionParser } from 'cron-parser';
 import { describe, expect, it } from 'vitest';
-import { nextOccurrences, occurrencesBetween } from '../src/index.js';
+import { nextOccurrences, occurrencesBetween } from '../../src/index.js';
 
 function next(expression: string, timezone: string, after: string, count: number): string[] {
   return nextOccurrences(expression, { timezone, after: new Date(after), count }).map((date) => date.toISOString());

@@ -1,10 +1,10 @@
 import { CronExpressionParser } from 'cron-parser';
 import { DateTime, IANAZone } from 'luxon';
 import { describe, expect, it } from 'vitest';
-import { parseCronFields } from '../src/cron-expression.js';
-import { type DstRules, occurrencesBetween } from '../src/index.js';
-import { compileMatcher, nextInstant } from '../src/local-time.js';
-import { quartzDaysOfMonth } from '../src/quartz-days.js';
+import { parseCronFields } from '../../src/expression/cron-expression.js';
+import { compileMatcher, nextInstant } from '../../src/expression/local-time.js';
+import { quartzDaysOfMonth } from '../../src/expression/quartz-days.js';
+import { type DstRules, occurrencesBetween } from '../../src/index.js';
 
 const MINUTE_MS = 60_000;
 
