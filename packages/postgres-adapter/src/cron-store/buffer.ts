@@ -5,6 +5,7 @@ import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
 import { selectActiveSchedules } from './claim.js';
 
+import { isBuffered } from './conditions.js';
 /*
  * Overlap buffering (buffer_one, buffer_all): a buffered occurrence waits in the ledger until
  * the active occurrence of its schedule ends; then the first tick, on any runner, claims it
@@ -16,7 +17,7 @@ import { selectActiveSchedules } from './claim.js';
 export function selectAnyBuffered(db: PostgresDb, tables: PostgresTables) {
   const c = tables.cronExecutions;
   // Raw SQL: the literal status lets the probe use the partial buffered index.
-  return db.select({ id: c.id }).from(c).where(sql`${c.status} = 'buffered'`).limit(1);
+  return db.select({ id: c.id }).from(c).where(isBuffered(tables)).limit(1);
 }
 
 /** Locks up to `limit` schedules of `workflowNames` holding a buffered row; SKIP LOCKED, so tickers split them. */
@@ -43,7 +44,7 @@ export function selectOldestBuffered(db: PostgresDb, tables: PostgresTables, sch
   return db
     .select({ id: c.id })
     .from(c)
-    .where(and(eq(c.scheduleId, scheduleId), sql`${c.status} = 'buffered'`))
+    .where(and(eq(c.scheduleId, scheduleId), isBuffered(tables)))
     .orderBy(asc(c.scheduledTime))
     .limit(1);
 }
@@ -54,7 +55,7 @@ export function claimBufferedRow(db: PostgresDb, tables: PostgresTables, id: str
   return db
     .update(c)
     .set({ status: 'claimed', claimedAt: request.now, fireAt: request.now, claimedBy: request.runnerId })
-    .where(and(eq(c.id, id), sql`${c.status} = 'buffered'`))
+    .where(and(eq(c.id, id), isBuffered(tables)))
     .returning();
 }
 
@@ -64,7 +65,7 @@ export function skipBufferedOf(db: PostgresDb, tables: PostgresTables, scheduleI
   return db
     .update(c)
     .set({ status: 'skipped' })
-    .where(and(eq(c.scheduleId, scheduleId), sql`${c.status} = 'buffered'`));
+    .where(and(eq(c.scheduleId, scheduleId), isBuffered(tables)));
 }
 
 /** Counts a released occurrence in the schedule's runCount, disabling it when that reaches maxRuns. */

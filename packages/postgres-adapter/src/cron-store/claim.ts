@@ -11,9 +11,9 @@ import { cancelPipeline } from '../execution-store/control.js';
 import type { InsertPipelines } from '../execution-store/pipelines.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
+import { isBuffered, isClaimed, isEnabled } from './conditions.js';
 import { handOffInTransaction } from './handoff.js';
-import { insertOccurrenceRows, isClaimed } from './ledger.js';
-import { isEnabled } from './schedules.js';
+import { insertOccurrenceRows } from './ledger.js';
 
 /*
  * Claim + phase 1, one transaction: lock the due schedules (SKIP LOCKED, so tickers split
@@ -110,7 +110,7 @@ function skipRows(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly 
 
 /** buffer_one: the stored `buffered` rows of these schedules become `skipped` (a newer one replaces them). */
 export function skipBufferedRows(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[]) {
-  return skipRows(db, tables, scheduleIds, sql`${tables.cronExecutions.status} = 'buffered'`);
+  return skipRows(db, tables, scheduleIds, isBuffered(tables));
 }
 
 /**

@@ -11,6 +11,8 @@ import { arrayParam, bind, bindAllColumns, encodeUuidList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import { type PostgresDb, type PostgresHandle, sqlState } from '../transaction.js';
 
+import { isBuffered, isEnabled } from './conditions.js';
+
 /*
  * Schedules: insert (idempotent by name), read, list, compare-and-set update, delete, and a
  * declarative sync's writes applied together.
@@ -18,11 +20,6 @@ import { type PostgresDb, type PostgresHandle, sqlState } from '../transaction.j
 
 // Rows per INSERT of a sync (one array parameter per column): bounds the size of one statement's parameters.
 const SYNC_INSERT_CHUNK = 10_000;
-
-/** Enabled schedules: a literal, not a bound parameter, so that a generic plan can use the due index. */
-export function isEnabled({ cronSchedules: s }: PostgresTables) {
-  return sql`${s.enabled}`;
-}
 
 /** Builds the schedule statements once; each is named, so each connection parses it once. */
 export function prepareSchedules({ db, tables, named }: PostgresHandle) {
@@ -32,7 +29,7 @@ export function prepareSchedules({ db, tables, named }: PostgresHandle) {
     db
       .update(c)
       .set({ status: 'skipped' })
-      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'id')), sql`${c.status} = 'buffered'`))
+      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'id')), isBuffered(tables)))
       .returning({ id: c.id }),
   );
   return {
@@ -124,7 +121,7 @@ export async function applyScheduleSync(
     await tx
       .update(c)
       .set({ status: 'skipped' })
-      .where(and(sql`${c.scheduleId} = ANY(${ids}::uuid[])`, sql`${c.status} = 'buffered'`));
+      .where(and(sql`${c.scheduleId} = ANY(${ids}::uuid[])`, isBuffered(tables)));
   }
 }
 

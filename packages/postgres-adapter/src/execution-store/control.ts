@@ -10,7 +10,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import { arrayParam, bind, encodeUuidList, statusIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
-import { isRunning } from './lease.js';
+import { isRunning } from './conditions.js';
 
 /*
  * Operator control of a pipeline: cancel, pause, resume, retry. Cancel, pause and retry lock the pipeline row

@@ -4,6 +4,7 @@ import { bind, encodeTextList, textListSql } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
 import type { ClaimStatements } from './claim.js';
 
+import { isBuffered } from './conditions.js';
 /*
  * Overlap buffering (buffer_one, buffer_all): a buffered occurrence waits in the ledger until
  * the active occurrence of its schedule ends; then the first tick, on any runner, claims it
@@ -16,7 +17,7 @@ export function prepareBuffer({ db, tables }: SqliteHandle) {
   const { cronSchedules: s, cronExecutions: c } = tables;
   const placeholder = sql.placeholder;
   return {
-    selectAnyBuffered: db.select({ id: c.id }).from(c).where(sql`${c.status} = 'buffered'`).limit(1).prepare(),
+    selectAnyBuffered: db.select({ id: c.id }).from(c).where(isBuffered(tables)).limit(1).prepare(),
     selectBufferingSchedules: db
       .select()
       .from(s)
@@ -33,7 +34,7 @@ export function prepareBuffer({ db, tables }: SqliteHandle) {
     selectOldestBuffered: db
       .select({ id: c.id })
       .from(c)
-      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')), sql`${c.status} = 'buffered'`))
+      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')), isBuffered(tables)))
       .orderBy(asc(c.scheduledTime))
       .limit(1)
       .prepare(),
@@ -45,7 +46,7 @@ export function prepareBuffer({ db, tables }: SqliteHandle) {
         fireAt: bind(c.fireAt, 'now'),
         claimedBy: bind(c.claimedBy, 'runnerId'),
       })
-      .where(and(eq(c.id, bind(c.id, 'id')), sql`${c.status} = 'buffered'`))
+      .where(and(eq(c.id, bind(c.id, 'id')), isBuffered(tables)))
       .returning()
       .prepare(),
     countReleasedRun: db

@@ -11,9 +11,9 @@ import { bind, encodeTextList, statusIn, textListSql } from '../codec.js';
 import { type ControlStatements, cancelPipeline } from '../execution-store/control.js';
 import type { PipelineStatements } from '../execution-store/pipelines.js';
 import type { SqliteHandle } from '../transaction.js';
+import { isBuffered, isClaimed, isEnabled } from './conditions.js';
 import { type HandoffStatements, handOffInTransaction } from './handoff.js';
-import { insertOccurrenceRow, isClaimed, type LedgerStatements } from './ledger.js';
-import { isEnabled } from './schedules.js';
+import { insertOccurrenceRow, type LedgerStatements } from './ledger.js';
 
 /*
  * Claim + phase 1, one transaction: take the due schedules (BEGIN IMMEDIATE holds the write
@@ -62,7 +62,7 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
     selectHasBuffered: db
       .select({ id: c.id })
       .from(c)
-      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')), sql`${c.status} = 'buffered'`))
+      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')), isBuffered(tables)))
       .limit(1)
       .prepare(),
     // cancel_other: the unfinished pipelines of the schedule's handed-off occurrences, which a new one replaces.
@@ -104,7 +104,7 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
     skipBufferedRows: db
       .update(c)
       .set({ status: 'skipped' })
-      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')), sql`${c.status} = 'buffered'`))
+      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')), isBuffered(tables)))
       .prepare(),
     // Slots of a late schedule that already hold a row (a backfill during the outage): a `missed` summary skips them.
     selectTakenSlots: db

@@ -3,7 +3,7 @@ import { and, eq } from 'drizzle-orm';
 import { bind } from '../codec.js';
 import { createPipelineIn, type PipelineStatements } from '../execution-store/pipelines.js';
 import type { SqliteHandle } from '../transaction.js';
-import { isClaimed } from './ledger.js';
+import { isClaimed } from './conditions.js';
 
 /*
  * Handoff, phase 2: a `claimed` row becomes `handed_off` with its pipeline's id, either after

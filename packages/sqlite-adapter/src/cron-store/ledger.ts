@@ -10,17 +10,12 @@ import { and, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
 import { bind, bindAllColumns, statusIn } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteHandle } from '../transaction.js';
-import { isLost } from './recover.js';
+import { isClaimed, isLost } from './conditions.js';
 
 /*
  * The ledger: one row per occurrence, written once per slot (ON CONFLICT DO NOTHING on the
  * occurrence key), read by id and by schedule, counted for stats, and swept by retention.
  */
-
-/** `claimed` rows: a literal, so that SQLite matches it to the recovery index. */
-export function isClaimed({ cronExecutions: c }: SqliteTables) {
-  return sql`${c.status} = 'claimed'`;
-}
 
 /**
  * Not a `handed_off` row whose pipeline is still pending, running or paused: the overlap check

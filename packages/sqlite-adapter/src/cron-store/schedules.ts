@@ -12,15 +12,11 @@ import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
 import type { ClaimStatements } from './claim.js';
 
+import { isEnabled } from './conditions.js';
 /*
  * Schedules: insert (idempotent by name), read, list, compare-and-set update, delete, and a
  * declarative sync's writes applied together.
  */
-
-/** Enabled schedules: a literal, not a bound parameter, so that SQLite matches it to the due index. */
-export function isEnabled({ cronSchedules: s }: SqliteTables) {
-  return sql`${s.enabled} = 1`;
-}
 
 /** Prepares the schedule statements once on the connection. */
 export function prepareSchedules({ db, tables }: SqliteHandle) {

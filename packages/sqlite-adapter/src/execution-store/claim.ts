@@ -10,8 +10,7 @@ import { bind, encodeTextList, encodeUuidList, statusIn, textListSql, uuidListSq
 import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
 import { withEndedAttempt } from './attempts.js';
-import { isRunning, later } from './lease.js';
-import { taskRowColumns } from './pipelines.js';
+import { isRunning, later, taskRowColumns } from './conditions.js';
 
 /*
  * Claiming tasks: ready tasks and tasks whose lease expired, leased inside one BEGIN IMMEDIATE

@@ -9,7 +9,7 @@ import {
 import { and, eq, sql } from 'drizzle-orm';
 import { bind, statusIn } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
-import { isRunning } from './lease.js';
+import { isRunning } from './conditions.js';
 import type { PipelineStatements } from './pipelines.js';
 
 /*

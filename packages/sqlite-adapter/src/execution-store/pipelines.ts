@@ -1,18 +1,13 @@
 import { DatabaseError, type NewPipeline, newTaskStatus, type PipelineFilter, type PipelineRow } from '@orreryjs/core';
-import { and, asc, desc, eq, getTableColumns, gte, lte, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, lte, sql } from 'drizzle-orm';
 import { bind } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
 
+import { taskRowColumns } from './conditions.js';
 /*
  * Pipelines and their tasks: created together (idempotent by key), read by id, by key, by page.
  */
-
-/** The columns of a task row as the port returns it (without the bookkeeping `updated_at`). */
-export function taskRowColumns({ taskExecutions: t }: SqliteTables) {
-  const { updatedAt: _updatedAt, ...columns } = getTableColumns(t);
-  return columns;
-}
 
 /** Prepares the pipeline statements once on the connection. */
 export function preparePipelines({ db, tables }: SqliteHandle) {
