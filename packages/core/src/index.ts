@@ -131,6 +131,8 @@ export {
   leaseOfTask,
   newCronExecutionRow,
   newTaskStatus,
+  OPEN_OCCURRENCE_STATUSES,
+  RECLAIMABLE_OCCURRENCE_STATUSES,
   RETRYABLE_PIPELINE_STATUSES,
   registeredTaskKeys,
   SCHEDULER_OCCURRENCE_SOURCES,

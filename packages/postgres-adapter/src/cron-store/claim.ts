@@ -4,6 +4,7 @@ import {
   type LatestSchedulePipeline,
   SCHEDULER_OCCURRENCE_SOURCES,
   type ScheduleRow,
+  UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, asc, desc, eq, gte, lt, lte, type SQL, sql } from 'drizzle-orm';
 import { arrayParam, dateToIso, encodeUuidList, inTextList, statusIn } from '../codec.js';
@@ -69,7 +70,7 @@ export function selectActiveSchedules(
       OR EXISTS (SELECT 1 FROM ${p} pe
         JOIN ${c} ce ON ce.id = (CASE WHEN pe.idempotency_key
           ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN pe.idempotency_key::uuid END)
-        WHERE pe.status IN ('pending', 'running', 'paused') AND pe.scheduled_time IS NOT NULL
+        WHERE ${statusIn(sql`pe.status`, UNFINISHED_PIPELINE_STATUSES)} AND pe.scheduled_time IS NOT NULL
           AND ce.schedule_id = d.id AND ce.status = 'handed_off' AND ce.pipeline_execution_id = pe.id)`);
 }
 
@@ -88,7 +89,7 @@ export function selectActivePipelines(db: PostgresDb, tables: PostgresTables, sc
         // Raw SQL: a uuid array parameter, which drizzle's inArray would expand into one parameter per id.
         sql`${c.scheduleId} = ANY(${arrayParam(encodeUuidList(scheduleIds))}::uuid[])`,
         sql`${c.status} = 'handed_off'`,
-        sql`${p.status} IN ('pending', 'running', 'paused')`,
+        statusIn(p.status, UNFINISHED_PIPELINE_STATUSES),
       ),
     );
 }

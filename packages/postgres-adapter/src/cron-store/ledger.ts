@@ -4,10 +4,11 @@ import {
   type NewCronExecution,
   newCronExecutionRow,
   type OccurrenceStats,
+  OPEN_OCCURRENCE_STATUSES,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
-import { bind, statusIn } from '../codec.js';
+import { bind, statusIn, statusNotIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
 import { isClaimed, isLost } from './conditions.js';
@@ -106,7 +107,7 @@ export function prepareLedger({ db, tables, named }: PostgresHandle) {
             .from(c)
             .where(
               and(
-                sql`${c.status} NOT IN ('claimed', 'buffered')`,
+                statusNotIn(c.status, OPEN_OCCURRENCE_STATUSES),
                 lt(sql`coalesce(${c.handedOffAt}, ${c.claimedAt})`, bind(c.claimedAt, 'before')),
                 isNotOverlapping(tables),
               ),

@@ -2,6 +2,7 @@ import {
   ACTIVE_PIPELINE_STATUSES,
   newTaskStatus,
   type PipelineRow,
+  RETRYABLE_PIPELINE_STATUSES,
   type RetriedTask,
   TERMINAL_TASK_STATUSES,
   UNFINISHED_PIPELINE_STATUSES,
@@ -131,7 +132,7 @@ export function retryPipelineRow(
       completedAt: null,
       updatedAt: now,
     })
-    .where(and(eq(p.id, id), sql`${p.status} IN ('failed', 'cancelled')`))
+    .where(and(eq(p.id, id), statusIn(p.status, RETRYABLE_PIPELINE_STATUSES)))
     .returning();
 }
 

@@ -4,10 +4,11 @@ import {
   type NewCronExecution,
   newCronExecutionRow,
   type OccurrenceStats,
+  OPEN_OCCURRENCE_STATUSES,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
-import { bind, bindAllColumns, statusIn } from '../codec.js';
+import { bind, bindAllColumns, statusIn, statusNotIn } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteHandle } from '../transaction.js';
 import { isClaimed, isLost } from './conditions.js';
@@ -104,7 +105,7 @@ export function prepareLedger({ db, tables }: SqliteHandle) {
             .from(c)
             .where(
               and(
-                sql`${c.status} NOT IN ('claimed', 'buffered')`,
+                statusNotIn(c.status, OPEN_OCCURRENCE_STATUSES),
                 lt(sql`coalesce(${c.handedOffAt}, ${c.claimedAt})`, bind(c.claimedAt, 'before')),
                 isNotOverlapping(tables),
               ),

@@ -1,4 +1,5 @@
 import {
+  ACTIVE_PIPELINE_STATUSES,
   type ClaimedTask,
   type ClaimTasksRequest,
   registeredTaskKeys,
@@ -33,7 +34,7 @@ function selectClaimable(db: SqliteDb, tables: SqliteTables, condition: SQL | un
       and(
         condition,
         // Unary + keeps SQLite from driving the query from the pipeline status index, which would visit every active pipeline.
-        sql`+${p.status} IN ('pending', 'running')`,
+        statusIn(sql`+${p.status}`, ACTIVE_PIPELINE_STATUSES),
         sql`${t.workflowName} || char(31) || ${t.taskId} IN ${textListSql(sql.placeholder('registered'))}`,
       ),
     )

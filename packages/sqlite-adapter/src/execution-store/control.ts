@@ -2,6 +2,7 @@ import {
   ACTIVE_PIPELINE_STATUSES,
   newTaskStatus,
   type PipelineRow,
+  RETRYABLE_PIPELINE_STATUSES,
   type RetriedTask,
   TERMINAL_TASK_STATUSES,
   UNFINISHED_PIPELINE_STATUSES,
@@ -70,7 +71,7 @@ export function prepareControl({ db, tables }: SqliteHandle) {
         completedAt: null,
         updatedAt: now,
       })
-      .where(and(eq(p.id, bind(p.id, 'id')), sql`${p.status} IN ('failed', 'cancelled')`))
+      .where(and(eq(p.id, bind(p.id, 'id')), statusIn(p.status, RETRYABLE_PIPELINE_STATUSES)))
       .returning()
       .prepare(),
     // Attempt counters stay: the retry policy and `info.attempt` go on counting.
