@@ -3,7 +3,7 @@ import { and, asc, eq, sql } from 'drizzle-orm';
 import { inTextList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
-import { selectActiveSchedules } from './claim.js';
+import { selectActiveSchedules, skipBufferedRows } from './claim.js';
 
 import { isBuffered } from './conditions.js';
 /*
@@ -59,15 +59,6 @@ export function claimBufferedRow(db: PostgresDb, tables: PostgresTables, id: str
     .returning();
 }
 
-/** The buffered rows of a schedule that is paused or whose maxRuns is spent become `skipped`. */
-export function skipBufferedOf(db: PostgresDb, tables: PostgresTables, scheduleId: string) {
-  const c = tables.cronExecutions;
-  return db
-    .update(c)
-    .set({ status: 'skipped' })
-    .where(and(eq(c.scheduleId, scheduleId), isBuffered(tables)));
-}
-
 /** Counts a released occurrence in the schedule's runCount, disabling it when that reaches maxRuns. */
 export function countReleasedRun(
   db: PostgresDb,
@@ -104,7 +95,7 @@ export async function releaseBuffered(
     if (active.has(schedule.id)) continue;
     // A paused schedule runs nothing more (recovery abandons its claimed rows alike); a spent one neither.
     if (!schedule.enabled || (schedule.maxRuns !== null && schedule.runCount >= schedule.maxRuns)) {
-      await skipBufferedOf(tx, tables, schedule.id);
+      await skipBufferedRows(tx, tables, [schedule.id]);
       continue;
     }
     const [oldest] = await selectOldestBuffered(tx, tables, schedule.id);

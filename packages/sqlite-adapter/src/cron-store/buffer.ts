@@ -49,20 +49,23 @@ export function prepareBuffer({ db, tables }: SqliteHandle) {
       .where(and(eq(c.id, bind(c.id, 'id')), isBuffered(tables)))
       .returning()
       .prepare(),
-    countReleasedRun: db
-      .update(s)
-      .set({
-        runCount: sql`${s.runCount} + 1`,
-        version: sql`${s.version} + 1`,
-        updatedAt: bind(s.updatedAt, 'now'),
-      })
-      .where(eq(s.id, bind(s.id, 'scheduleId')))
-      .prepare(),
-    disableExhausted: db
-      .update(s)
-      .set({ enabled: false, nextRunAt: null, note: MAX_RUNS_NOTE })
-      .where(eq(s.id, bind(s.id, 'scheduleId')))
-      .prepare(),
+    // Differs by necessity: the disabling update apart, so that each statement is prepared once.
+    countReleasedRun: [
+      db
+        .update(s)
+        .set({
+          runCount: sql`${s.runCount} + 1`,
+          version: sql`${s.version} + 1`,
+          updatedAt: bind(s.updatedAt, 'now'),
+        })
+        .where(eq(s.id, bind(s.id, 'scheduleId')))
+        .prepare(),
+      db
+        .update(s)
+        .set({ enabled: false, nextRunAt: null, note: MAX_RUNS_NOTE })
+        .where(eq(s.id, bind(s.id, 'scheduleId')))
+        .prepare(),
+    ] as const,
   };
 }
 
@@ -77,10 +80,12 @@ export function releaseBuffered(
     workflows: encodeTextList(request.workflowNames),
     limit: request.limit,
   });
+  const [selectActiveSchedule] = q.claim.selectActiveSchedules;
+  const [countRun, disableExhausted] = q.buffer.countReleasedRun;
   const released: CronExecutionRow[] = [];
   for (const schedule of schedules) {
     // A buffered row is not itself what it waits for: only a claimed row or an unfinished pipeline.
-    if (q.claim.selectActiveSchedule.get({ scheduleId: schedule.id })?.active === 1) continue;
+    if (selectActiveSchedule.get({ scheduleId: schedule.id })?.active === 1) continue;
     // A paused schedule runs nothing more (recovery abandons its claimed rows alike); a spent one neither.
     if (!schedule.enabled || (schedule.maxRuns !== null && schedule.runCount >= schedule.maxRuns)) {
       q.claim.skipBufferedRows.run({ scheduleId: schedule.id });
@@ -93,9 +98,9 @@ export function releaseBuffered(
     released.push(row);
     // maxRuns counts the scheduler's occurrences: a buffered manual trigger is not one.
     if (row.source === 'manual') continue;
-    q.buffer.countReleasedRun.run({ scheduleId: schedule.id, now: request.now });
+    countRun.run({ scheduleId: schedule.id, now: request.now });
     if (schedule.maxRuns !== null && schedule.runCount + 1 >= schedule.maxRuns) {
-      q.buffer.disableExhausted.run({ scheduleId: schedule.id });
+      disableExhausted.run({ scheduleId: schedule.id });
     }
   }
   return released;

@@ -26,6 +26,31 @@ import { insertOccurrenceRow, type LedgerStatements } from './ledger.js';
 export function prepareClaim({ db, tables }: SqliteHandle) {
   const { cronSchedules: s, cronExecutions: c, pipelineExecutions: p } = tables;
   const placeholder = sql.placeholder;
+  // Two probes that cost what is in flight, not the schedule's history: its `claimed` rows through the
+  // recovery index, and the active cron pipelines (CROSS JOIN fixes them as the outer loop), whose
+  // idempotency key is their occurrence's id (DESIGN: the handoff uses the row id as the key), each
+  // checked against its ledger row by primary key. A unary `+` keeps SQLite off the history index.
+  const selectActiveSchedule = db
+    .select({
+      // Raw SQL with aliases: drizzle leaves column names unqualified in a select list, which the subqueries' tables would capture.
+      active: sql<number>`EXISTS (SELECT 1 FROM ${c} ce
+            WHERE ce.status = 'claimed' AND +ce.schedule_id = ${bind(c.scheduleId, 'scheduleId')})
+          OR EXISTS (SELECT 1 FROM ${p} pe
+            CROSS JOIN ${c} ce ON ce.id = unhex(replace(pe.idempotency_key, '-', ''))
+            WHERE ${statusIn(sql`pe.status`, UNFINISHED_PIPELINE_STATUSES)} AND pe.scheduled_time IS NOT NULL
+              AND +ce.schedule_id = ${bind(c.scheduleId, 'scheduleId')} AND ce.status = 'handed_off'
+              AND ce.pipeline_execution_id = pe.id)`,
+    })
+    .from(s)
+    .where(eq(s.id, bind(s.id, 'scheduleId')))
+    .prepare();
+  // A buffered occurrence is active too, for the next one's overlap decision (through the buffered index).
+  const selectHasBuffered = db
+    .select({ id: c.id })
+    .from(c)
+    .where(and(eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')), isBuffered(tables)))
+    .limit(1)
+    .prepare();
   return {
     selectDueSchedules: db
       .select()
@@ -40,31 +65,9 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
       .orderBy(asc(s.nextRunAt))
       .limit(placeholder('limit'))
       .prepare(),
-    // Two probes that cost what is in flight, not the schedule's history: its `claimed` rows through the
-    // recovery index, and the active cron pipelines (CROSS JOIN fixes them as the outer loop), whose
-    // idempotency key is their occurrence's id (DESIGN: the handoff uses the row id as the key), each
-    // checked against its ledger row by primary key. A unary `+` keeps SQLite off the history index.
-    selectActiveSchedule: db
-      .select({
-        // Raw SQL with aliases: drizzle leaves column names unqualified in a select list, which the subqueries' tables would capture.
-        active: sql<number>`EXISTS (SELECT 1 FROM ${c} ce
-            WHERE ce.status = 'claimed' AND +ce.schedule_id = ${bind(c.scheduleId, 'scheduleId')})
-          OR EXISTS (SELECT 1 FROM ${p} pe
-            CROSS JOIN ${c} ce ON ce.id = unhex(replace(pe.idempotency_key, '-', ''))
-            WHERE ${statusIn(sql`pe.status`, UNFINISHED_PIPELINE_STATUSES)} AND pe.scheduled_time IS NOT NULL
-              AND +ce.schedule_id = ${bind(c.scheduleId, 'scheduleId')} AND ce.status = 'handed_off'
-              AND ce.pipeline_execution_id = pe.id)`,
-      })
-      .from(s)
-      .where(eq(s.id, bind(s.id, 'scheduleId')))
-      .prepare(),
-    // A buffered occurrence is active too, for the next one's overlap decision (through the buffered index).
-    selectHasBuffered: db
-      .select({ id: c.id })
-      .from(c)
-      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')), isBuffered(tables)))
-      .limit(1)
-      .prepare(),
+    // Differs by necessity: a probe per schedule (no unnest of ids), and the buffered probe apart so that
+    // releaseBuffered can run the first alone (a buffered row is not itself what it waits for).
+    selectActiveSchedules: [selectActiveSchedule, selectHasBuffered] as const,
     // cancel_other: the unfinished pipelines of the schedule's handed-off occurrences, which a new one replaces.
     selectActivePipelines: db
       .select({ pipelineId: p.id })
@@ -93,7 +96,7 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
       .returning()
       .prepare(),
     // pauseOnFailure: the schedule's newest pipeline, one step down the schedule's pipeline index.
-    selectLatestPipeline: db
+    selectLatestPipelines: db
       .select({ id: p.id, status: p.status, completedAt: p.completedAt })
       .from(p)
       .where(eq(p.scheduleId, bind(p.scheduleId, 'scheduleId')))
@@ -163,8 +166,9 @@ export function overlapStateOf(
   scheduleId: string,
   withPipelines: boolean,
 ): Pick<DueScheduleState, 'hasActiveOccurrence' | 'activePipelineIds'> {
+  const [selectActiveSchedule, selectHasBuffered] = q.selectActiveSchedules;
   const hasActiveOccurrence =
-    q.selectActiveSchedule.get({ scheduleId })?.active === 1 || q.selectHasBuffered.get({ scheduleId }) !== undefined;
+    selectActiveSchedule.get({ scheduleId })?.active === 1 || selectHasBuffered.get({ scheduleId }) !== undefined;
   if (!withPipelines || !hasActiveOccurrence) return { hasActiveOccurrence };
   const activePipelineIds = q.selectActivePipelines.all({ scheduleId }).map((row) => row.pipelineId);
   return { hasActiveOccurrence, activePipelineIds };
@@ -204,7 +208,7 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
         : overlapStateOf(q.claim, schedule.id, schedule.overlapPolicy === 'cancel_other');
     const takenSlots = takenSlotsOf(q.claim, schedule, request.missedBefore);
     const latestPipeline = schedule.pauseOnFailure
-      ? (q.claim.selectLatestPipeline.get({ scheduleId: schedule.id }) ?? null)
+      ? (q.claim.selectLatestPipelines.get({ scheduleId: schedule.id }) ?? null)
       : undefined;
     const plan = request.plan(schedule, {
       ...overlap,

@@ -25,6 +25,16 @@ export function prepareHandoff({ db, tables }: SqliteHandle) {
       })
       .where(and(eq(c.id, bind(c.id, 'id')), isClaimed(tables)))
       .prepare(),
+    // The in-transaction handoff's links. Differs by necessity: no UPDATE ... FROM over arrays, so it runs once per pair.
+    linkOccurrences: db
+      .update(c)
+      .set({
+        status: 'handed_off',
+        pipelineExecutionId: bind(c.pipelineExecutionId, 'pipelineId'),
+        handedOffAt: bind(c.handedOffAt, 'now'),
+      })
+      .where(and(eq(c.id, bind(c.id, 'id')), isClaimed(tables)))
+      .prepare(),
   };
 }
 
@@ -46,7 +56,7 @@ export function handOffInTransaction(
     const pipeline = prepareHandoff(row);
     if (pipeline === null) return row;
     const { pipeline: stored } = createPipelineIn(pipelines, pipeline);
-    q.linkOccurrence.run({ id: row.id, pipelineId: stored.id, now });
+    q.linkOccurrences.run({ id: row.id, pipelineId: stored.id, now });
     return { ...row, status: 'handed_off', pipelineExecutionId: stored.id, handedOffAt: now };
   });
 }

@@ -24,7 +24,8 @@ export function prepareSchedules({ db, tables }: SqliteHandle) {
   return {
     insertSchedule: db.insert(s).values(bindAllColumns(s)).onConflictDoNothing().returning().prepare(),
     // A sync's insert: no RETURNING, so that a row costs no read back (`changes` says whether it went in).
-    insertScheduleRow: db.insert(s).values(bindAllColumns(s)).onConflictDoNothing().prepare(),
+    // Differs by necessity: SQLite has no arrays to unnest, so a chunk is one prepared statement per row.
+    insertScheduleChunk: db.insert(s).values(bindAllColumns(s)).onConflictDoNothing().prepare(),
     selectSchedule: db
       .select()
       .from(s)
@@ -85,13 +86,13 @@ export function applyScheduleSync(
 ): void {
   if (insertScheduleChunk(q.schedules, writes.inserts) < writes.inserts.length) throw new ScheduleSyncLost();
   // One prepared statement per set of patched columns (a sync has a few: definitions, re-timed ones, pauses).
-  const updates = new Map<string, ReturnType<typeof prepareSyncUpdate>>();
+  const updates = new Map<string, ReturnType<typeof updateScheduleGroup>>();
   for (const { id, expectedVersion, patch } of writes.updates) {
     const fields = Object.keys(patch).sort();
     const key = fields.join(',');
     let update = updates.get(key);
     if (update === undefined) {
-      update = prepareSyncUpdate(db, tables, fields);
+      update = updateScheduleGroup(db, tables, fields);
       updates.set(key, update);
     }
     if (update.run({ ...patch, id, expectedVersion }).changes === 0) throw new ScheduleSyncLost();
@@ -111,12 +112,15 @@ export function applyScheduleSync(
  */
 export function insertScheduleChunk(q: ScheduleStatements, rows: readonly ScheduleRow[]): number {
   let inserted = 0;
-  for (const row of rows) inserted += q.insertScheduleRow.run({ ...row }).changes;
+  for (const row of rows) inserted += q.insertScheduleChunk.run({ ...row }).changes;
   return inserted;
 }
 
-/** A compare-and-set update of `fields` (placeholders named after them), bumping the version. */
-function prepareSyncUpdate(db: SqliteDb, tables: SqliteTables, fields: readonly string[]) {
+/**
+ * A compare-and-set update of `fields` (placeholders named after them), bumping the version.
+ * Differs by necessity: no unnest, so the group's statement is prepared once and runs per schedule.
+ */
+export function updateScheduleGroup(db: SqliteDb, tables: SqliteTables, fields: readonly string[]) {
   const s = tables.cronSchedules;
   const columns = getTableColumns(s) as Record<string, SQLiteColumn>;
   const set = Object.fromEntries(fields.map((field) => [field, bind(columns[field]!, field)]));

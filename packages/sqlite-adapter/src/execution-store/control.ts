@@ -75,7 +75,8 @@ export function prepareControl({ db, tables }: SqliteHandle) {
       .returning()
       .prepare(),
     // Attempt counters stay: the retry policy and `info.attempt` go on counting.
-    retryTask: db
+    // Differs by necessity: no unnest to update every retried task in one statement; it runs once per task.
+    retryTasks: db
       .update(t)
       .set({
         status: bind(t.status, 'status'),
@@ -129,7 +130,7 @@ export function retryPipeline(
   if (retried === undefined) return q.pipelines.selectPipeline.get({ id }) ?? null;
   for (const task of tasks) {
     const status = newTaskStatus(task.pendingDeps);
-    q.control.retryTask.run({ id, taskId: task.id, status, pendingDeps: task.pendingDeps, now });
+    q.control.retryTasks.run({ id, taskId: task.id, status, pendingDeps: task.pendingDeps, now });
   }
   return retried;
 }
