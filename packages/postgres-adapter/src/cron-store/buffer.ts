@@ -3,7 +3,7 @@ import { and, asc, eq, sql } from 'drizzle-orm';
 import { inTextList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
-import { selectActiveSchedules, skipBufferedRows } from './claim.js';
+import { activeSchedulesOf, skipBufferedRows } from './claim.js';
 
 import { isBuffered } from './conditions.js';
 /*
@@ -89,7 +89,7 @@ export async function releaseBuffered(
   if (schedules.length === 0) return [];
   // Read after the locks are held: a buffered row is not itself what it waits for.
   const ids = schedules.map((schedule) => schedule.id);
-  const active = new Set((await selectActiveSchedules(tx, tables, ids, false)).rows.map((row) => row.id));
+  const active = await activeSchedulesOf(tx, tables, ids, false);
   const released: CronExecutionRow[] = [];
   for (const schedule of schedules) {
     if (active.has(schedule.id)) continue;

@@ -94,6 +94,31 @@ export function selectActivePipelines(db: PostgresDb, tables: PostgresTables, sc
     );
 }
 
+/** The ids among `scheduleIds` with an active occurrence (see {@link selectActiveSchedules}); no read for none. */
+export async function activeSchedulesOf(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  scheduleIds: readonly string[],
+  includeBuffered = true,
+): Promise<Set<string>> {
+  if (scheduleIds.length === 0) return new Set();
+  return new Set((await selectActiveSchedules(tx, tables, scheduleIds, includeBuffered)).rows.map((row) => row.id));
+}
+
+/** The unfinished pipelines of each of `scheduleIds` (see {@link selectActivePipelines}); no read for none. */
+export async function activePipelinesOf(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  scheduleIds: readonly string[],
+): Promise<Map<string, string[]>> {
+  const pipelines = new Map<string, string[]>();
+  if (scheduleIds.length === 0) return pipelines;
+  for (const row of await selectActivePipelines(tx, tables, scheduleIds)) {
+    pipelines.set(row.scheduleId, [...(pipelines.get(row.scheduleId) ?? []), row.pipelineId]);
+  }
+  return pipelines;
+}
+
 /** These schedules' ledger rows matching `condition` become `skipped`. */
 function skipRows(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[], condition: SQL) {
   const c = tables.cronExecutions;
@@ -273,21 +298,13 @@ export async function claimDueSchedules(
   if (due.length === 0) return [];
   // Read after the locks are held, on a snapshot that sees every claim committed before them.
   const waitIfActive = due.filter((schedule) => schedule.overlapPolicy !== 'allow').map((schedule) => schedule.id);
-  const active =
-    waitIfActive.length === 0
-      ? new Set<string>()
-      : new Set((await selectActiveSchedules(tx, tables, waitIfActive)).rows.map((row) => row.id));
+  const active = await activeSchedulesOf(tx, tables, waitIfActive);
   const cancelling = due.filter((schedule) => schedule.overlapPolicy === 'cancel_other' && active.has(schedule.id));
-  const activePipelines = new Map<string, string[]>();
-  if (cancelling.length > 0) {
-    const rows = await selectActivePipelines(
-      tx,
-      tables,
-      cancelling.map((schedule) => schedule.id),
-    );
-    for (const row of rows)
-      activePipelines.set(row.scheduleId, [...(activePipelines.get(row.scheduleId) ?? []), row.pipelineId]);
-  }
+  const activePipelines = await activePipelinesOf(
+    tx,
+    tables,
+    cancelling.map((schedule) => schedule.id),
+  );
   const taken = await takenSlotsOf(tx, tables, due, request.missedBefore);
   const latestPipelines = await latestPipelinesOf(tx, tables, due);
   const plans = [];

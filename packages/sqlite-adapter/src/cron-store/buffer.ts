@@ -2,7 +2,7 @@ import { type CronExecutionRow, MAX_RUNS_NOTE, type ReleaseBufferedRequest } fro
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { bind, encodeTextList, textListSql } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
-import type { ClaimStatements } from './claim.js';
+import { activeSchedulesOf, type ClaimStatements } from './claim.js';
 
 import { isBuffered } from './conditions.js';
 /*
@@ -80,12 +80,16 @@ export function releaseBuffered(
     workflows: encodeTextList(request.workflowNames),
     limit: request.limit,
   });
-  const [selectActiveSchedule] = q.claim.selectActiveSchedules;
   const [countRun, disableExhausted] = q.buffer.countReleasedRun;
+  // A buffered row is not itself what it waits for: only a claimed row or an unfinished pipeline.
+  const active = activeSchedulesOf(
+    q.claim,
+    schedules.map((schedule) => schedule.id),
+    false,
+  );
   const released: CronExecutionRow[] = [];
   for (const schedule of schedules) {
-    // A buffered row is not itself what it waits for: only a claimed row or an unfinished pipeline.
-    if (selectActiveSchedule.get({ scheduleId: schedule.id })?.active === 1) continue;
+    if (active.has(schedule.id)) continue;
     // A paused schedule runs nothing more (recovery abandons its claimed rows alike); a spent one neither.
     if (!schedule.enabled || (schedule.maxRuns !== null && schedule.runCount >= schedule.maxRuns)) {
       q.claim.skipBufferedRows.run({ scheduleId: schedule.id });

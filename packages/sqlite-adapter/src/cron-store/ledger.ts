@@ -128,6 +128,16 @@ export function insertOccurrenceRow(q: LedgerStatements, row: NewCronExecution):
   return q.insertOccurrenceChunk.get({ ...newCronExecutionRow(row) });
 }
 
+/** Inserts new ledger rows ON CONFLICT DO NOTHING, one prepared statement per row; returns the rows inserted, in input order. */
+export function insertOccurrenceRows(q: LedgerStatements, rows: readonly NewCronExecution[]): CronExecutionRow[] {
+  const inserted: CronExecutionRow[] = [];
+  for (const row of rows) {
+    const stored = insertOccurrenceRow(q, row);
+    if (stored !== undefined) inserted.push(stored);
+  }
+  return inserted;
+}
+
 /** Ledger counts for rows scheduled at or after `since`; the delays count only hand-offs with a fire lag. */
 export function occurrenceStats(q: LedgerStatements, since: Date, lostBefore: Date): OccurrenceStats {
   const [selectCounts, selectDelayAtRank] = q.selectOccurrenceStats;

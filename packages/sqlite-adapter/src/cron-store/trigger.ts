@@ -1,10 +1,10 @@
-import type { ManualOccurrenceRequest, ManualOccurrenceResult } from '@orreryjs/core';
+import type { DueScheduleState, ManualOccurrenceRequest, ManualOccurrenceResult } from '@orreryjs/core';
 import { eq } from 'drizzle-orm';
 import { bind } from '../codec.js';
 import { type ControlStatements, cancelPipeline } from '../execution-store/control.js';
 import type { PipelineStatements } from '../execution-store/pipelines.js';
 import type { SqliteHandle } from '../transaction.js';
-import { type ClaimStatements, overlapStateOf, skipReplacedClaims } from './claim.js';
+import { activePipelinesOf, activeSchedulesOf, type ClaimStatements, skipReplacedClaims } from './claim.js';
 import { insertOccurrenceRow, type LedgerStatements } from './ledger.js';
 
 /*
@@ -45,7 +45,11 @@ export function insertManualOccurrence(
   const scheduleId = request.row.scheduleId;
   const schedule = q.trigger.lockSchedule.get({ id: scheduleId });
   if (schedule === undefined) return null;
-  const state = overlapStateOf(q.claim, scheduleId, true);
+  // Read inside BEGIN IMMEDIATE: every claim committed before is seen.
+  const active = activeSchedulesOf(q.claim, [scheduleId]).has(scheduleId);
+  const state: DueScheduleState = active
+    ? { hasActiveOccurrence: true, activePipelineIds: activePipelinesOf(q.claim, [scheduleId]).get(scheduleId) ?? [] }
+    : { hasActiveOccurrence: false };
   const plan = request.plan(schedule, state);
   if (plan.skipBuffered === true) q.claim.skipBufferedRows.run({ scheduleId });
   if (plan.skipClaimed === true) skipReplacedClaims(q, scheduleId, request.row.claimedAt);
