@@ -8,7 +8,7 @@ import {
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, eq, sql } from 'drizzle-orm';
-import { arrayParam, bind, encodeUuidList, statusIn } from '../codec.js';
+import { arrayParam, bind, encodeUuidList, statusIn, statusNotIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
 import { isRunning } from './conditions.js';
@@ -53,7 +53,7 @@ export function cancelTasks(db: PostgresDb, tables: PostgresTables, id: string, 
   return db
     .update(t)
     .set({ status: 'cancelled', leaseOwner: null, leaseExpiresAt: null, completedAt: now, updatedAt: now })
-    .where(and(eq(t.pipelineExecutionId, id), sql`NOT ${statusIn(t.status, TERMINAL_TASK_STATUSES)}`));
+    .where(and(eq(t.pipelineExecutionId, id), statusNotIn(t.status, TERMINAL_TASK_STATUSES)));
 }
 
 /** Marks an active pipeline paused; returns it, or nothing when it was not active. */

@@ -214,7 +214,7 @@ update "tenant"."pipeline_executions"
 -- control/cancelTasks
 update "tenant"."task_executions"
   set "status" = $1, "lease_owner" = $2, "lease_expires_at" = $3, "completed_at" = $4, "updated_at" = $5
-  where ("tenant"."task_executions"."pipeline_execution_id" = $6 and NOT "tenant"."task_executions"."status" IN ('completed', 'failed', 'skipped', 'cancelled'));
+  where ("tenant"."task_executions"."pipeline_execution_id" = $6 and "tenant"."task_executions"."status" NOT IN ('completed', 'failed', 'skipped', 'cancelled'));
 
 -- control/pausePipelineRow
 update "tenant"."pipeline_executions"

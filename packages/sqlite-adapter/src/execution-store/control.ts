@@ -8,7 +8,7 @@ import {
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, eq, sql } from 'drizzle-orm';
-import { bind, statusIn } from '../codec.js';
+import { bind, statusIn, statusNotIn } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
 import { isRunning } from './conditions.js';
 import type { PipelineStatements } from './pipelines.js';
@@ -35,7 +35,7 @@ export function prepareControl({ db, tables }: SqliteHandle) {
       .where(
         and(
           eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'id')),
-          sql`NOT ${statusIn(t.status, TERMINAL_TASK_STATUSES)}`,
+          statusNotIn(t.status, TERMINAL_TASK_STATUSES),
         ),
       )
       .prepare(),

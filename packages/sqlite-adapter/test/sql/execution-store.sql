@@ -124,7 +124,7 @@ update "pipeline_executions"
 -- control/cancelTasks
 update "task_executions"
   set "status" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "completed_at" = ?, "updated_at" = ?
-  where ("task_executions"."pipeline_execution_id" = ? and NOT "task_executions"."status" IN ('completed', 'failed', 'skipped', 'cancelled'));
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."status" NOT IN ('completed', 'failed', 'skipped', 'cancelled'));
 
 -- control/pausePipelineRow
 update "pipeline_executions"
