@@ -1,5 +1,5 @@
 /**
- * Renders the SQL of an adapter's statements as one reviewable text: a `-- name` header per
+ * Renders the SQL of an adapter's statements as one reviewable text: a `-- file/query` header per
  * statement, then its SQL with a line break before each top-level clause. Accepts drizzle's
  * prepared queries, query builders (`toSQL()`) and raw queries (`getQuery()`).
  */
@@ -33,10 +33,16 @@ function layout(text: string): string {
     .replace(/[ \t]+$/gm, '');
 }
 
-/** Flattens `{ file: { name: statement } }` (any depth) into `[file/name, statement]` pairs. */
+/**
+ * Flattens `{ file: { query: statement } }` (any depth) into `[file/query, statement]` pairs. A
+ * query that sends several statements (SQLite, where it must differ) is an array of them,
+ * labelled `file/query#1`, `file/query#2`, … in order.
+ */
 export function flattenStatements(tree: Record<string, unknown>, prefix = ''): Array<[string, Statement]> {
   return Object.entries(tree).flatMap(([key, value]) => {
     const name = prefix === '' ? key : `${prefix}/${key}`;
+    if (Array.isArray(value))
+      return value.map((statement, i) => [`${name}#${i + 1}`, statement] as [string, Statement]);
     const isGroup =
       value !== null &&
       typeof value === 'object' &&
@@ -46,6 +52,16 @@ export function flattenStatements(tree: Record<string, unknown>, prefix = ''): A
       Object.getPrototypeOf(value) === Object.prototype;
     return isGroup ? flattenStatements(value as Record<string, unknown>, name) : [[name, value] as [string, Statement]];
   });
+}
+
+/** The `file/query` of a snapshot label: `#n` (one statement of several) dropped. */
+export function queryOfLabel(label: string): string {
+  return label.replace(/#\d+$/, '');
+}
+
+/** The labels of a snapshot file's statements (its `-- file/query` lines), in order. */
+export function snapshotLabels(text: string): string[] {
+  return [...text.matchAll(/^-- (\S+)$/gm)].map((match) => match[1]!);
 }
 
 /** The snapshot text of named statements, in the order given. */

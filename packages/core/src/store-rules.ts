@@ -1,5 +1,5 @@
 import type { ContextDelta } from './context.js';
-import type { CronExecutionRow, CronExecutionSource, NewCronExecution } from './cron-store.js';
+import type { CronExecutionRow, CronExecutionSource, CronExecutionStatus, NewCronExecution } from './cron-store.js';
 import { IdempotencyConflictError } from './errors.js';
 import type {
   ClaimTasksRequest,
@@ -58,6 +58,17 @@ export const TERMINAL_TASK_STATUSES = [
   'skipped',
   'cancelled',
 ] as const satisfies readonly TaskStatus[];
+
+/**
+ * Occurrences still in flight: claimed but not handed off yet, or buffered behind an active one.
+ * Retention never deletes them; every other status is where an occurrence ends.
+ */
+export const OPEN_OCCURRENCE_STATUSES = ['claimed', 'buffered'] as const satisfies readonly CronExecutionStatus[];
+/** Occurrences whose slot a backfill may take back, when no pipeline was ever linked to them. */
+export const RECLAIMABLE_OCCURRENCE_STATUSES = [
+  'missed',
+  'abandoned',
+] as const satisfies readonly CronExecutionStatus[];
 
 /** Occurrences the scheduler created (not a manual trigger or a backfill, which are explicit requests). */
 export const SCHEDULER_OCCURRENCE_SOURCES = ['schedule', 'catchup'] as const satisfies readonly CronExecutionSource[];

@@ -282,7 +282,17 @@ export function fieldsOf<T extends Record<string, PgColumn>>(source: object, col
  * parameters so that a generic plan can use the partial indexes whose condition names them.
  */
 export function statusIn(column: SQLWrapper, statuses: readonly string[]): SQL {
-  return sql`${column} IN (${sql.raw(statuses.map((status) => `'${status}'`).join(', '))})`;
+  return sql`${column} IN ${statusList(statuses)}`;
+}
+
+/** `<column> NOT IN ('a', 'b')` for a status set from core, as literals like {@link statusIn}. */
+export function statusNotIn(column: SQLWrapper, statuses: readonly string[]): SQL {
+  return sql`${column} NOT IN ${statusList(statuses)}`;
+}
+
+/** `('a', 'b')`: a status set as SQL literals (statuses are identifiers from core, never user input). */
+function statusList(statuses: readonly string[]): SQL {
+  return sql.raw(`(${statuses.map((status) => `'${status}'`).join(', ')})`);
 }
 
 /**

@@ -3,28 +3,45 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import { describe, expect, it } from 'vitest';
 import { flattenStatements, renderSqlSnapshot } from '../../../test/support/sql-snapshot.js';
 import { reclaimForBackfill } from '../src/cron-store/backfill.js';
-import { selectAnyBuffered } from '../src/cron-store/buffer.js';
+import {
+  claimBufferedRow,
+  countReleasedRun,
+  selectAnyBuffered,
+  selectBufferingSchedules,
+  selectOldestBuffered,
+} from '../src/cron-store/buffer.js';
 import {
   advanceNextRunAt,
+  selectActivePipelines,
   selectActiveSchedules,
   selectDueSchedules,
   selectLatestPipelines,
   selectTakenSlots,
+  skipBufferedRows,
   skipClaimedRows,
 } from '../src/cron-store/claim.js';
 import { linkOccurrences } from '../src/cron-store/handoff.js';
 import { prepareCronStore } from '../src/cron-store/index.js';
 import { insertOccurrenceChunk } from '../src/cron-store/ledger.js';
-import { insertScheduleChunk, selectSchedules, updateScheduleVersion } from '../src/cron-store/schedules.js';
+import {
+  deleteScheduleAtVersion,
+  insertScheduleChunk,
+  selectSchedules,
+  selectStrandedSchedules,
+  updateScheduleGroup,
+  updateScheduleVersion,
+} from '../src/cron-store/schedules.js';
 import { lockSchedule } from '../src/cron-store/trigger.js';
 import {
   cancelPipelineRow,
   cancelTasks,
   pausePipelineRow,
   requeueRunningTasks,
+  retryPipelineRow,
+  retryTasks,
 } from '../src/execution-store/control.js';
 import { prepareExecutionStore } from '../src/execution-store/index.js';
-import { selectPipelines } from '../src/execution-store/pipelines.js';
+import { countWork, selectPipelines } from '../src/execution-store/pipelines.js';
 import { prepareRunnerStore } from '../src/runner-store/index.js';
 import { tablesIn } from '../src/schema.js';
 import type { PostgresDb, PostgresHandle } from '../src/transaction.js';
@@ -52,16 +69,28 @@ const occurrence: NewCronExecution = {
   missedCount: 0,
 };
 const page = { limit: 10, offset: 0 };
+const release = { now, runnerId: 'r', workflowNames: ['w'], limit: 10 };
+
+// The cron store's `handoff/insertPipelines` is the execution store's `pipelines/insertPipelines`, in execution-store.sql already.
+const { insertPipelines: _insertPipelines, ...handoffStatements } = prepareCronStore(handle).handoff;
 
 /** The statements each store sends: its prepared ones, then those built per call (one representative input each). */
 const stores = {
   'cron-store': [
-    ...flattenStatements(prepareCronStore(handle)),
+    ...flattenStatements({ ...prepareCronStore(handle), handoff: handoffStatements }),
     ...flattenStatements({
       schedules: {
         selectSchedules: selectSchedules(db, tables, { ...page, enabledOnly: true, workflowName: 'w' }),
         updateScheduleVersion: updateScheduleVersion(db, tables, id, 1, { enabled: false, updatedAt: now }),
         insertScheduleChunk: insertScheduleChunk(db, tables, [schedule]),
+        updateScheduleGroup: updateScheduleGroup(
+          db,
+          tables,
+          ['enabled'],
+          [{ id, expectedVersion: 1, patch: { enabled: false } }],
+        ),
+        deleteScheduleAtVersion: deleteScheduleAtVersion(db, tables, [{ id, expectedVersion: 1 }]),
+        selectStrandedSchedules: selectStrandedSchedules(db, tables, now, ['w'], 10),
       },
       claim: {
         selectDueSchedules: selectDueSchedules(db, tables, {
@@ -71,12 +100,20 @@ const stores = {
           plan: () => null,
         }),
         selectActiveSchedules: selectActiveSchedules(db, tables, [id]),
+        selectActivePipelines: selectActivePipelines(db, tables, [id]),
+        skipBufferedRows: skipBufferedRows(db, tables, [id]),
         selectTakenSlots: selectTakenSlots(db, tables, [schedule], now, now),
         advanceNextRunAt: advanceNextRunAt(db, tables, [{ schedule, nextRunAt: now, lastRunAt: now }], now),
         skipClaimedRows: skipClaimedRows(db, tables, [id]),
         selectLatestPipelines: selectLatestPipelines(db, tables, [id]),
       },
-      buffer: { selectAnyBuffered: selectAnyBuffered(db, tables) },
+      buffer: {
+        selectAnyBuffered: selectAnyBuffered(db, tables),
+        selectBufferingSchedules: selectBufferingSchedules(db, tables, release),
+        selectOldestBuffered: selectOldestBuffered(db, tables, id),
+        claimBufferedRow: claimBufferedRow(db, tables, id, release),
+        countReleasedRun: countReleasedRun(db, tables, id, true, now),
+      },
       handoff: { linkOccurrences: linkOccurrences(db, tables, new Map([[id, id]]), now) },
       backfill: { reclaimForBackfill: reclaimForBackfill(db, tables, [occurrence]) },
       ledger: { insertOccurrenceChunk: insertOccurrenceChunk(db, tables, [occurrence]) },
@@ -88,17 +125,20 @@ const stores = {
     ...flattenStatements({
       pipelines: {
         selectPipelines: selectPipelines(db, tables, { ...page, workflowName: 'w', status: 'running' }),
+        countWork: countWork(db, tables, now),
       },
       control: {
         cancelPipelineRow: cancelPipelineRow(db, tables, id, now),
         cancelTasks: cancelTasks(db, tables, id, now),
         pausePipelineRow: pausePipelineRow(db, tables, id, null, now),
         requeueRunningTasks: requeueRunningTasks(db, tables, id, now),
+        retryPipelineRow: retryPipelineRow(db, tables, id, 1, now),
+        retryTasks: retryTasks(db, tables, id, [{ id, pendingDeps: 0 }], now),
       },
     }),
   ],
-  'runner-store': flattenStatements(prepareRunnerStore(handle)),
-  'workflow-store': flattenStatements(prepareWorkflowStore(handle)),
+  'runner-store': flattenStatements({ index: prepareRunnerStore(handle) }),
+  'workflow-store': flattenStatements({ index: prepareWorkflowStore(handle) }),
 };
 
 describe('SQL snapshot (Postgres)', () => {

@@ -4,9 +4,14 @@ import { drizzle } from 'drizzle-orm/better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { flattenStatements, renderSqlSnapshot } from '../../../test/support/sql-snapshot.js';
 import { prepareCronStore } from '../src/cron-store/index.js';
-import { selectSchedules, updateScheduleVersion } from '../src/cron-store/schedules.js';
+import {
+  selectSchedules,
+  selectStrandedSchedules,
+  updateScheduleGroup,
+  updateScheduleVersion,
+} from '../src/cron-store/schedules.js';
 import { prepareExecutionStore } from '../src/execution-store/index.js';
-import { selectPipelines } from '../src/execution-store/pipelines.js';
+import { countWork, selectPipelines } from '../src/execution-store/pipelines.js';
 import { applyMigrations } from '../src/migrate.js';
 import { prepareRunnerStore } from '../src/runner-store/index.js';
 import * as schema from '../src/schema.js';
@@ -23,8 +28,8 @@ const id = newId();
 const page = { limit: 10, offset: 0 };
 const patch: Partial<ScheduleRow> = { enabled: false, updatedAt: now };
 
-// The cron store's `control` statements are the execution store's cancel, in execution-store.sql already.
-const { control: _control, ...cronStatements } = prepareCronStore(handle);
+// The cron store's `control` and `pipelines` statements are the execution store's, in execution-store.sql already.
+const { control: _control, pipelines: _pipelines, ...cronStatements } = prepareCronStore(handle);
 
 /** The statements each store sends: its prepared ones, then those built per call (one representative input each). */
 const stores = {
@@ -34,17 +39,22 @@ const stores = {
       schedules: {
         selectSchedules: selectSchedules(db, tables, { ...page, enabledOnly: true, workflowName: 'w' }),
         updateScheduleVersion: updateScheduleVersion(db, tables, id, 1, patch),
+        updateScheduleGroup: updateScheduleGroup(db, tables, ['enabled']),
+        selectStrandedSchedules: selectStrandedSchedules(db, tables, now, ['w'], 10),
       },
     }),
   ],
   'execution-store': [
     ...flattenStatements(prepareExecutionStore(handle)),
     ...flattenStatements({
-      pipelines: { selectPipelines: selectPipelines(db, tables, { ...page, workflowName: 'w', status: 'running' }) },
+      pipelines: {
+        selectPipelines: selectPipelines(db, tables, { ...page, workflowName: 'w', status: 'running' }),
+        countWork: countWork(db, tables, now),
+      },
     }),
   ],
-  'runner-store': flattenStatements(prepareRunnerStore(handle)),
-  'workflow-store': flattenStatements(prepareWorkflowStore(handle)),
+  'runner-store': flattenStatements({ index: prepareRunnerStore(handle) }),
+  'workflow-store': flattenStatements({ index: prepareWorkflowStore(handle) }),
 };
 
 afterAll(() => client.close());

@@ -1,6 +1,6 @@
-import type { CronExecutionRow, NewCronExecution } from '@orreryjs/core';
+import { type CronExecutionRow, type NewCronExecution, RECLAIMABLE_OCCURRENCE_STATUSES } from '@orreryjs/core';
 import { and, isNull, sql } from 'drizzle-orm';
-import { arrayParam, dateToIso, encodeJson, encodeUuidList } from '../codec.js';
+import { arrayParam, dateToIso, encodeJson, encodeUuidList, statusIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
 import { insertOccurrenceRows } from './ledger.js';
@@ -65,7 +65,7 @@ export function reclaimForBackfill(db: PostgresDb, tables: PostgresTables, rows:
       and(
         sql`${c.scheduleId} = v.schedule_id`,
         sql`${c.scheduledTime} = v.scheduled_time`,
-        sql`${c.status} IN ('missed', 'abandoned')`,
+        statusIn(c.status, RECLAIMABLE_OCCURRENCE_STATUSES),
         isNull(c.pipelineExecutionId),
         sql`${c.source} <> 'manual'`,
       ),

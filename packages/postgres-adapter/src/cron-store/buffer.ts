@@ -3,8 +3,9 @@ import { and, asc, eq, sql } from 'drizzle-orm';
 import { inTextList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
-import { selectActiveSchedules } from './claim.js';
+import { activeSchedulesOf, skipBufferedRows } from './claim.js';
 
+import { isBuffered } from './conditions.js';
 /*
  * Overlap buffering (buffer_one, buffer_all): a buffered occurrence waits in the ledger until
  * the active occurrence of its schedule ends; then the first tick, on any runner, claims it
@@ -16,7 +17,7 @@ import { selectActiveSchedules } from './claim.js';
 export function selectAnyBuffered(db: PostgresDb, tables: PostgresTables) {
   const c = tables.cronExecutions;
   // Raw SQL: the literal status lets the probe use the partial buffered index.
-  return db.select({ id: c.id }).from(c).where(sql`${c.status} = 'buffered'`).limit(1);
+  return db.select({ id: c.id }).from(c).where(isBuffered(tables)).limit(1);
 }
 
 /** Locks up to `limit` schedules of `workflowNames` holding a buffered row; SKIP LOCKED, so tickers split them. */
@@ -43,7 +44,7 @@ export function selectOldestBuffered(db: PostgresDb, tables: PostgresTables, sch
   return db
     .select({ id: c.id })
     .from(c)
-    .where(and(eq(c.scheduleId, scheduleId), sql`${c.status} = 'buffered'`))
+    .where(and(eq(c.scheduleId, scheduleId), isBuffered(tables)))
     .orderBy(asc(c.scheduledTime))
     .limit(1);
 }
@@ -54,17 +55,8 @@ export function claimBufferedRow(db: PostgresDb, tables: PostgresTables, id: str
   return db
     .update(c)
     .set({ status: 'claimed', claimedAt: request.now, fireAt: request.now, claimedBy: request.runnerId })
-    .where(and(eq(c.id, id), sql`${c.status} = 'buffered'`))
+    .where(and(eq(c.id, id), isBuffered(tables)))
     .returning();
-}
-
-/** The buffered rows of a schedule that is paused or whose maxRuns is spent become `skipped`. */
-export function skipBufferedOf(db: PostgresDb, tables: PostgresTables, scheduleId: string) {
-  const c = tables.cronExecutions;
-  return db
-    .update(c)
-    .set({ status: 'skipped' })
-    .where(and(eq(c.scheduleId, scheduleId), sql`${c.status} = 'buffered'`));
 }
 
 /** Counts a released occurrence in the schedule's runCount, disabling it when that reaches maxRuns. */
@@ -97,13 +89,13 @@ export async function releaseBuffered(
   if (schedules.length === 0) return [];
   // Read after the locks are held: a buffered row is not itself what it waits for.
   const ids = schedules.map((schedule) => schedule.id);
-  const active = new Set((await selectActiveSchedules(tx, tables, ids, false)).rows.map((row) => row.id));
+  const active = await activeSchedulesOf(tx, tables, ids, false);
   const released: CronExecutionRow[] = [];
   for (const schedule of schedules) {
     if (active.has(schedule.id)) continue;
     // A paused schedule runs nothing more (recovery abandons its claimed rows alike); a spent one neither.
     if (!schedule.enabled || (schedule.maxRuns !== null && schedule.runCount >= schedule.maxRuns)) {
-      await skipBufferedOf(tx, tables, schedule.id);
+      await skipBufferedRows(tx, tables, [schedule.id]);
       continue;
     }
     const [oldest] = await selectOldestBuffered(tx, tables, schedule.id);

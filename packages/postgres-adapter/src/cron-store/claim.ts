@@ -4,6 +4,7 @@ import {
   type LatestSchedulePipeline,
   SCHEDULER_OCCURRENCE_SOURCES,
   type ScheduleRow,
+  UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, asc, desc, eq, gte, lt, lte, type SQL, sql } from 'drizzle-orm';
 import { arrayParam, dateToIso, encodeUuidList, inTextList, statusIn } from '../codec.js';
@@ -11,9 +12,9 @@ import { cancelPipeline } from '../execution-store/control.js';
 import type { InsertPipelines } from '../execution-store/pipelines.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
+import { isBuffered, isClaimed, isEnabled } from './conditions.js';
 import { handOffInTransaction } from './handoff.js';
-import { insertOccurrenceRows, isClaimed } from './ledger.js';
-import { isEnabled } from './schedules.js';
+import { insertOccurrenceRows } from './ledger.js';
 
 /*
  * Claim + phase 1, one transaction: lock the due schedules (SKIP LOCKED, so tickers split
@@ -69,7 +70,7 @@ export function selectActiveSchedules(
       OR EXISTS (SELECT 1 FROM ${p} pe
         JOIN ${c} ce ON ce.id = (CASE WHEN pe.idempotency_key
           ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN pe.idempotency_key::uuid END)
-        WHERE pe.status IN ('pending', 'running', 'paused') AND pe.scheduled_time IS NOT NULL
+        WHERE ${statusIn(sql`pe.status`, UNFINISHED_PIPELINE_STATUSES)} AND pe.scheduled_time IS NOT NULL
           AND ce.schedule_id = d.id AND ce.status = 'handed_off' AND ce.pipeline_execution_id = pe.id)`);
 }
 
@@ -88,9 +89,34 @@ export function selectActivePipelines(db: PostgresDb, tables: PostgresTables, sc
         // Raw SQL: a uuid array parameter, which drizzle's inArray would expand into one parameter per id.
         sql`${c.scheduleId} = ANY(${arrayParam(encodeUuidList(scheduleIds))}::uuid[])`,
         sql`${c.status} = 'handed_off'`,
-        sql`${p.status} IN ('pending', 'running', 'paused')`,
+        statusIn(p.status, UNFINISHED_PIPELINE_STATUSES),
       ),
     );
+}
+
+/** The ids among `scheduleIds` with an active occurrence (see {@link selectActiveSchedules}); no read for none. */
+export async function activeSchedulesOf(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  scheduleIds: readonly string[],
+  includeBuffered = true,
+): Promise<Set<string>> {
+  if (scheduleIds.length === 0) return new Set();
+  return new Set((await selectActiveSchedules(tx, tables, scheduleIds, includeBuffered)).rows.map((row) => row.id));
+}
+
+/** The unfinished pipelines of each of `scheduleIds` (see {@link selectActivePipelines}); no read for none. */
+export async function activePipelinesOf(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  scheduleIds: readonly string[],
+): Promise<Map<string, string[]>> {
+  const pipelines = new Map<string, string[]>();
+  if (scheduleIds.length === 0) return pipelines;
+  for (const row of await selectActivePipelines(tx, tables, scheduleIds)) {
+    pipelines.set(row.scheduleId, [...(pipelines.get(row.scheduleId) ?? []), row.pipelineId]);
+  }
+  return pipelines;
 }
 
 /** These schedules' ledger rows matching `condition` become `skipped`. */
@@ -110,7 +136,7 @@ function skipRows(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly 
 
 /** buffer_one: the stored `buffered` rows of these schedules become `skipped` (a newer one replaces them). */
 export function skipBufferedRows(db: PostgresDb, tables: PostgresTables, scheduleIds: readonly string[]) {
-  return skipRows(db, tables, scheduleIds, sql`${tables.cronExecutions.status} = 'buffered'`);
+  return skipRows(db, tables, scheduleIds, isBuffered(tables));
 }
 
 /**
@@ -272,21 +298,13 @@ export async function claimDueSchedules(
   if (due.length === 0) return [];
   // Read after the locks are held, on a snapshot that sees every claim committed before them.
   const waitIfActive = due.filter((schedule) => schedule.overlapPolicy !== 'allow').map((schedule) => schedule.id);
-  const active =
-    waitIfActive.length === 0
-      ? new Set<string>()
-      : new Set((await selectActiveSchedules(tx, tables, waitIfActive)).rows.map((row) => row.id));
+  const active = await activeSchedulesOf(tx, tables, waitIfActive);
   const cancelling = due.filter((schedule) => schedule.overlapPolicy === 'cancel_other' && active.has(schedule.id));
-  const activePipelines = new Map<string, string[]>();
-  if (cancelling.length > 0) {
-    const rows = await selectActivePipelines(
-      tx,
-      tables,
-      cancelling.map((schedule) => schedule.id),
-    );
-    for (const row of rows)
-      activePipelines.set(row.scheduleId, [...(activePipelines.get(row.scheduleId) ?? []), row.pipelineId]);
-  }
+  const activePipelines = await activePipelinesOf(
+    tx,
+    tables,
+    cancelling.map((schedule) => schedule.id),
+  );
   const taken = await takenSlotsOf(tx, tables, due, request.missedBefore);
   const latestPipelines = await latestPipelinesOf(tx, tables, due);
   const plans = [];

@@ -4,7 +4,7 @@ import { arrayParam, bind, encodeUuidList } from '../codec.js';
 import { createPipelinesIn, type InsertPipelines, prepareInsertPipelines } from '../execution-store/pipelines.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
-import { isClaimed } from './ledger.js';
+import { isClaimed } from './conditions.js';
 
 /*
  * Handoff, phase 2: a `claimed` row becomes `handed_off` with its pipeline's id, either after

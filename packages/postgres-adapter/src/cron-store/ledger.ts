@@ -4,13 +4,14 @@ import {
   type NewCronExecution,
   newCronExecutionRow,
   type OccurrenceStats,
+  OPEN_OCCURRENCE_STATUSES,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
-import { bind, statusIn } from '../codec.js';
+import { bind, statusIn, statusNotIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
-import { isLost } from './recover.js';
+import { isClaimed, isLost } from './conditions.js';
 
 /*
  * The ledger: one row per occurrence, written once per slot (ON CONFLICT DO NOTHING on the
@@ -19,11 +20,6 @@ import { isLost } from './recover.js';
 
 /** Rows per multi-row INSERT: 19 parameters each, well under Postgres's 65,535 per statement. */
 const INSERT_CHUNK = 1000;
-
-/** `claimed` rows: a literal, so that a generic plan can use the recovery index. */
-export function isClaimed({ cronExecutions: c }: PostgresTables) {
-  return sql`${c.status} = 'claimed'`;
-}
 
 /**
  * Not a `handed_off` row whose pipeline is still pending, running or paused: the overlap check
@@ -111,7 +107,7 @@ export function prepareLedger({ db, tables, named }: PostgresHandle) {
             .from(c)
             .where(
               and(
-                sql`${c.status} NOT IN ('claimed', 'buffered')`,
+                statusNotIn(c.status, OPEN_OCCURRENCE_STATUSES),
                 lt(sql`coalesce(${c.handedOffAt}, ${c.claimedAt})`, bind(c.claimedAt, 'before')),
                 isNotOverlapping(tables),
               ),

@@ -1,23 +1,14 @@
 import type { ClaimLostRequest, CronExecutionRow, LostOccurrence, RecoveryOutcome } from '@orreryjs/core';
 import { and, asc, eq, getTableColumns, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import { bind, dateToIso, fieldsOf, inTextList } from '../codec.js';
-import type { PostgresTables } from '../schema.js';
 import type { PostgresHandle } from '../transaction.js';
-import { isClaimed } from './ledger.js';
+import { isClaimed, isLost } from './conditions.js';
 
 /*
  * Recovery: a `claimed` row whose handoff never linked is lost; recoverers claim it by
  * compare-and-set (attempt count and a recovery lease in the row) and commit the attempt's
  * outcome fenced on that lease.
  */
-
-/**
- * A `claimed` row is lost once both its fire time and its claim are older than the lost
- * threshold: a slot claimed late (after an outage) gets the whole threshold for its handoff.
- */
-export function isLost({ cronExecutions: c }: PostgresTables) {
-  return and(lt(c.fireAt, bind(c.fireAt, 'lostBefore')), lt(c.claimedAt, bind(c.claimedAt, 'lostBefore')));
-}
 
 const clearedRecoveryLease = { recoveryLeaseOwner: null, recoveryLeaseExpiresAt: null };
 

@@ -10,6 +10,8 @@ import type { PgColumn } from 'drizzle-orm/pg-core';
 import { arrayParam, bind, bindAllColumns, encodeUuidList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import { type PostgresDb, type PostgresHandle, sqlState } from '../transaction.js';
+import { skipBufferedRows } from './claim.js';
+import { isBuffered, isEnabled } from './conditions.js';
 
 /*
  * Schedules: insert (idempotent by name), read, list, compare-and-set update, delete, and a
@@ -19,11 +21,6 @@ import { type PostgresDb, type PostgresHandle, sqlState } from '../transaction.j
 // Rows per INSERT of a sync (one array parameter per column): bounds the size of one statement's parameters.
 const SYNC_INSERT_CHUNK = 10_000;
 
-/** Enabled schedules: a literal, not a bound parameter, so that a generic plan can use the due index. */
-export function isEnabled({ cronSchedules: s }: PostgresTables) {
-  return sql`${s.enabled}`;
-}
-
 /** Builds the schedule statements once; each is named, so each connection parses it once. */
 export function prepareSchedules({ db, tables, named }: PostgresHandle) {
   const { cronSchedules: s, cronExecutions: c } = tables;
@@ -32,7 +29,7 @@ export function prepareSchedules({ db, tables, named }: PostgresHandle) {
     db
       .update(c)
       .set({ status: 'skipped' })
-      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'id')), sql`${c.status} = 'buffered'`))
+      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'id')), isBuffered(tables)))
       .returning({ id: c.id }),
   );
   return {
@@ -95,7 +92,6 @@ export async function applyScheduleSync(
   tables: PostgresTables,
   writes: ScheduleSyncWrites,
 ): Promise<void> {
-  const { cronSchedules: s, cronExecutions: c } = tables;
   for (let start = 0; start < writes.inserts.length; start += SYNC_INSERT_CHUNK) {
     const chunk = writes.inserts.slice(start, start + SYNC_INSERT_CHUNK);
     const inserted = await insertScheduleChunk(tx, tables, chunk);
@@ -114,18 +110,29 @@ export async function applyScheduleSync(
     if (updated.length < updates.length) throw new ScheduleSyncLost();
   }
   if (writes.deletes.length > 0) {
-    const ids = arrayParam(encodeUuidList(writes.deletes.map((write) => write.id)));
-    const versions = arrayParam(writes.deletes.map((write) => write.expectedVersion));
-    const deleted = await tx
-      .delete(s)
-      .where(sql`(${s.id}, ${s.version}) IN (SELECT * FROM unnest(${ids}::uuid[], ${versions}::int[]))`)
-      .returning({ id: s.id });
+    const deleted = await deleteScheduleAtVersion(tx, tables, writes.deletes);
     if (deleted.length < writes.deletes.length) throw new ScheduleSyncLost();
-    await tx
-      .update(c)
-      .set({ status: 'skipped' })
-      .where(and(sql`${c.scheduleId} = ANY(${ids}::uuid[])`, sql`${c.status} = 'buffered'`));
+    await skipBufferedRows(
+      tx,
+      tables,
+      writes.deletes.map((write) => write.id),
+    );
   }
+}
+
+/** Deletes schedules by compare-and-set on their versions, one statement; returns the ids it deleted. */
+export function deleteScheduleAtVersion(
+  db: PostgresDb,
+  tables: PostgresTables,
+  deletes: ScheduleSyncWrites['deletes'],
+) {
+  const s = tables.cronSchedules;
+  const ids = arrayParam(encodeUuidList(deletes.map((write) => write.id)));
+  const versions = arrayParam(deletes.map((write) => write.expectedVersion));
+  return db
+    .delete(s)
+    .where(sql`(${s.id}, ${s.version}) IN (SELECT * FROM unnest(${ids}::uuid[], ${versions}::int[]))`)
+    .returning({ id: s.id });
 }
 
 /**
@@ -162,7 +169,7 @@ function columnArray(column: PgColumn, values: readonly unknown[]) {
  * Writes the same columns (`fields`) of many schedules by compare-and-set on their versions, one
  * statement; returns the ids it updated.
  */
-function updateScheduleGroup(
+export function updateScheduleGroup(
   tx: PostgresDb,
   tables: PostgresTables,
   fields: readonly string[],

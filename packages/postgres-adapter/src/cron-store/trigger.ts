@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm';
 import { cancelPipeline } from '../execution-store/control.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
-import { selectActivePipelines, selectActiveSchedules, skipBufferedRows, skipReplacedClaims } from './claim.js';
+import { activePipelinesOf, activeSchedulesOf, skipBufferedRows, skipReplacedClaims } from './claim.js';
 import { insertOccurrenceRows } from './ledger.js';
 
 /*
@@ -28,11 +28,11 @@ export async function insertManualOccurrence(
   const [schedule] = await lockSchedule(tx, tables, scheduleId);
   if (schedule === undefined) return null;
   // Read after the lock is held, on a snapshot that sees every claim committed before it.
-  const active = (await selectActiveSchedules(tx, tables, [scheduleId])).rows.length > 0;
+  const active = (await activeSchedulesOf(tx, tables, [scheduleId])).has(scheduleId);
   const state: DueScheduleState = active
     ? {
         hasActiveOccurrence: true,
-        activePipelineIds: (await selectActivePipelines(tx, tables, [scheduleId])).map((row) => row.pipelineId),
+        activePipelineIds: (await activePipelinesOf(tx, tables, [scheduleId])).get(scheduleId) ?? [],
       }
     : { hasActiveOccurrence: false };
   const plan = request.plan(schedule, state);

@@ -27,8 +27,7 @@ import {
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
 import { withEndedAttempt } from './attempts.js';
-import { isRunning, later } from './lease.js';
-import { taskRowColumns } from './pipelines.js';
+import { isRunning, later, taskRowColumns } from './conditions.js';
 
 /*
  * Claiming tasks: ready tasks and tasks whose lease expired, leased in one statement with

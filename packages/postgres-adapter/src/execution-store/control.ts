@@ -2,15 +2,16 @@ import {
   ACTIVE_PIPELINE_STATUSES,
   newTaskStatus,
   type PipelineRow,
+  RETRYABLE_PIPELINE_STATUSES,
   type RetriedTask,
   TERMINAL_TASK_STATUSES,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, eq, sql } from 'drizzle-orm';
-import { arrayParam, bind, encodeUuidList, statusIn } from '../codec.js';
+import { arrayParam, bind, encodeUuidList, statusIn, statusNotIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
-import { isRunning } from './lease.js';
+import { isRunning } from './conditions.js';
 
 /*
  * Operator control of a pipeline: cancel, pause, resume, retry. Cancel, pause and retry lock the pipeline row
@@ -52,7 +53,7 @@ export function cancelTasks(db: PostgresDb, tables: PostgresTables, id: string, 
   return db
     .update(t)
     .set({ status: 'cancelled', leaseOwner: null, leaseExpiresAt: null, completedAt: now, updatedAt: now })
-    .where(and(eq(t.pipelineExecutionId, id), sql`NOT ${statusIn(t.status, TERMINAL_TASK_STATUSES)}`));
+    .where(and(eq(t.pipelineExecutionId, id), statusNotIn(t.status, TERMINAL_TASK_STATUSES)));
 }
 
 /** Marks an active pipeline paused; returns it, or nothing when it was not active. */
@@ -131,7 +132,7 @@ export function retryPipelineRow(
       completedAt: null,
       updatedAt: now,
     })
-    .where(and(eq(p.id, id), sql`${p.status} IN ('failed', 'cancelled')`))
+    .where(and(eq(p.id, id), statusIn(p.status, RETRYABLE_PIPELINE_STATUSES)))
     .returning();
 }
 

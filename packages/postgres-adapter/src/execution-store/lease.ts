@@ -1,24 +1,14 @@
 import type { LeaseRef, RenewLeasesOptions } from '@orreryjs/core';
 import { and, eq, lt, sql } from 'drizzle-orm';
-import { bind, dateToIso, encodeUuidList, inUuidList } from '../codec.js';
-import type { PostgresTables } from '../schema.js';
+import { bind, encodeUuidList, inUuidList } from '../codec.js';
 import type { PostgresHandle } from '../transaction.js';
 import { withEndedAttempt } from './attempts.js';
+import { isRunning, later } from './conditions.js';
 
 /*
  * Leases: a running task is held by one runner until its lease expires; renewals and releases
  * are fenced on (owner, attempt), so a runner that lost a lease cannot touch its successor's.
  */
-
-/** `running` tasks: a literal, so that a generic plan can use the expired-lease index. */
-export function isRunning({ taskExecutions: t }: PostgresTables) {
-  return sql`${t.status} = 'running'`;
-}
-
-/** `now + ms` as a Date, from `now` truncated to the millisecond. */
-export function later(now: Date, ms: number): Date {
-  return new Date(Date.parse(dateToIso(now)) + ms);
-}
 
 /** Builds the lease statements once; each is named, so each connection parses it once. */
 export function prepareLease({ db, tables, named }: PostgresHandle) {

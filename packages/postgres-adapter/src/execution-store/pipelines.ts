@@ -20,15 +20,10 @@ import {
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
 
+import { taskRowColumns } from './conditions.js';
 /*
  * Pipelines and their tasks: created together (idempotent by key), read by id, by key, by page.
  */
-
-/** The columns of a task row as the port returns it (without the bookkeeping `updated_at`). */
-export function taskRowColumns({ taskExecutions: t }: PostgresTables) {
-  const { updatedAt: _updatedAt, ...columns } = getTableColumns(t);
-  return columns;
-}
 
 /** Builds the pipeline statements once; each is named, so each connection parses it once. */
 export function preparePipelines(handle: PostgresHandle) {

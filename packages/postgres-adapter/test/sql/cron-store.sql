@@ -22,29 +22,6 @@ with "skipped_buffered" as (update "tenant"."cron_executions"
   delete from "tenant"."cron_schedules"
   where "tenant"."cron_schedules"."id" = $3::uuid;
 
--- handoff/insertPipelines
-WITH inserted AS (
-      INSERT INTO "tenant"."pipeline_executions" (id, workflow_name, workflow_version, status, input, idempotency_key, scheduled_time,
-        schedule_id, remaining_tasks, failed_tasks, created_at, updated_at, trace_context)
-      SELECT u.id, u.workflow_name, u.workflow_version, 'pending', u.input::jsonb, u.idempotency_key,
-        u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now, u.trace_context::jsonb
-      FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::uuid[],
-        $8::int[], $9::timestamptz[], $17::text[])
-        AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, schedule_id, remaining_tasks, now,
-          trace_context)
-      ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-      RETURNING *
-    ), tasks AS (
-      INSERT INTO "tenant"."task_executions" (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt,
-        failed_attempts, pending_deps, available_at, updated_at)
-      SELECT v.id, i.id, i.workflow_name, v.task_id, v.position, v.status, 0, 0, v.pending_deps,
-        coalesce(v.run_at, i.created_at), i.created_at
-      FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::int[], $14::text[], $15::int[], $16::timestamptz[])
-        AS v(id, pipeline_id, task_id, position, status, pending_deps, run_at)
-      JOIN inserted i ON i.id = v.pipeline_id
-    )
-    SELECT to_json(i) AS row FROM inserted i;
-
 -- handoff/linkOccurrence
 update "tenant"."cron_executions"
   set "status" = $1, "pipeline_execution_id" = $2::uuid, "handed_off_at" = $3::timestamp (3) with time zone, "recovery_lease_owner" = $4, "recovery_lease_expires_at" = $5
@@ -147,6 +124,27 @@ insert into "tenant"."cron_schedules" ("id", "name", "workflow_name", "cron_expr
   on conflict do nothing
   returning "id";
 
+-- schedules/updateScheduleGroup
+update "tenant"."cron_schedules"
+  set "enabled" = v.f0, "version" = "tenant"."cron_schedules"."version" + 1
+  from unnest($1::uuid[],
+      $2::int[], $3::boolean[]) AS v(id, expected_version, f0)
+  where ("tenant"."cron_schedules"."id" = v.id and "tenant"."cron_schedules"."version" = v.expected_version)
+  returning "tenant"."cron_schedules"."id";
+
+-- schedules/deleteScheduleAtVersion
+delete
+  from "tenant"."cron_schedules"
+  where ("tenant"."cron_schedules"."id", "tenant"."cron_schedules"."version") IN (SELECT * FROM unnest($1::uuid[], $2::int[]))
+  returning "id";
+
+-- schedules/selectStrandedSchedules
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+  from "tenant"."cron_schedules"
+  where ("tenant"."cron_schedules"."enabled" and "tenant"."cron_schedules"."next_run_at" <= $1 and "tenant"."cron_schedules"."workflow_name" not in ($2))
+  order by "tenant"."cron_schedules"."next_run_at" asc
+  limit $3;
+
 -- claim/selectDueSchedules
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "tenant"."cron_schedules"
@@ -164,6 +162,17 @@ SELECT d.id::text AS id
           ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN pe.idempotency_key::uuid END)
         WHERE pe.status IN ('pending', 'running', 'paused') AND pe.scheduled_time IS NOT NULL
           AND ce.schedule_id = d.id AND ce.status = 'handed_off' AND ce.pipeline_execution_id = pe.id);
+
+-- claim/selectActivePipelines
+select "tenant"."cron_executions"."schedule_id", "tenant"."pipeline_executions"."id"
+  from "tenant"."cron_executions"
+  inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."cron_executions"."pipeline_execution_id"
+  where ("tenant"."cron_executions"."schedule_id" = ANY($1::uuid[]) and "tenant"."cron_executions"."status" = 'handed_off' and "tenant"."pipeline_executions"."status" IN ('pending', 'running', 'paused'));
+
+-- claim/skipBufferedRows
+update "tenant"."cron_executions"
+  set "status" = $1
+  where ("tenant"."cron_executions"."schedule_id" = ANY($2::uuid[]) and "tenant"."cron_executions"."status" = 'buffered');
 
 -- claim/selectTakenSlots
 select "schedule_id", "scheduled_time"
@@ -203,6 +212,32 @@ select "id"
   from "tenant"."cron_executions"
   where "tenant"."cron_executions"."status" = 'buffered'
   limit $1;
+
+-- buffer/selectBufferingSchedules
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+  from "tenant"."cron_schedules"
+  where ("tenant"."cron_schedules"."id" IN (SELECT ce.schedule_id FROM "tenant"."cron_executions" ce WHERE ce.status = 'buffered') and "tenant"."cron_schedules"."workflow_name" = ANY($1::text[]))
+  order by "tenant"."cron_schedules"."id" asc
+  limit $2
+  for no key update skip locked;
+
+-- buffer/selectOldestBuffered
+select "id"
+  from "tenant"."cron_executions"
+  where ("tenant"."cron_executions"."schedule_id" = $1 and "tenant"."cron_executions"."status" = 'buffered')
+  order by "tenant"."cron_executions"."scheduled_time" asc
+  limit $2;
+
+-- buffer/claimBufferedRow
+update "tenant"."cron_executions"
+  set "fire_at" = $1, "claimed_at" = $2, "claimed_by" = $3, "status" = $4
+  where ("tenant"."cron_executions"."id" = $5 and "tenant"."cron_executions"."status" = 'buffered')
+  returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
+
+-- buffer/countReleasedRun
+update "tenant"."cron_schedules"
+  set "enabled" = $1, "run_count" = "tenant"."cron_schedules"."run_count" + 1, "note" = $2, "next_run_at" = $3, "version" = "tenant"."cron_schedules"."version" + 1, "updated_at" = $4
+  where "tenant"."cron_schedules"."id" = $5;
 
 -- handoff/linkOccurrences
 update "tenant"."cron_executions"

@@ -181,6 +181,10 @@ select "id", "workflow_name", "workflow_version", "status", "input", "idempotenc
   order by "tenant"."pipeline_executions"."created_at" desc, "tenant"."pipeline_executions"."id" desc
   limit $3;
 
+-- pipelines/countWork
+select (SELECT count(*)::int FROM "tenant"."task_executions" WHERE "status" = 'ready' AND "available_at" <= $1::timestamptz), (SELECT count(*)::int FROM "tenant"."pipeline_executions" WHERE "status" = 'running')
+  from (SELECT 1) AS one;
+
 -- control/cancelPipelineRow
 update "tenant"."pipeline_executions"
   set "status" = $1, "remaining_tasks" = $2, "completed_at" = $3, "updated_at" = $4
@@ -190,7 +194,7 @@ update "tenant"."pipeline_executions"
 -- control/cancelTasks
 update "tenant"."task_executions"
   set "status" = $1, "lease_owner" = $2, "lease_expires_at" = $3, "completed_at" = $4, "updated_at" = $5
-  where ("tenant"."task_executions"."pipeline_execution_id" = $6 and NOT "tenant"."task_executions"."status" IN ('completed', 'failed', 'skipped', 'cancelled'));
+  where ("tenant"."task_executions"."pipeline_execution_id" = $6 and "tenant"."task_executions"."status" NOT IN ('completed', 'failed', 'skipped', 'cancelled'));
 
 -- control/pausePipelineRow
 update "tenant"."pipeline_executions"
@@ -202,3 +206,17 @@ update "tenant"."pipeline_executions"
 update "tenant"."task_executions"
   set "status" = $1, "available_at" = $2, "lease_owner" = $3, "lease_expires_at" = $4, "updated_at" = $5
   where ("tenant"."task_executions"."pipeline_execution_id" = $6 and "tenant"."task_executions"."status" = 'running');
+
+-- control/retryPipelineRow
+update "tenant"."pipeline_executions"
+  set "status" = $1, "remaining_tasks" = $2, "failed_tasks" = $3, "error" = $4, "pause_reason" = $5, "completed_at" = $6, "updated_at" = $7
+  where ("tenant"."pipeline_executions"."id" = $8 and "tenant"."pipeline_executions"."status" IN ('failed', 'cancelled'))
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
+
+-- control/retryTasks
+update "tenant"."task_executions"
+  set "status" = v.status, "pending_deps" = v.pending_deps, "available_at" = $1, "lease_owner" = $2, "lease_expires_at" = $3, "completed_at" = $4, "updated_at" = $5
+  from unnest($6::uuid[],
+      $7::text[],
+      $8::int[]) AS v(id, status, pending_deps)
+  where ("tenant"."task_executions"."id" = v.id and "tenant"."task_executions"."pipeline_execution_id" = $9);

@@ -1,9 +1,9 @@
--- list
+-- index/list
 select "name", "version", "description", "tasks", "registered_at", "last_seen_at"
   from "tenant"."workflows"
   order by "tenant"."workflows"."name" asc, "tenant"."workflows"."registered_at" asc, "tenant"."workflows"."version" asc;
 
--- latest
+-- index/latest
 select "name", "version", "description", "tasks", "registered_at", "last_seen_at"
   from "tenant"."workflows"
   where "tenant"."workflows"."name" = $1::text

@@ -1,6 +1,6 @@
-import type { CronExecutionRow, NewCronExecution } from '@orreryjs/core';
+import { type CronExecutionRow, type NewCronExecution, RECLAIMABLE_OCCURRENCE_STATUSES } from '@orreryjs/core';
 import { and, eq, isNull, sql } from 'drizzle-orm';
-import { bind } from '../codec.js';
+import { bind, statusIn } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
 import { insertOccurrenceRow, type LedgerStatements } from './ledger.js';
 
@@ -36,7 +36,7 @@ export function prepareBackfill({ db, tables }: SqliteHandle) {
         and(
           eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')),
           eq(c.scheduledTime, bind(c.scheduledTime, 'scheduledTime')),
-          sql`${c.status} IN ('missed', 'abandoned')`,
+          statusIn(c.status, RECLAIMABLE_OCCURRENCE_STATUSES),
           isNull(c.pipelineExecutionId),
           sql`${c.source} <> 'manual'`,
         ),

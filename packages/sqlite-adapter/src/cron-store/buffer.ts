@@ -2,8 +2,9 @@ import { type CronExecutionRow, MAX_RUNS_NOTE, type ReleaseBufferedRequest } fro
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { bind, encodeTextList, textListSql } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
-import type { ClaimStatements } from './claim.js';
+import { activeSchedulesOf, type ClaimStatements } from './claim.js';
 
+import { isBuffered } from './conditions.js';
 /*
  * Overlap buffering (buffer_one, buffer_all): a buffered occurrence waits in the ledger until
  * the active occurrence of its schedule ends; then the first tick, on any runner, claims it
@@ -16,7 +17,7 @@ export function prepareBuffer({ db, tables }: SqliteHandle) {
   const { cronSchedules: s, cronExecutions: c } = tables;
   const placeholder = sql.placeholder;
   return {
-    selectAnyBuffered: db.select({ id: c.id }).from(c).where(sql`${c.status} = 'buffered'`).limit(1).prepare(),
+    selectAnyBuffered: db.select({ id: c.id }).from(c).where(isBuffered(tables)).limit(1).prepare(),
     selectBufferingSchedules: db
       .select()
       .from(s)
@@ -33,7 +34,7 @@ export function prepareBuffer({ db, tables }: SqliteHandle) {
     selectOldestBuffered: db
       .select({ id: c.id })
       .from(c)
-      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')), sql`${c.status} = 'buffered'`))
+      .where(and(eq(c.scheduleId, bind(c.scheduleId, 'scheduleId')), isBuffered(tables)))
       .orderBy(asc(c.scheduledTime))
       .limit(1)
       .prepare(),
@@ -45,23 +46,26 @@ export function prepareBuffer({ db, tables }: SqliteHandle) {
         fireAt: bind(c.fireAt, 'now'),
         claimedBy: bind(c.claimedBy, 'runnerId'),
       })
-      .where(and(eq(c.id, bind(c.id, 'id')), sql`${c.status} = 'buffered'`))
+      .where(and(eq(c.id, bind(c.id, 'id')), isBuffered(tables)))
       .returning()
       .prepare(),
-    countReleasedRun: db
-      .update(s)
-      .set({
-        runCount: sql`${s.runCount} + 1`,
-        version: sql`${s.version} + 1`,
-        updatedAt: bind(s.updatedAt, 'now'),
-      })
-      .where(eq(s.id, bind(s.id, 'scheduleId')))
-      .prepare(),
-    disableExhausted: db
-      .update(s)
-      .set({ enabled: false, nextRunAt: null, note: MAX_RUNS_NOTE })
-      .where(eq(s.id, bind(s.id, 'scheduleId')))
-      .prepare(),
+    // Differs by necessity: the disabling update apart, so that each statement is prepared once.
+    countReleasedRun: [
+      db
+        .update(s)
+        .set({
+          runCount: sql`${s.runCount} + 1`,
+          version: sql`${s.version} + 1`,
+          updatedAt: bind(s.updatedAt, 'now'),
+        })
+        .where(eq(s.id, bind(s.id, 'scheduleId')))
+        .prepare(),
+      db
+        .update(s)
+        .set({ enabled: false, nextRunAt: null, note: MAX_RUNS_NOTE })
+        .where(eq(s.id, bind(s.id, 'scheduleId')))
+        .prepare(),
+    ] as const,
   };
 }
 
@@ -76,10 +80,16 @@ export function releaseBuffered(
     workflows: encodeTextList(request.workflowNames),
     limit: request.limit,
   });
+  const [countRun, disableExhausted] = q.buffer.countReleasedRun;
+  // A buffered row is not itself what it waits for: only a claimed row or an unfinished pipeline.
+  const active = activeSchedulesOf(
+    q.claim,
+    schedules.map((schedule) => schedule.id),
+    false,
+  );
   const released: CronExecutionRow[] = [];
   for (const schedule of schedules) {
-    // A buffered row is not itself what it waits for: only a claimed row or an unfinished pipeline.
-    if (q.claim.selectActiveSchedule.get({ scheduleId: schedule.id })?.active === 1) continue;
+    if (active.has(schedule.id)) continue;
     // A paused schedule runs nothing more (recovery abandons its claimed rows alike); a spent one neither.
     if (!schedule.enabled || (schedule.maxRuns !== null && schedule.runCount >= schedule.maxRuns)) {
       q.claim.skipBufferedRows.run({ scheduleId: schedule.id });
@@ -92,9 +102,9 @@ export function releaseBuffered(
     released.push(row);
     // maxRuns counts the scheduler's occurrences: a buffered manual trigger is not one.
     if (row.source === 'manual') continue;
-    q.buffer.countReleasedRun.run({ scheduleId: schedule.id, now: request.now });
+    countRun.run({ scheduleId: schedule.id, now: request.now });
     if (schedule.maxRuns !== null && schedule.runCount + 1 >= schedule.maxRuns) {
-      q.buffer.disableExhausted.run({ scheduleId: schedule.id });
+      disableExhausted.run({ scheduleId: schedule.id });
     }
   }
   return released;

@@ -3,7 +3,7 @@ import { and, eq } from 'drizzle-orm';
 import { bind } from '../codec.js';
 import { createPipelineIn, type PipelineStatements } from '../execution-store/pipelines.js';
 import type { SqliteHandle } from '../transaction.js';
-import { isClaimed } from './ledger.js';
+import { isClaimed } from './conditions.js';
 
 /*
  * Handoff, phase 2: a `claimed` row becomes `handed_off` with its pipeline's id, either after
@@ -22,6 +22,16 @@ export function prepareHandoff({ db, tables }: SqliteHandle) {
         handedOffAt: bind(c.handedOffAt, 'now'),
         recoveryLeaseOwner: null,
         recoveryLeaseExpiresAt: null,
+      })
+      .where(and(eq(c.id, bind(c.id, 'id')), isClaimed(tables)))
+      .prepare(),
+    // The in-transaction handoff's links. Differs by necessity: no UPDATE ... FROM over arrays, so it runs once per pair.
+    linkOccurrences: db
+      .update(c)
+      .set({
+        status: 'handed_off',
+        pipelineExecutionId: bind(c.pipelineExecutionId, 'pipelineId'),
+        handedOffAt: bind(c.handedOffAt, 'now'),
       })
       .where(and(eq(c.id, bind(c.id, 'id')), isClaimed(tables)))
       .prepare(),
@@ -46,7 +56,7 @@ export function handOffInTransaction(
     const pipeline = prepareHandoff(row);
     if (pipeline === null) return row;
     const { pipeline: stored } = createPipelineIn(pipelines, pipeline);
-    q.linkOccurrence.run({ id: row.id, pipelineId: stored.id, now });
+    q.linkOccurrences.run({ id: row.id, pipelineId: stored.id, now });
     return { ...row, status: 'handed_off', pipelineExecutionId: stored.id, handedOffAt: now };
   });
 }

@@ -34,7 +34,7 @@ import {
   selectStrandedSchedules,
   updateSchedule,
 } from './schedules.js';
-import { insertManualOccurrence } from './trigger.js';
+import { insertManualOccurrence, prepareTrigger } from './trigger.js';
 
 /** Every prepared statement of the cron store, by the file of the guarantee it serves. */
 export function prepareCronStore(handle: SqliteHandle) {
@@ -46,6 +46,7 @@ export function prepareCronStore(handle: SqliteHandle) {
     backfill: prepareBackfill(handle),
     recover: prepareRecover(handle),
     ledger: prepareLedger(handle),
+    trigger: prepareTrigger(handle),
     // The in-transaction handoff creates pipelines inside the claim transaction.
     pipelines: preparePipelines(handle),
     // cancel_other cancels the pipelines it replaces inside the claim transaction.

@@ -4,23 +4,19 @@ import {
   type NewCronExecution,
   newCronExecutionRow,
   type OccurrenceStats,
+  OPEN_OCCURRENCE_STATUSES,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
-import { bind, bindAllColumns, statusIn } from '../codec.js';
+import { bind, bindAllColumns, statusIn, statusNotIn } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteHandle } from '../transaction.js';
-import { isLost } from './recover.js';
+import { isClaimed, isLost } from './conditions.js';
 
 /*
  * The ledger: one row per occurrence, written once per slot (ON CONFLICT DO NOTHING on the
  * occurrence key), read by id and by schedule, counted for stats, and swept by retention.
  */
-
-/** `claimed` rows: a literal, so that SQLite matches it to the recovery index. */
-export function isClaimed({ cronExecutions: c }: SqliteTables) {
-  return sql`${c.status} = 'claimed'`;
-}
 
 /**
  * Not a `handed_off` row whose pipeline is still pending, running or paused: the overlap check
@@ -42,7 +38,8 @@ export function prepareLedger({ db, tables }: SqliteHandle) {
   const c = tables.cronExecutions;
   const placeholder = sql.placeholder;
   return {
-    insertOccurrence: db.insert(c).values(bindAllColumns(c)).onConflictDoNothing().returning().prepare(),
+    // Differs by necessity: prepared once with a fixed shape, so a chunk is one row per statement.
+    insertOccurrenceChunk: db.insert(c).values(bindAllColumns(c)).onConflictDoNothing().returning().prepare(),
     selectOccurrence: db
       .select()
       .from(c)
@@ -66,31 +63,34 @@ export function prepareLedger({ db, tables }: SqliteHandle) {
       .from(c)
       .where(and(isClaimed(tables), isLost(tables)))
       .prepare(),
-    selectOccurrenceStats: db
-      .select({
-        total: sql<number>`count(*)`,
-        handedOff: sql<number>`coalesce(sum(${c.status} = 'handed_off'), 0)`,
-        lost: sql<number>`coalesce(sum(${isClaimed(tables)} AND ${isLost(tables)}), 0)`,
-        skipped: sql<number>`coalesce(sum(${c.status} = 'skipped'), 0)`,
-        missed: sql<number>`coalesce(sum(${c.status} = 'missed'), 0)`,
-        abandoned: sql<number>`coalesce(sum(${c.status} = 'abandoned'), 0)`,
-        lagged: sql<number>`coalesce(sum(${hasFireLag(tables)}), 0)`,
-        meanDelayMs: sql<
-          number | null
-        >`avg(CASE WHEN ${hasFireLag(tables)} THEN ${c.handedOffAt} - ${c.scheduledTime} END)`,
-      })
-      .from(c)
-      .where(gte(c.scheduledTime, bind(c.scheduledTime, 'since')))
-      .prepare(),
-    // Portable percentile: the delay at a given rank, by ORDER BY ... LIMIT 1 OFFSET rank.
-    selectDelayAtRank: db
-      .select({ delayMs: sql<number>`${c.handedOffAt} - ${c.scheduledTime}` })
-      .from(c)
-      .where(and(gte(c.scheduledTime, bind(c.scheduledTime, 'since')), hasFireLag(tables)))
-      .orderBy(sql`${c.handedOffAt} - ${c.scheduledTime}`)
-      .limit(1)
-      .offset(placeholder('rank'))
-      .prepare(),
+    // Differs by necessity: no percentile_disc, so the p99 is the delay at its rank, a second read.
+    selectOccurrenceStats: [
+      db
+        .select({
+          total: sql<number>`count(*)`,
+          handedOff: sql<number>`coalesce(sum(${c.status} = 'handed_off'), 0)`,
+          lost: sql<number>`coalesce(sum(${isClaimed(tables)} AND ${isLost(tables)}), 0)`,
+          skipped: sql<number>`coalesce(sum(${c.status} = 'skipped'), 0)`,
+          missed: sql<number>`coalesce(sum(${c.status} = 'missed'), 0)`,
+          abandoned: sql<number>`coalesce(sum(${c.status} = 'abandoned'), 0)`,
+          lagged: sql<number>`coalesce(sum(${hasFireLag(tables)}), 0)`,
+          meanDelayMs: sql<
+            number | null
+          >`avg(CASE WHEN ${hasFireLag(tables)} THEN ${c.handedOffAt} - ${c.scheduledTime} END)`,
+        })
+        .from(c)
+        .where(gte(c.scheduledTime, bind(c.scheduledTime, 'since')))
+        .prepare(),
+      // Portable percentile: the delay at a given rank, by ORDER BY ... LIMIT 1 OFFSET rank.
+      db
+        .select({ delayMs: sql<number>`${c.handedOffAt} - ${c.scheduledTime}` })
+        .from(c)
+        .where(and(gte(c.scheduledTime, bind(c.scheduledTime, 'since')), hasFireLag(tables)))
+        .orderBy(sql`${c.handedOffAt} - ${c.scheduledTime}`)
+        .limit(1)
+        .offset(placeholder('rank'))
+        .prepare(),
+    ] as const,
     selectRecoveryCounts: db
       .select({
         totalRecoveryAttempts: sql<number>`coalesce(sum(${c.recoveryAttempts}), 0)`,
@@ -109,7 +109,7 @@ export function prepareLedger({ db, tables }: SqliteHandle) {
             .from(c)
             .where(
               and(
-                sql`${c.status} NOT IN ('claimed', 'buffered')`,
+                statusNotIn(c.status, OPEN_OCCURRENCE_STATUSES),
                 lt(sql`coalesce(${c.handedOffAt}, ${c.claimedAt})`, bind(c.claimedAt, 'before')),
                 isNotOverlapping(tables),
               ),
@@ -125,14 +125,25 @@ export type LedgerStatements = ReturnType<typeof prepareLedger>;
 
 /** Inserts one new ledger row ON CONFLICT DO NOTHING; undefined when its slot already had a row. */
 export function insertOccurrenceRow(q: LedgerStatements, row: NewCronExecution): CronExecutionRow | undefined {
-  return q.insertOccurrence.get({ ...newCronExecutionRow(row) });
+  return q.insertOccurrenceChunk.get({ ...newCronExecutionRow(row) });
+}
+
+/** Inserts new ledger rows ON CONFLICT DO NOTHING, one prepared statement per row; returns the rows inserted, in input order. */
+export function insertOccurrenceRows(q: LedgerStatements, rows: readonly NewCronExecution[]): CronExecutionRow[] {
+  const inserted: CronExecutionRow[] = [];
+  for (const row of rows) {
+    const stored = insertOccurrenceRow(q, row);
+    if (stored !== undefined) inserted.push(stored);
+  }
+  return inserted;
 }
 
 /** Ledger counts for rows scheduled at or after `since`; the delays count only hand-offs with a fire lag. */
 export function occurrenceStats(q: LedgerStatements, since: Date, lostBefore: Date): OccurrenceStats {
-  const { lagged, ...counts } = q.selectOccurrenceStats.get({ since, lostBefore })!;
+  const [selectCounts, selectDelayAtRank] = q.selectOccurrenceStats;
+  const { lagged, ...counts } = selectCounts.get({ since, lostBefore })!;
   // p99 = the delay at index ceil(0.99 n) - 1 of the n fire lags sorted ascending.
   const rank = Math.ceil(0.99 * lagged) - 1;
-  const p99 = rank < 0 ? undefined : q.selectDelayAtRank.get({ since, rank });
+  const p99 = rank < 0 ? undefined : selectDelayAtRank.get({ since, rank });
   return { ...counts, p99DelayMs: p99?.delayMs ?? null };
 }

@@ -1,23 +1,14 @@
 import type { ClaimLostRequest, LostOccurrence, RecoveryOutcome } from '@orreryjs/core';
 import { and, asc, eq, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import { bind, dateToMillis, encodeTextList, encodeUuidList, textListSql, uuidListSql } from '../codec.js';
-import type { SqliteTables } from '../schema.js';
 import type { SqliteHandle } from '../transaction.js';
-import { isClaimed } from './ledger.js';
+import { isClaimed, isLost } from './conditions.js';
 
 /*
  * Recovery: a `claimed` row whose handoff never linked is lost; recoverers claim it by
  * compare-and-set (attempt count and a recovery lease in the row) and commit the attempt's
  * outcome fenced on that lease.
  */
-
-/**
- * A `claimed` row is lost once both its fire time and its claim are older than the lost
- * threshold: a slot claimed late (after an outage) gets the whole threshold for its handoff.
- */
-export function isLost({ cronExecutions: c }: SqliteTables) {
-  return and(lt(c.fireAt, bind(c.fireAt, 'lostBefore')), lt(c.claimedAt, bind(c.claimedAt, 'lostBefore')));
-}
 
 const clearedRecoveryLease = { recoveryLeaseOwner: null, recoveryLeaseExpiresAt: null };
 
@@ -31,6 +22,39 @@ export function prepareRecover({ db, tables }: SqliteHandle) {
     isClaimed(tables),
   );
   const p = tables.pipelineExecutions;
+  const claimLostRows = db
+    .update(c)
+    .set({
+      recoveryAttempts: sql`${c.recoveryAttempts} + 1`,
+      recoveryLeaseOwner: bind(c.recoveryLeaseOwner, 'runnerId'),
+      recoveryLeaseExpiresAt: bind(c.recoveryLeaseExpiresAt, 'leaseExpiresAt'),
+    })
+    .where(
+      inArray(
+        c.id,
+        db
+          .select({ id: c.id })
+          .from(c)
+          .where(
+            and(
+              isClaimed(tables),
+              isLost(tables),
+              or(isNull(c.nextRecoveryAt), lte(c.nextRecoveryAt, now)),
+              or(isNull(c.recoveryLeaseExpiresAt), lt(c.recoveryLeaseExpiresAt, now)),
+              sql`${c.workflowName} IN ${textListSql(sql.placeholder('workflows'))}`,
+            ),
+          )
+          .orderBy(asc(c.fireAt))
+          .limit(sql.placeholder('limit')),
+      ),
+    )
+    .returning()
+    .prepare();
+  const selectSchedulesById = db
+    .select()
+    .from(s)
+    .where(sql`${s.id} IN ${uuidListSql(sql.placeholder('ids'))}`)
+    .prepare();
   return {
     // Recovery links a pipeline that already exists under the row's id as idempotency key before it hands off again.
     selectOccurrencePipeline: db
@@ -38,39 +62,8 @@ export function prepareRecover({ db, tables }: SqliteHandle) {
       .from(p)
       .where(eq(p.idempotencyKey, bind(p.idempotencyKey, 'key')))
       .prepare(),
-    claimLostOccurrences: db
-      .update(c)
-      .set({
-        recoveryAttempts: sql`${c.recoveryAttempts} + 1`,
-        recoveryLeaseOwner: bind(c.recoveryLeaseOwner, 'runnerId'),
-        recoveryLeaseExpiresAt: bind(c.recoveryLeaseExpiresAt, 'leaseExpiresAt'),
-      })
-      .where(
-        inArray(
-          c.id,
-          db
-            .select({ id: c.id })
-            .from(c)
-            .where(
-              and(
-                isClaimed(tables),
-                isLost(tables),
-                or(isNull(c.nextRecoveryAt), lte(c.nextRecoveryAt, now)),
-                or(isNull(c.recoveryLeaseExpiresAt), lt(c.recoveryLeaseExpiresAt, now)),
-                sql`${c.workflowName} IN ${textListSql(sql.placeholder('workflows'))}`,
-              ),
-            )
-            .orderBy(asc(c.fireAt))
-            .limit(sql.placeholder('limit')),
-        ),
-      )
-      .returning()
-      .prepare(),
-    selectSchedulesById: db
-      .select()
-      .from(s)
-      .where(sql`${s.id} IN ${uuidListSql(sql.placeholder('ids'))}`)
-      .prepare(),
+    // Differs by necessity: no UPDATE in a CTE, so the claimed rows' schedules are a second read.
+    claimLostOccurrences: [claimLostRows, selectSchedulesById] as const,
     linkRecovered: db
       .update(c)
       .set({
@@ -103,7 +96,8 @@ export type RecoverStatements = ReturnType<typeof prepareRecover>;
 
 /** Claims up to `limit` lost rows for recovery, leased to the claimer, each with its live schedule. */
 export function claimLostOccurrences(q: RecoverStatements, request: ClaimLostRequest): LostOccurrence[] {
-  const rows = q.claimLostOccurrences
+  const [claimLostRows, selectSchedulesById] = q.claimLostOccurrences;
+  const rows = claimLostRows
     .all({
       now: request.now,
       lostBefore: request.lostBefore,
@@ -115,7 +109,7 @@ export function claimLostOccurrences(q: RecoverStatements, request: ClaimLostReq
     .sort((a, b) => a.fireAt.getTime() - b.fireAt.getTime());
   if (rows.length === 0) return [];
   const ids = encodeUuidList([...new Set(rows.map((row) => row.scheduleId))]);
-  const schedules = new Map(q.selectSchedulesById.all({ ids }).map((schedule) => [schedule.id, schedule]));
+  const schedules = new Map(selectSchedulesById.all({ ids }).map((schedule) => [schedule.id, schedule]));
   return rows.map((row) => ({ row, schedule: schedules.get(row.scheduleId) ?? null }));
 }
 

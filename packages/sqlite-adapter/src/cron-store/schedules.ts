@@ -12,15 +12,11 @@ import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
 import type { ClaimStatements } from './claim.js';
 
+import { isEnabled } from './conditions.js';
 /*
  * Schedules: insert (idempotent by name), read, list, compare-and-set update, delete, and a
  * declarative sync's writes applied together.
  */
-
-/** Enabled schedules: a literal, not a bound parameter, so that SQLite matches it to the due index. */
-export function isEnabled({ cronSchedules: s }: SqliteTables) {
-  return sql`${s.enabled} = 1`;
-}
 
 /** Prepares the schedule statements once on the connection. */
 export function prepareSchedules({ db, tables }: SqliteHandle) {
@@ -28,7 +24,8 @@ export function prepareSchedules({ db, tables }: SqliteHandle) {
   return {
     insertSchedule: db.insert(s).values(bindAllColumns(s)).onConflictDoNothing().returning().prepare(),
     // A sync's insert: no RETURNING, so that a row costs no read back (`changes` says whether it went in).
-    insertScheduleRow: db.insert(s).values(bindAllColumns(s)).onConflictDoNothing().prepare(),
+    // Differs by necessity: SQLite has no arrays to unnest, so a chunk is one prepared statement per row.
+    insertScheduleChunk: db.insert(s).values(bindAllColumns(s)).onConflictDoNothing().prepare(),
     selectSchedule: db
       .select()
       .from(s)
@@ -89,13 +86,13 @@ export function applyScheduleSync(
 ): void {
   if (insertScheduleChunk(q.schedules, writes.inserts) < writes.inserts.length) throw new ScheduleSyncLost();
   // One prepared statement per set of patched columns (a sync has a few: definitions, re-timed ones, pauses).
-  const updates = new Map<string, ReturnType<typeof prepareSyncUpdate>>();
+  const updates = new Map<string, ReturnType<typeof updateScheduleGroup>>();
   for (const { id, expectedVersion, patch } of writes.updates) {
     const fields = Object.keys(patch).sort();
     const key = fields.join(',');
     let update = updates.get(key);
     if (update === undefined) {
-      update = prepareSyncUpdate(db, tables, fields);
+      update = updateScheduleGroup(db, tables, fields);
       updates.set(key, update);
     }
     if (update.run({ ...patch, id, expectedVersion }).changes === 0) throw new ScheduleSyncLost();
@@ -115,12 +112,15 @@ export function applyScheduleSync(
  */
 export function insertScheduleChunk(q: ScheduleStatements, rows: readonly ScheduleRow[]): number {
   let inserted = 0;
-  for (const row of rows) inserted += q.insertScheduleRow.run({ ...row }).changes;
+  for (const row of rows) inserted += q.insertScheduleChunk.run({ ...row }).changes;
   return inserted;
 }
 
-/** A compare-and-set update of `fields` (placeholders named after them), bumping the version. */
-function prepareSyncUpdate(db: SqliteDb, tables: SqliteTables, fields: readonly string[]) {
+/**
+ * A compare-and-set update of `fields` (placeholders named after them), bumping the version.
+ * Differs by necessity: no unnest, so the group's statement is prepared once and runs per schedule.
+ */
+export function updateScheduleGroup(db: SqliteDb, tables: SqliteTables, fields: readonly string[]) {
   const s = tables.cronSchedules;
   const columns = getTableColumns(s) as Record<string, SQLiteColumn>;
   const set = Object.fromEntries(fields.map((field) => [field, bind(columns[field]!, field)]));

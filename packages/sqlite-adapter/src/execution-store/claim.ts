@@ -1,4 +1,5 @@
 import {
+  ACTIVE_PIPELINE_STATUSES,
   type ClaimedTask,
   type ClaimTasksRequest,
   registeredTaskKeys,
@@ -10,8 +11,7 @@ import { bind, encodeTextList, encodeUuidList, statusIn, textListSql, uuidListSq
 import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
 import { withEndedAttempt } from './attempts.js';
-import { isRunning, later } from './lease.js';
-import { taskRowColumns } from './pipelines.js';
+import { isRunning, later, taskRowColumns } from './conditions.js';
 
 /*
  * Claiming tasks: ready tasks and tasks whose lease expired, leased inside one BEGIN IMMEDIATE
@@ -34,7 +34,7 @@ function selectClaimable(db: SqliteDb, tables: SqliteTables, condition: SQL | un
       and(
         condition,
         // Unary + keeps SQLite from driving the query from the pipeline status index, which would visit every active pipeline.
-        sql`+${p.status} IN ('pending', 'running')`,
+        statusIn(sql`+${p.status}`, ACTIVE_PIPELINE_STATUSES),
         sql`${t.workflowName} || char(31) || ${t.taskId} IN ${textListSql(sql.placeholder('registered'))}`,
       ),
     )
@@ -52,42 +52,51 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
   // An expired lease costs an attempt only once the attempt's code had started (see startNow).
   const STARTED_ATTEMPT_LOST = sql`${IS_RUNNING} AND ${t.startedAt} IS NOT NULL`;
   const LOST_ERROR = sql`'lease expired (held by ' || coalesce(${t.leaseOwner}, 'nobody') || ')'`;
+  // Two statements, each an ordered walk of its own partial index that stops at the limit, so a claim
+  // costs the same with a backlog of thousands of ready tasks as with none.
+  const selectReady = selectClaimable(db, tables, and(isReady(tables), lte(t.availableAt, now)));
+  const selectExpired = selectClaimable(db, tables, and(IS_RUNNING, lt(t.leaseExpiresAt, now)));
+  const leaseTasks = db
+    .update(t)
+    .set({
+      status: 'running',
+      attempt: sql`${t.attempt} + 1`,
+      failedAttempts: sql`${t.failedAttempts} + (CASE WHEN ${STARTED_ATTEMPT_LOST} THEN 1 ELSE 0 END)`,
+      error: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN ${LOST_ERROR} ELSE ${t.error} END`,
+      // The lost attempt joins the history under the runner that lost it, ended when its lease expired.
+      attemptHistory: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN ${withEndedAttempt(t, t.leaseExpiresAt, sql`'lease_expired'`, LOST_ERROR)} ELSE ${t.attemptHistory} END`,
+      leaseOwner: bind(t.leaseOwner, 'runnerId'),
+      runnerId: bind(t.runnerId, 'runnerId'),
+      leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'),
+      // The oldest `startNow` candidates start at once; the rest are claimed ahead, not started.
+      startedAt: sql`CASE WHEN ${t.id} IN ${uuidListSql(sql.placeholder('startIds'))} THEN ${now} END`,
+      updatedAt: now,
+    })
+    .where(byIds(t.id))
+    .returning(taskRowColumns(tables))
+    .prepare();
+  const startPipelines = db
+    .update(p)
+    .set({ status: 'running', startedAt: now, updatedAt: now })
+    .where(and(sql`${p.status} = 'pending'`, byIds(p.id)))
+    .prepare();
+  const selectPipelinesById = db.select().from(p).where(byIds(p.id)).prepare();
+  const selectTerminalTasks = db
+    .select(taskRowColumns(tables))
+    .from(t)
+    .where(and(byIds(t.pipelineExecutionId), statusIn(t.status, TERMINAL_TASK_STATUSES)))
+    .orderBy(asc(t.position))
+    .prepare();
   return {
-    // Two statements, each an ordered walk of its own partial index that stops at the limit, so a claim
-    // costs the same with a backlog of thousands of ready tasks as with none.
-    selectReady: selectClaimable(db, tables, and(isReady(tables), lte(t.availableAt, now))),
-    selectExpired: selectClaimable(db, tables, and(IS_RUNNING, lt(t.leaseExpiresAt, now))),
-    leaseTasks: db
-      .update(t)
-      .set({
-        status: 'running',
-        attempt: sql`${t.attempt} + 1`,
-        failedAttempts: sql`${t.failedAttempts} + (CASE WHEN ${STARTED_ATTEMPT_LOST} THEN 1 ELSE 0 END)`,
-        error: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN ${LOST_ERROR} ELSE ${t.error} END`,
-        // The lost attempt joins the history under the runner that lost it, ended when its lease expired.
-        attemptHistory: sql`CASE WHEN ${STARTED_ATTEMPT_LOST} THEN ${withEndedAttempt(t, t.leaseExpiresAt, sql`'lease_expired'`, LOST_ERROR)} ELSE ${t.attemptHistory} END`,
-        leaseOwner: bind(t.leaseOwner, 'runnerId'),
-        runnerId: bind(t.runnerId, 'runnerId'),
-        leaseExpiresAt: bind(t.leaseExpiresAt, 'leaseExpiresAt'),
-        // The oldest `startNow` candidates start at once; the rest are claimed ahead, not started.
-        startedAt: sql`CASE WHEN ${t.id} IN ${uuidListSql(sql.placeholder('startIds'))} THEN ${now} END`,
-        updatedAt: now,
-      })
-      .where(byIds(t.id))
-      .returning(taskRowColumns(tables))
-      .prepare(),
-    startPipelines: db
-      .update(p)
-      .set({ status: 'running', startedAt: now, updatedAt: now })
-      .where(and(sql`${p.status} = 'pending'`, byIds(p.id)))
-      .prepare(),
-    selectPipelinesById: db.select().from(p).where(byIds(p.id)).prepare(),
-    selectTerminalTasks: db
-      .select(taskRowColumns(tables))
-      .from(t)
-      .where(and(byIds(t.pipelineExecutionId), statusIn(t.status, TERMINAL_TASK_STATUSES)))
-      .orderBy(asc(t.position))
-      .prepare(),
+    // Differs by necessity: no UPDATE in a CTE and no SKIP LOCKED, so the claim is six statements in order.
+    claimTasks: [
+      selectReady,
+      selectExpired,
+      leaseTasks,
+      startPipelines,
+      selectPipelinesById,
+      selectTerminalTasks,
+    ] as const,
   };
 }
 
@@ -95,18 +104,20 @@ export type ClaimStatements = ReturnType<typeof prepareClaim>;
 
 /** Leases up to `limit` claimable tasks to the claimer, with their pipelines and terminal tasks. */
 export function claimTasks(q: ClaimStatements, request: ClaimTasksRequest): ClaimedTask[] {
+  const [selectReady, selectExpired, leaseTasks, startPipelines, selectPipelinesById, selectTerminalTasks] =
+    q.claimTasks;
   const params = {
     now: request.now,
     registered: encodeTextList(registeredTaskKeys(request.registered)),
     limit: request.limit,
   };
-  const candidates = [...q.selectExpired.all(params), ...q.selectReady.all(params)]
+  const candidates = [...selectExpired.all(params), ...selectReady.all(params)]
     .sort((a, b) => a.availableAt.getTime() - b.availableAt.getTime())
     .slice(0, request.limit);
   if (candidates.length === 0) return [];
   // Differs by necessity: SQLite ranks the candidates here, where Postgres ranks them in the statement.
   const expired = new Set(candidates.filter((c) => c.status === 'running' && c.startedAt !== null).map((c) => c.id));
-  const tasks = q.leaseTasks.all({
+  const tasks = leaseTasks.all({
     ids: encodeUuidList(candidates.map((c) => c.id)),
     startIds: encodeUuidList(candidates.slice(0, request.startNow ?? request.limit).map((c) => c.id)),
     runnerId: request.runnerId,
@@ -114,10 +125,10 @@ export function claimTasks(q: ClaimStatements, request: ClaimTasksRequest): Clai
     now: request.now,
   });
   const pipelineIds = encodeUuidList([...new Set(tasks.map((task) => task.pipelineExecutionId))]);
-  q.startPipelines.run({ ids: pipelineIds, now: request.now });
-  const pipelines = new Map(q.selectPipelinesById.all({ ids: pipelineIds }).map((row) => [row.id, row]));
+  startPipelines.run({ ids: pipelineIds, now: request.now });
+  const pipelines = new Map(selectPipelinesById.all({ ids: pipelineIds }).map((row) => [row.id, row]));
   const terminal = new Map<string, TaskRow[]>();
-  for (const row of q.selectTerminalTasks.all({ ids: pipelineIds })) {
+  for (const row of selectTerminalTasks.all({ ids: pipelineIds })) {
     const list = terminal.get(row.pipelineExecutionId);
     if (list === undefined) terminal.set(row.pipelineExecutionId, [row]);
     else list.push(row);

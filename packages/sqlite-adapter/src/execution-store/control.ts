@@ -2,14 +2,15 @@ import {
   ACTIVE_PIPELINE_STATUSES,
   newTaskStatus,
   type PipelineRow,
+  RETRYABLE_PIPELINE_STATUSES,
   type RetriedTask,
   TERMINAL_TASK_STATUSES,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, eq, sql } from 'drizzle-orm';
-import { bind, statusIn } from '../codec.js';
+import { bind, statusIn, statusNotIn } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
-import { isRunning } from './lease.js';
+import { isRunning } from './conditions.js';
 import type { PipelineStatements } from './pipelines.js';
 
 /*
@@ -34,7 +35,7 @@ export function prepareControl({ db, tables }: SqliteHandle) {
       .where(
         and(
           eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'id')),
-          sql`NOT ${statusIn(t.status, TERMINAL_TASK_STATUSES)}`,
+          statusNotIn(t.status, TERMINAL_TASK_STATUSES),
         ),
       )
       .prepare(),
@@ -70,11 +71,12 @@ export function prepareControl({ db, tables }: SqliteHandle) {
         completedAt: null,
         updatedAt: now,
       })
-      .where(and(eq(p.id, bind(p.id, 'id')), sql`${p.status} IN ('failed', 'cancelled')`))
+      .where(and(eq(p.id, bind(p.id, 'id')), statusIn(p.status, RETRYABLE_PIPELINE_STATUSES)))
       .returning()
       .prepare(),
     // Attempt counters stay: the retry policy and `info.attempt` go on counting.
-    retryTask: db
+    // Differs by necessity: no unnest to update every retried task in one statement; it runs once per task.
+    retryTasks: db
       .update(t)
       .set({
         status: bind(t.status, 'status'),
@@ -128,7 +130,7 @@ export function retryPipeline(
   if (retried === undefined) return q.pipelines.selectPipeline.get({ id }) ?? null;
   for (const task of tasks) {
     const status = newTaskStatus(task.pendingDeps);
-    q.control.retryTask.run({ id, taskId: task.id, status, pendingDeps: task.pendingDeps, now });
+    q.control.retryTasks.run({ id, taskId: task.id, status, pendingDeps: task.pendingDeps, now });
   }
   return retried;
 }

@@ -1,24 +1,14 @@
 import type { LeaseRef, RenewLeasesOptions } from '@orreryjs/core';
 import { and, eq, lt, sql } from 'drizzle-orm';
-import { bind, dateToMillis, encodeTextList, encodeUuidList, textListSql, uuidListSql, uuidToBytes } from '../codec.js';
-import type { SqliteTables } from '../schema.js';
+import { bind, encodeTextList, encodeUuidList, textListSql, uuidListSql, uuidToBytes } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
 import { withEndedAttempt } from './attempts.js';
+import { isRunning, later } from './conditions.js';
 
 /*
  * Leases: a running task is held by one runner until its lease expires; renewals and releases
  * are fenced on (owner, attempt), so a runner that lost a lease cannot touch its successor's.
  */
-
-/** `running` tasks: a literal, so that SQLite matches it to the expired-lease index. */
-export function isRunning({ taskExecutions: t }: SqliteTables) {
-  return sql`${t.status} = 'running'`;
-}
-
-/** `now + ms` as a Date, from `now` truncated to the millisecond. */
-export function later(now: Date, ms: number): Date {
-  return new Date(dateToMillis(now) + ms);
-}
 
 /** `(id, attempt)` fences of a lease list as one JSON parameter matched by the lease fence. */
 function encodeLeases(leases: readonly LeaseRef[]): string {

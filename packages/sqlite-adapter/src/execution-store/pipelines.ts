@@ -1,61 +1,58 @@
 import { DatabaseError, type NewPipeline, newTaskStatus, type PipelineFilter, type PipelineRow } from '@orreryjs/core';
-import { and, asc, desc, eq, getTableColumns, gte, lte, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, lte, sql } from 'drizzle-orm';
 import { bind } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
 
+import { taskRowColumns } from './conditions.js';
 /*
  * Pipelines and their tasks: created together (idempotent by key), read by id, by key, by page.
  */
-
-/** The columns of a task row as the port returns it (without the bookkeeping `updated_at`). */
-export function taskRowColumns({ taskExecutions: t }: SqliteTables) {
-  const { updatedAt: _updatedAt, ...columns } = getTableColumns(t);
-  return columns;
-}
 
 /** Prepares the pipeline statements once on the connection. */
 export function preparePipelines({ db, tables }: SqliteHandle) {
   const { pipelineExecutions: p, taskExecutions: t } = tables;
   const now = bind(t.updatedAt, 'now');
+  const insertPipeline = db
+    .insert(p)
+    .values({
+      id: bind(p.id, 'id'),
+      workflowName: bind(p.workflowName, 'workflowName'),
+      workflowVersion: bind(p.workflowVersion, 'workflowVersion'),
+      status: 'pending',
+      input: bind(p.input, 'input'),
+      idempotencyKey: bind(p.idempotencyKey, 'idempotencyKey'),
+      scheduledTime: bind(p.scheduledTime, 'scheduledTime'),
+      scheduleId: bind(p.scheduleId, 'scheduleId'),
+      traceContext: bind(p.traceContext, 'traceContext'),
+      remainingTasks: bind(p.remainingTasks, 'remainingTasks'),
+      failedTasks: 0,
+      createdAt: bind(p.createdAt, 'now'),
+      updatedAt: bind(p.updatedAt, 'now'),
+    })
+    .onConflictDoNothing()
+    .returning()
+    .prepare();
+  const insertTask = db
+    .insert(t)
+    .values({
+      id: bind(t.id, 'id'),
+      pipelineExecutionId: bind(t.pipelineExecutionId, 'pipelineId'),
+      workflowName: bind(t.workflowName, 'workflowName'),
+      taskId: bind(t.taskId, 'taskId'),
+      position: bind(t.position, 'position'),
+      status: bind(t.status, 'status'),
+      attempt: 0,
+      failedAttempts: 0,
+      pendingDeps: bind(t.pendingDeps, 'pendingDeps'),
+      // A delayed start (runAt) keeps every task unclaimable until then.
+      availableAt: bind(t.availableAt, 'availableAt'),
+      updatedAt: now,
+    })
+    .prepare();
   return {
-    insertPipeline: db
-      .insert(p)
-      .values({
-        id: bind(p.id, 'id'),
-        workflowName: bind(p.workflowName, 'workflowName'),
-        workflowVersion: bind(p.workflowVersion, 'workflowVersion'),
-        status: 'pending',
-        input: bind(p.input, 'input'),
-        idempotencyKey: bind(p.idempotencyKey, 'idempotencyKey'),
-        scheduledTime: bind(p.scheduledTime, 'scheduledTime'),
-        scheduleId: bind(p.scheduleId, 'scheduleId'),
-        traceContext: bind(p.traceContext, 'traceContext'),
-        remainingTasks: bind(p.remainingTasks, 'remainingTasks'),
-        failedTasks: 0,
-        createdAt: bind(p.createdAt, 'now'),
-        updatedAt: bind(p.updatedAt, 'now'),
-      })
-      .onConflictDoNothing()
-      .returning()
-      .prepare(),
-    insertTask: db
-      .insert(t)
-      .values({
-        id: bind(t.id, 'id'),
-        pipelineExecutionId: bind(t.pipelineExecutionId, 'pipelineId'),
-        workflowName: bind(t.workflowName, 'workflowName'),
-        taskId: bind(t.taskId, 'taskId'),
-        position: bind(t.position, 'position'),
-        status: bind(t.status, 'status'),
-        attempt: 0,
-        failedAttempts: 0,
-        pendingDeps: bind(t.pendingDeps, 'pendingDeps'),
-        // A delayed start (runAt) keeps every task unclaimable until then.
-        availableAt: bind(t.availableAt, 'availableAt'),
-        updatedAt: now,
-      })
-      .prepare(),
+    // Differs by necessity: no INSERT in a CTE, so the pipeline row, then one statement per task.
+    insertPipelines: [insertPipeline, insertTask] as const,
     selectPipeline: db
       .select()
       .from(p)
@@ -115,7 +112,8 @@ export function createPipelineIn(
   q: PipelineStatements,
   pipeline: NewPipeline,
 ): { pipeline: PipelineRow; created: boolean } {
-  const [row] = q.insertPipeline.all({
+  const [insertPipeline, insertTask] = q.insertPipelines;
+  const [row] = insertPipeline.all({
     id: pipeline.id,
     workflowName: pipeline.workflowName,
     workflowVersion: pipeline.workflowVersion,
@@ -136,7 +134,7 @@ export function createPipelineIn(
     return { pipeline: existing, created: false };
   }
   for (const task of pipeline.tasks) {
-    q.insertTask.run({
+    insertTask.run({
       id: task.id,
       pipelineId: pipeline.id,
       workflowName: pipeline.workflowName,

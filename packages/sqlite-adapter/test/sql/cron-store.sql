@@ -4,7 +4,7 @@ insert into "cron_schedules" ("id", "name", "workflow_name", "cron_expression", 
   on conflict do nothing
   returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
 
--- schedules/insertScheduleRow
+-- schedules/insertScheduleChunk
 insert into "cron_schedules" ("id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at")
   values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   on conflict do nothing;
@@ -36,7 +36,7 @@ select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", 
   order by "cron_schedules"."next_run_at" asc
   limit ?;
 
--- claim/selectActiveSchedule
+-- claim/selectActiveSchedules#1
 select EXISTS (SELECT 1 FROM "cron_executions" ce
             WHERE ce.status = 'claimed' AND +ce.schedule_id = ?)
           OR EXISTS (SELECT 1 FROM "pipeline_executions" pe
@@ -47,7 +47,7 @@ select EXISTS (SELECT 1 FROM "cron_executions" ce
   from "cron_schedules"
   where "cron_schedules"."id" = ?;
 
--- claim/selectHasBuffered
+-- claim/selectActiveSchedules#2
 select "id"
   from "cron_executions"
   where ("cron_executions"."schedule_id" = ? and "cron_executions"."status" = 'buffered')
@@ -65,7 +65,7 @@ update "cron_executions"
   where ("cron_executions"."status" = 'claimed' and +"cron_executions"."schedule_id" = ? and "cron_executions"."source" IN ('schedule', 'catchup'))
   returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
 
--- claim/selectLatestPipeline
+-- claim/selectLatestPipelines
 select "id", "status", "completed_at"
   from "pipeline_executions"
   where "pipeline_executions"."schedule_id" = ?
@@ -114,12 +114,12 @@ update "cron_executions"
   where ("cron_executions"."id" = ? and "cron_executions"."status" = 'buffered')
   returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
 
--- buffer/countReleasedRun
+-- buffer/countReleasedRun#1
 update "cron_schedules"
   set "run_count" = "cron_schedules"."run_count" + 1, "version" = "cron_schedules"."version" + 1, "updated_at" = ?
   where "cron_schedules"."id" = ?;
 
--- buffer/disableExhausted
+-- buffer/countReleasedRun#2
 update "cron_schedules"
   set "enabled" = ?, "note" = ?, "next_run_at" = ?
   where "cron_schedules"."id" = ?;
@@ -127,6 +127,11 @@ update "cron_schedules"
 -- handoff/linkOccurrence
 update "cron_executions"
   set "status" = ?, "pipeline_execution_id" = ?, "handed_off_at" = ?, "recovery_lease_owner" = ?, "recovery_lease_expires_at" = ?
+  where ("cron_executions"."id" = ? and "cron_executions"."status" = 'claimed');
+
+-- handoff/linkOccurrences
+update "cron_executions"
+  set "status" = ?, "pipeline_execution_id" = ?, "handed_off_at" = ?
   where ("cron_executions"."id" = ? and "cron_executions"."status" = 'claimed');
 
 -- backfill/reclaimForBackfill
@@ -140,7 +145,7 @@ select "id"
   from "pipeline_executions"
   where "pipeline_executions"."idempotency_key" = ?;
 
--- recover/claimLostOccurrences
+-- recover/claimLostOccurrences#1
 update "cron_executions"
   set "recovery_attempts" = "cron_executions"."recovery_attempts" + 1, "recovery_lease_owner" = ?, "recovery_lease_expires_at" = ?
   where "cron_executions"."id" in (select "id"
@@ -150,7 +155,7 @@ update "cron_executions"
   limit ?)
   returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
 
--- recover/selectSchedulesById
+-- recover/claimLostOccurrences#2
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
   where "cron_schedules"."id" IN (SELECT unhex(value) FROM json_each(?));
@@ -170,7 +175,7 @@ update "cron_executions"
   set "recovery_attempts" = "cron_executions"."recovery_attempts" - ?, "next_recovery_at" = ?, "recovery_lease_owner" = ?, "recovery_lease_expires_at" = ?
   where ("cron_executions"."id" = ? and "cron_executions"."recovery_lease_owner" = ? and "cron_executions"."status" = 'claimed');
 
--- ledger/insertOccurrence
+-- ledger/insertOccurrenceChunk
 insert into "cron_executions" ("id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason")
   values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   on conflict do nothing
@@ -199,12 +204,12 @@ select count(*)
   from "cron_executions"
   where ("cron_executions"."status" = 'claimed' and ("cron_executions"."fire_at" < ? and "cron_executions"."claimed_at" < ?));
 
--- ledger/selectOccurrenceStats
+-- ledger/selectOccurrenceStats#1
 select count(*), coalesce(sum("status" = 'handed_off'), 0), coalesce(sum("cron_executions"."status" = 'claimed' AND ("cron_executions"."fire_at" < ? and "cron_executions"."claimed_at" < ?)), 0), coalesce(sum("status" = 'skipped'), 0), coalesce(sum("status" = 'missed'), 0), coalesce(sum("status" = 'abandoned'), 0), coalesce(sum("cron_executions"."status" = 'handed_off' AND "cron_executions"."source" IN ('schedule', 'catchup')), 0), avg(CASE WHEN "cron_executions"."status" = 'handed_off' AND "cron_executions"."source" IN ('schedule', 'catchup') THEN "handed_off_at" - "scheduled_time" END)
   from "cron_executions"
   where "cron_executions"."scheduled_time" >= ?;
 
--- ledger/selectDelayAtRank
+-- ledger/selectOccurrenceStats#2
 select "handed_off_at" - "scheduled_time"
   from "cron_executions"
   where ("cron_executions"."scheduled_time" >= ? and "cron_executions"."status" = 'handed_off' AND "cron_executions"."source" IN ('schedule', 'catchup'))
@@ -225,38 +230,10 @@ delete
   WHERE pe.id = "cron_executions"."pipeline_execution_id" AND pe.status IN ('pending', 'running', 'paused')))
   limit ?);
 
--- pipelines/insertPipeline
-insert into "pipeline_executions" ("id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, ?, ?, null, null, ?)
-  on conflict do nothing
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
-
--- pipelines/insertTask
-insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "updated_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, null, null, null, null, ?);
-
--- pipelines/selectPipeline
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
-  from "pipeline_executions"
-  where "pipeline_executions"."id" = ?;
-
--- pipelines/selectPipelineByKey
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
-  from "pipeline_executions"
-  where "pipeline_executions"."idempotency_key" = ?;
-
--- pipelines/selectPipelineIdsByPrefix
-select "id"
-  from "pipeline_executions"
-  where ("pipeline_executions"."id" >= ? and "pipeline_executions"."id" <= ?)
-  order by "pipeline_executions"."id" asc
-  limit ?;
-
--- pipelines/selectTasks
-select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
-  from "task_executions"
-  where "task_executions"."pipeline_execution_id" = ?
-  order by "task_executions"."position" asc;
+-- trigger/lockSchedule
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+  from "cron_schedules"
+  where "cron_schedules"."id" = ?;
 
 -- schedules/selectSchedules
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
@@ -270,3 +247,15 @@ update "cron_schedules"
   set "enabled" = ?, "version" = "cron_schedules"."version" + 1, "updated_at" = ?
   where ("cron_schedules"."id" = ? and "cron_schedules"."version" = ?)
   returning "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at";
+
+-- schedules/updateScheduleGroup
+update "cron_schedules"
+  set "enabled" = ?, "version" = "cron_schedules"."version" + 1
+  where ("cron_schedules"."id" = ? and "cron_schedules"."version" = ?);
+
+-- schedules/selectStrandedSchedules
+select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
+  from "cron_schedules"
+  where ("cron_schedules"."enabled" = 1 and "cron_schedules"."next_run_at" <= ? and "cron_schedules"."workflow_name" not in (?))
+  order by "cron_schedules"."next_run_at" asc
+  limit ?;

@@ -1,10 +1,10 @@
--- pipelines/insertPipeline
+-- pipelines/insertPipelines#1
 insert into "pipeline_executions" ("id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at")
   values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, ?, ?, null, null, ?)
   on conflict do nothing
   returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
 
--- pipelines/insertTask
+-- pipelines/insertPipelines#2
 insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "updated_at")
   values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, null, null, null, null, ?);
 
@@ -31,7 +31,7 @@ select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "s
   where "task_executions"."pipeline_execution_id" = ?
   order by "task_executions"."position" asc;
 
--- claim/selectReady
+-- claim/claimTasks#1
 select "task_executions"."id", "task_executions"."status", "task_executions"."available_at", "task_executions"."started_at"
   from "task_executions"
   inner join "pipeline_executions" on "pipeline_executions"."id" = "task_executions"."pipeline_execution_id"
@@ -39,7 +39,7 @@ select "task_executions"."id", "task_executions"."status", "task_executions"."av
   order by "task_executions"."available_at" asc
   limit ?;
 
--- claim/selectExpired
+-- claim/claimTasks#2
 select "task_executions"."id", "task_executions"."status", "task_executions"."available_at", "task_executions"."started_at"
   from "task_executions"
   inner join "pipeline_executions" on "pipeline_executions"."id" = "task_executions"."pipeline_execution_id"
@@ -47,7 +47,7 @@ select "task_executions"."id", "task_executions"."status", "task_executions"."av
   order by "task_executions"."available_at" asc
   limit ?;
 
--- claim/leaseTasks
+-- claim/claimTasks#3
 update "task_executions"
   set "status" = ?, "attempt" = "task_executions"."attempt" + 1, "failed_attempts" = "task_executions"."failed_attempts" + (CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN 1 ELSE 0 END), "lease_owner" = ?, "lease_expires_at" = ?, "runner_id" = ?, "attempt_history" = CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN json_insert(coalesce("task_executions"."attempt_history", '[]'), '$[#]', json_object('attempt', "task_executions"."attempt",
     'runnerId', "task_executions"."lease_owner", 'startedAt', coalesce("task_executions"."started_at", "task_executions"."lease_expires_at"), 'endedAt', "task_executions"."lease_expires_at",
@@ -55,17 +55,17 @@ update "task_executions"
   where "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?))
   returning "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at";
 
--- claim/startPipelines
+-- claim/claimTasks#4
 update "pipeline_executions"
   set "status" = ?, "started_at" = ?, "updated_at" = ?
   where ("pipeline_executions"."status" = 'pending' and "pipeline_executions"."id" IN (SELECT unhex(value) FROM json_each(?)));
 
--- claim/selectPipelinesById
+-- claim/claimTasks#5
 select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
   from "pipeline_executions"
   where "pipeline_executions"."id" IN (SELECT unhex(value) FROM json_each(?));
 
--- claim/selectTerminalTasks
+-- claim/claimTasks#6
 select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
   from "task_executions"
   where ("task_executions"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?)) and "task_executions"."status" IN ('completed', 'failed', 'skipped', 'cancelled'))
@@ -89,7 +89,7 @@ select count(*)
   from "task_executions"
   where ("task_executions"."status" = 'running' and "task_executions"."lease_expires_at" < ?);
 
--- finish/commitOutcome
+-- finish/finishTasks#1
 update "task_executions"
   set "status" = ?, "failed_attempts" = "task_executions"."failed_attempts" + ?, "available_at" = coalesce(?, "task_executions"."available_at"), "lease_owner" = ?, "lease_expires_at" = ?, "attempt_history" = CASE WHEN ? IS NULL THEN "task_executions"."attempt_history" ELSE json_insert(coalesce("task_executions"."attempt_history", '[]'), '$[#]', json_object('attempt', "task_executions"."attempt",
     'runnerId', "task_executions"."lease_owner", 'startedAt', coalesce("task_executions"."started_at", ?), 'endedAt', ?,
@@ -97,19 +97,19 @@ update "task_executions"
   where ("task_executions"."id" = ? and "task_executions"."lease_owner" = ? and "task_executions"."attempt" = ? and "task_executions"."status" = 'running')
   returning "task_id";
 
--- finish/releaseDependents
+-- finish/finishTasks#2
 update "task_executions"
   set "status" = CASE WHEN "task_executions"."pending_deps" = 1 AND "task_executions"."status" = 'not_started' THEN 'ready' ELSE "task_executions"."status" END, "pending_deps" = "task_executions"."pending_deps" - 1, "available_at" = CASE WHEN "task_executions"."pending_deps" = 1 AND "task_executions"."status" = 'not_started' THEN ? ELSE "task_executions"."available_at" END, "updated_at" = ?
   where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."pending_deps" > 0 and "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
   returning "status", "pending_deps";
 
--- finish/countDownPipeline
+-- finish/finishTasks#3
 update "pipeline_executions"
   set "remaining_tasks" = "pipeline_executions"."remaining_tasks" - 1, "failed_tasks" = "pipeline_executions"."failed_tasks" + ?, "error" = coalesce("pipeline_executions"."error", ?), "updated_at" = ?
   where "pipeline_executions"."id" = ?
   returning "remaining_tasks";
 
--- finish/endPipeline
+-- finish/finishTasks#4
 update "pipeline_executions"
   set "status" = CASE WHEN "pipeline_executions"."failed_tasks" > 0 THEN 'failed' ELSE 'completed' END, "completed_at" = ?, "updated_at" = ?
   where ("pipeline_executions"."id" = ? and "pipeline_executions"."remaining_tasks" <= 0 and "pipeline_executions"."status" IN ('pending', 'running', 'paused'))
@@ -124,7 +124,7 @@ update "pipeline_executions"
 -- control/cancelTasks
 update "task_executions"
   set "status" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "completed_at" = ?, "updated_at" = ?
-  where ("task_executions"."pipeline_execution_id" = ? and NOT "task_executions"."status" IN ('completed', 'failed', 'skipped', 'cancelled'));
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."status" NOT IN ('completed', 'failed', 'skipped', 'cancelled'));
 
 -- control/pausePipelineRow
 update "pipeline_executions"
@@ -149,7 +149,7 @@ update "pipeline_executions"
   where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" IN ('failed', 'cancelled'))
   returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
 
--- control/retryTask
+-- control/retryTasks
 update "task_executions"
   set "status" = ?, "pending_deps" = ?, "available_at" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "completed_at" = ?, "updated_at" = ?
   where ("task_executions"."id" = ? and "task_executions"."pipeline_execution_id" = ?);
@@ -169,3 +169,7 @@ select "id", "workflow_name", "workflow_version", "status", "input", "idempotenc
   where ("pipeline_executions"."workflow_name" = ? and "pipeline_executions"."status" = ?)
   order by "pipeline_executions"."created_at" desc, "pipeline_executions".rowid DESC
   limit ?;
+
+-- pipelines/countWork
+select (SELECT count(*) FROM "task_executions" WHERE "status" = 'ready' AND "available_at" <= ?), (SELECT count(*) FROM "pipeline_executions" WHERE "status" = 'running')
+  from (SELECT 1) AS one;

@@ -1,9 +1,9 @@
--- list
+-- index/list
 select "name", "version", "description", "tasks", "registered_at", "last_seen_at"
   from "workflows"
   order by "workflows"."name" asc, "workflows"."registered_at" asc, "workflows"."version" asc;
 
--- latest
+-- index/latest
 select "name", "version", "description", "tasks", "registered_at", "last_seen_at"
   from "workflows"
   where "workflows"."name" = ?

@@ -1,0 +1,24 @@
+import { getTableColumns, sql } from 'drizzle-orm';
+import { dateToIso } from '../codec.js';
+import type { PostgresTables } from '../schema.js';
+
+/*
+ * The execution store's shared predicates and helpers: every file of the port takes them from
+ * here, so that no file borrows another's and no two files import each other.
+ */
+
+/** `running` tasks: a literal, so that a generic plan can use the expired-lease index. */
+export function isRunning({ taskExecutions: t }: PostgresTables) {
+  return sql`${t.status} = 'running'`;
+}
+
+/** `now + ms` as a Date, from `now` truncated to the millisecond. */
+export function later(now: Date, ms: number): Date {
+  return new Date(Date.parse(dateToIso(now)) + ms);
+}
+
+/** The columns of a task row as the port returns it (without the bookkeeping `updated_at`). */
+export function taskRowColumns({ taskExecutions: t }: PostgresTables) {
+  const { updatedAt: _updatedAt, ...columns } = getTableColumns(t);
+  return columns;
+}
