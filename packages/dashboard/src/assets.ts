@@ -3,6 +3,18 @@
  * package itself (no CDN, no web fonts, no build step for users).
  */
 
+/**
+ * The icon browsers show in the tab, served at `{basePath}/assets/icon.svg`: an orbit around a
+ * sun, in the page's accent colour. Linked from every page, so no browser asks for a
+ * `/favicon.ico` the dashboard does not have (a 404 on every page view, in a mounted
+ * dashboard's host logs too).
+ */
+export const APP_ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">
+<circle cx="16" cy="16" r="5" fill="#2f5bd3"/>
+<ellipse cx="16" cy="16" rx="13" ry="7" fill="none" stroke="#2f5bd3" stroke-width="2" transform="rotate(-30 16 16)"/>
+<circle cx="27" cy="10" r="2.5" fill="#2f5bd3"/>
+</svg>`;
+
 /** The stylesheet, served at `{basePath}/assets/app.css`. */
 export const APP_CSS = `
 :root{--bg:#f6f7f9;--panel:#fff;--ink:#1c2330;--muted:#5d6776;--line:#dde1e7;--accent:#2f5bd3;

@@ -4,7 +4,7 @@ import { getRequestListener } from '@hono/node-server';
 import { ConfigurationError } from '@orreryjs/runner';
 import { Hono } from 'hono';
 import { mountActions, mountReadApi } from './api.js';
-import { APP_CSS, APP_JS } from './assets.js';
+import { APP_CSS, APP_ICON, APP_JS } from './assets.js';
 import type { DashboardClient } from './client.js';
 import { ChangeWatcher } from './events.js';
 import { checkHost, checkOrigin, resolveAllowedHosts } from './host-guard.js';
@@ -152,6 +152,9 @@ export function createDashboard(options: DashboardOptions): Dashboard {
   );
   routes.get('/assets/app.js', (c) =>
     c.body(APP_JS, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' }),
+  );
+  routes.get('/assets/icon.svg', (c) =>
+    c.body(APP_ICON, 200, { 'content-type': 'image/svg+xml', 'cache-control': 'max-age=86400' }),
   );
   mountReadApi(routes, client, watcher, now);
   mountActions(routes, client, base);

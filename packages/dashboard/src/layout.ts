@@ -79,6 +79,7 @@ export function layout(ctx: PageContext, section: string, title: string, body: S
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${title} · Orrery</title>
 <meta name="orrery-csrf" content="${ctx.csrfToken}"><meta name="orrery-base" content="${ctx.base}">
+<link rel="icon" type="image/svg+xml" href="${link(ctx, 'assets/icon.svg')}">
 <link rel="stylesheet" href="${link(ctx, 'assets/app.css')}"><script src="${link(ctx, 'assets/app.js')}" defer></script>
 </head><body>
 <header class="top"><a class="brand" href="${link(ctx, '')}">Orrery</a><nav aria-label="Sections">${nav}</nav>

@@ -627,6 +627,14 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
       const page = await (await fetch(`http://127.0.0.1:${port}/ops/schedules`)).text();
       expect(page).toContain('href="/ops/schedules/');
       expect(page).toContain('src="/ops/assets/app.js"');
+      // Every page links its icon, so browsers do not ask for a /favicon.ico that is not there.
+      expect(page).toContain('<link rel="icon" type="image/svg+xml" href="/ops/assets/icon.svg">');
+      const icon = await fetch(`http://127.0.0.1:${port}/ops/assets/icon.svg`);
+      expect(icon.status).toBe(200);
+      expect(icon.headers.get('content-type')).toBe('image/svg+xml');
+      const svg = await icon.text();
+      expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+      expect(svg.endsWith('</svg>')).toBe(true);
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
