@@ -1,3 +1,4 @@
+import { RUNNER_FORGOTTEN_AFTER_MS } from '@orreryjs/runner';
 import { renderDag } from './dag.js';
 import { formatInstant } from './format.js';
 import { html, type SafeHtml } from './html.js';
@@ -22,9 +23,19 @@ ${renderDag(
   return layout(ctx, 'workflows', 'Workflows', body);
 }
 
-/** The Runners page: heartbeats and registered workflows. */
+/**
+ * The Runners page: heartbeats and registered workflows. Runners last heard from (a heartbeat, or
+ * a shutdown) more than a day ago are left out unless the URL asks for `?all=1`: a fleet restarted
+ * by `kill -9` would otherwise fill the page with dead processes until retention deletes them.
+ */
 export async function renderRunners(ctx: PageContext): Promise<SafeHtml> {
-  const runners = await ctx.client.listRunners({ includeStopped: true });
+  const recorded = await ctx.client.listRunners({ includeStopped: true });
+  const showAll = ctx.url.searchParams.get('all') === '1';
+  const lastHeardBeforeMs = ctx.now.getTime() - RUNNER_FORGOTTEN_AFTER_MS;
+  const runners = showAll
+    ? recorded
+    : recorded.filter((r) => (r.stoppedAt ?? r.heartbeatAt).getTime() >= lastHeardBeforeMs);
+  const hidden = recorded.length - runners.length;
   const rows = runners.map(
     (
       r,
@@ -33,10 +44,14 @@ export async function renderRunners(ctx: PageContext): Promise<SafeHtml> {
 <td data-label="Heartbeat"><div class="mono small">${formatInstant(r.heartbeatAt)} UTC</div></td><td data-label="Started"><div class="mono small">${formatInstant(r.startedAt)} UTC</div></td>
 <td data-label="Workflows"><div>${r.workflows.join(', ')}</div></td></tr>`,
   );
+  const older =
+    hidden === 0
+      ? ''
+      : html`<p class="small muted">${hidden} runner${hidden === 1 ? '' : 's'} last heard from more than a day ago ${hidden === 1 ? 'is' : 'are'} hidden · <a href="${link(ctx, 'runners?all=1')}">show all</a></p>`;
   const body = html`<h1>Runners</h1>${
     runners.length === 0
-      ? html`<p class="panel muted">No runner has registered yet.</p>`
+      ? html`<p class="panel muted">${recorded.length === 0 ? 'No runner has registered yet.' : 'No runner was heard from in the last day.'}</p>`
       : html`<table class="cards"><thead><tr><th>Runner</th><th>Host</th><th>State</th><th>Heartbeat</th><th>Started</th><th>Workflows</th></tr></thead><tbody>${rows}</tbody></table>`
-  }`;
+  }${older}`;
   return layout(ctx, 'runners', 'Runners', body);
 }

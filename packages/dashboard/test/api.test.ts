@@ -686,3 +686,31 @@ describe.each(BACKENDS)('dashboard ledger on $name', (backend) => {
     }
   });
 });
+
+describe('dashboard runners page', () => {
+  it('leaves out runners last heard from more than a day ago, and lists them when asked', async () => {
+    const db = BACKENDS[0]!.open();
+    const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000);
+    const gone = await createRunner(db.config, { runnerId: 'gone-two-days-ago', clock: new ManualClock(twoDaysAgo) });
+    const here = await createRunner(db.config, { runnerId: 'here-now' });
+    try {
+      await gone.start();
+      await gone.shutdown();
+      await here.start();
+      const dashboard = createDashboard({ client: here });
+      const page = async (path: string) => (await dashboard.fetch(new Request(`${ORIGIN}${path}`))).text();
+      const recent = await page('/runners');
+      expect(recent).toContain('here-now');
+      expect(recent).not.toContain('gone-two-days-ago');
+      expect(recent).toContain('1 runner last heard from more than a day ago is hidden');
+      expect(recent).toContain('href="/runners?all=1"');
+      const all = await page('/runners?all=1');
+      expect(all).toContain('here-now');
+      expect(all).toContain('gone-two-days-ago');
+      expect(all).not.toContain('is hidden');
+    } finally {
+      await here.shutdown();
+      await db.remove();
+    }
+  });
+});

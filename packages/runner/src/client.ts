@@ -308,7 +308,7 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
   /**
    * The runner processes recorded on this database, oldest start first: by default those
    * not shut down gracefully (crashed ones included, with `alive: false` once their
-   * heartbeat is 30 s old).
+   * heartbeat is 30 s old) and heard from within the last day; `includeStopped` lists all.
    * @throws ValidationError when `includeStopped` is not a boolean.
    * @throws DatabaseError when the table cannot be read.
    */

@@ -89,4 +89,9 @@ export type {
 export type { ExecuteRequest } from './execute-requests.js';
 export type { HealthStatus, RunnerHealth } from './health.js';
 export { DefaultRunner, SHUTDOWN_TIMEOUT_MS, type ShutdownOptions } from './runner.js';
-export { type ListRunnersOptions, RUNNER_ALIVE_WINDOW_MS, type RunnerInfo } from './runner-info.js';
+export {
+  type ListRunnersOptions,
+  RUNNER_ALIVE_WINDOW_MS,
+  RUNNER_FORGOTTEN_AFTER_MS,
+  type RunnerInfo,
+} from './runner-info.js';

@@ -7,6 +7,13 @@ import { HEARTBEAT_INTERVAL_MS } from './heartbeat.js';
  */
 export const RUNNER_ALIVE_WINDOW_MS = 3 * HEARTBEAT_INTERVAL_MS;
 
+/**
+ * A runner silent for longer than this (it crashed a day ago and never came back) drops out of
+ * `listRunners()` unless `includeStopped` asks for it: a fleet that restarts by `kill -9` would
+ * otherwise list every dead process until retention deletes its row (`retention.executionsMs`).
+ */
+export const RUNNER_FORGOTTEN_AFTER_MS = 86_400_000;
+
 /** A runner process as recorded in the `runners` table. */
 export interface RunnerInfo {
   id: string;
@@ -24,7 +31,11 @@ export interface RunnerInfo {
 
 /** Options of `listRunners`. */
 export interface ListRunnersOptions {
-  /** Include runners that shut down gracefully. @default false */
+  /**
+   * Include runners that shut down gracefully, and those silent for longer than
+   * {@link RUNNER_FORGOTTEN_AFTER_MS} (a day).
+   * @default false
+   */
   includeStopped?: boolean;
 }
 
@@ -40,8 +51,9 @@ export function toRunnerInfos(rows: readonly RunnerRow[], options: ListRunnersOp
   if (typeof includeStopped !== 'boolean') {
     throw new ValidationError(`includeStopped must be true or false, got ${JSON.stringify(includeStopped)}.`);
   }
+  const forgottenBeforeMs = now.getTime() - RUNNER_FORGOTTEN_AFTER_MS;
   return rows
-    .filter((row) => includeStopped || row.stoppedAt === null)
+    .filter((row) => includeStopped || (row.stoppedAt === null && row.heartbeatAt.getTime() >= forgottenBeforeMs))
     .map((row) => ({
       ...row,
       workflows: [...row.workflows],

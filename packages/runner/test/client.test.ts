@@ -12,6 +12,7 @@ import {
   OrreryClient,
   type OrreryClientConfig,
   RUNNER_ALIVE_WINDOW_MS,
+  RUNNER_FORGOTTEN_AFTER_MS,
   ValidationError,
   WorkflowNotFoundError,
 } from '../src/index.js';
@@ -292,6 +293,13 @@ describe.each(ADAPTERS)('OrreryClient on $name', (adapter) => {
     ]);
     clock.advance(RUNNER_ALIVE_WINDOW_MS + 1); // no heartbeat has been written since
     expect(await c.listRunners()).toEqual([expect.objectContaining({ id: 'first', alive: false })]);
+    // Silent for more than a day: out of the default list, still there when asked for.
+    clock.advance(RUNNER_FORGOTTEN_AFTER_MS);
+    expect(await c.listRunners()).toEqual([]);
+    expect((await c.listRunners({ includeStopped: true })).map((r) => [r.id, r.alive])).toEqual([
+      ['first', false],
+      ['second', false],
+    ]);
     await expect(c.listRunners({ includeStopped: 'yes' as never })).rejects.toBeInstanceOf(ValidationError);
   });
 

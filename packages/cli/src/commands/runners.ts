@@ -35,7 +35,7 @@ export function registerRunnersCommand(program: Command, io: CliIo): void {
 
 function listRunners(command: Command, io: CliIo): Command {
   return addWideOption(command, 'no Started, id, host and workflows cut')
-    .option('--all', 'include runners that shut down')
+    .option('--all', 'include runners that shut down, and those silent for over a day')
     .action(async (options: DatabaseOptions & OutputOptions & { all?: boolean }) => {
       const runners = await withClient(options, {}, (client) =>
         client.listRunners({ includeStopped: options.all === true }),
