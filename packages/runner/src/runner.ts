@@ -71,6 +71,8 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> {
   readonly #heartbeat: HeartbeatLoop;
   readonly #retention: RetentionLoop;
   readonly #metrics: RunnerMetrics;
+  /** Ends this runner's wake-up subscription (the client holds its own, for its waiters). */
+  readonly #unsubscribe: () => void;
   /** Writes of registered workflows to the `workflows` table still in flight (from `register()`). */
   #upserts: Promise<void> = Promise.resolve();
   #started: Promise<void> | undefined;
@@ -112,7 +114,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> {
       pipelineFinished: (row, tasks) => this.#client.pipelineFinished(row, tasks),
     });
     this.#client = new OrreryClient({ config, storage, registry, clock, emit, localWork: this.#worker });
-    storage.wakeUps?.subscribe((wakeUp) => this.#wakeUp(wakeUp));
+    this.#unsubscribe = storage.wakeUps?.subscribe((wakeUp) => this.#wakeUp(wakeUp)) ?? (() => {});
     this.#heartbeat = new HeartbeatLoop({
       runners: seenWithWorkflows(storage, registry),
       runnerId,
@@ -232,6 +234,8 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> {
       const released = await this.#worker.drain(timeoutMs);
       if (released !== null) config.logger.info({ released }, 'released the leases of unfinished tasks');
     });
+    // Wake-ups are heard until the tasks have drained: a remote cancel must still stop them.
+    this.#unsubscribe();
     await step('stop loops', () =>
       Promise.all([this.#worker.stopLoops(), this.#heartbeat.stop(), this.#retention.stop(), this.#upserts]),
     );

@@ -113,8 +113,10 @@ export async function activePipelinesOf(
 ): Promise<Map<string, string[]>> {
   const pipelines = new Map<string, string[]>();
   if (scheduleIds.length === 0) return pipelines;
-  for (const row of await selectActivePipelines(tx, tables, scheduleIds)) {
-    pipelines.set(row.scheduleId, [...(pipelines.get(row.scheduleId) ?? []), row.pipelineId]);
+  for (const { scheduleId, pipelineId } of await selectActivePipelines(tx, tables, scheduleIds)) {
+    const ids = pipelines.get(scheduleId);
+    if (ids === undefined) pipelines.set(scheduleId, [pipelineId]);
+    else ids.push(pipelineId);
   }
   return pipelines;
 }
