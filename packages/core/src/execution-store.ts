@@ -1,5 +1,6 @@
 import type { ContextDelta } from './context.js';
 import type { AttemptOutcome, PipelineStatus, TaskStatus } from './executor.js';
+import type { PipelineGroup } from './flow-control.js';
 import type { JsonObject } from './json.js';
 
 /**
@@ -30,6 +31,12 @@ export interface PipelineRow {
    * OpenTelemetry's `propagation.inject` wrote it; null when no trace was active.
    */
   traceContext: Record<string, string> | null;
+  /** Its delayed start, else null. */
+  runAt: Date | null;
+  /** Higher is claimed first. */
+  priority: number;
+  /** The concurrency groups it belongs to; null for a workflow without rules. */
+  concurrency: PipelineGroup[] | null;
   createdAt: Date;
   startedAt: Date | null;
   completedAt: Date | null;
@@ -95,6 +102,14 @@ export interface NewPipeline {
   runAt?: Date | null;
   /** The W3C trace context of the span that starts it (see {@link PipelineRow.traceContext}); null or absent for none. */
   traceContext?: Record<string, string> | null;
+  /** Higher is claimed first; 0 or absent for the default. */
+  priority?: number;
+  /**
+   * The concurrency groups it joins; empty or absent for none. A pipeline with groups is
+   * *queued* until every group has room (see {@link ExecutionStore.admitQueued}): its first
+   * tasks stay `not_started`, and `onLimit` decides what a full group does at creation.
+   */
+  concurrency?: readonly PipelineGroup[];
   now: Date;
   /** One per task, in canonical order; `pendingDeps` = number of dependencies. */
   tasks: ReadonlyArray<{ id: string; taskId: string; position: number; pendingDeps: number }>;
@@ -223,6 +238,15 @@ export interface RetriedTask {
   pendingDeps: number;
 }
 
+/** A queued pipeline's full group, as {@link ExecutionStore.listQueuedGroups} reports it. */
+export interface QueuedGroup {
+  pipelineExecutionId: string;
+  group: string;
+  /** Pipelines of the group active now (admitted and not terminal). */
+  active: number;
+  limit: number;
+}
+
 /** Filter of {@link ExecutionStore.listPipelines}; newest first. */
 export interface PipelineFilter {
   workflowName?: string;
@@ -298,6 +322,19 @@ export interface ExecutionStore {
    * and sees what the outcomes readied.
    */
   finishTasks(outcomes: readonly FinishTaskRequest[], options?: FinishTasksOptions): Promise<FinishTasksResult>;
+  /**
+   * Admits queued pipelines of the given concurrency groups (all groups with queued pipelines
+   * when `groups` is null) while every group of each has room: higher priority first, then
+   * oldest (`runAt`, else creation). An admitted pipeline is active in its groups until it is
+   * terminal; its tasks without dependencies become `ready` (no earlier than now). One
+   * transaction per call, serialized per group across processes, so no group ever holds more
+   * than its limit. Called after whatever may free a slot (a pipeline ending, a cancel, a
+   * retry) and periodically, so that a slot freed by a process that died is still given on.
+   * Returns how many pipelines it admitted.
+   */
+  admitQueued(groups: readonly string[] | null, now: Date): Promise<number>;
+  /** The full group each of these pipelines waits for, if it is queued; pipelines not queued are left out. */
+  listQueuedGroups(pipelineExecutionIds: readonly string[]): Promise<QueuedGroup[]>;
   /** Cancels a non-terminal pipeline and its non-terminal tasks; null when unknown. */
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null>;
   /** Pauses a pending or running pipeline; running tasks go back to ready (not a failure). */
@@ -309,7 +346,9 @@ export interface ExecutionStore {
    * row: the pipeline becomes `running` (no error, no completion time, `remainingTasks` =
    * `tasks.length`, `failedTasks` 0) and each listed task `ready` or `not_started` with its
    * `pendingDeps`, `availableAt` = now and no lease, its attempt counters kept. Other tasks
-   * are untouched (completed ones keep their outputs). Returns the pipeline after the retry;
+   * are untouched (completed ones keep their outputs). A pipeline with concurrency groups
+   * re-enters their queue instead: it becomes `pending`, its `ready` tasks `not_started`, and
+   * {@link admitQueued} starts it when its groups have room. Returns the pipeline after the retry;
    * the row as it is, unchanged, when it was in another status; null when unknown.
    */
   retryPipeline(id: string, tasks: readonly RetriedTask[], now: Date): Promise<PipelineRow | null>;

@@ -1,4 +1,5 @@
 import type { Context } from './context.js';
+import type { WaitingFor } from './flow-control.js';
 import type { Json } from './json.js';
 
 /** Lifecycle of a pipeline execution. Terminal: completed, failed, cancelled. */
@@ -25,6 +26,10 @@ export interface ExecuteOptions {
   scheduledTime?: Date;
   /** Set with `scheduledTime` by the cron scheduler: the schedule whose occurrence started the pipeline. */
   scheduleId?: string;
+  /** Integer -1000..1000; higher is claimed first. @default the workflow's priority (0 unless it names one) */
+  priority?: number;
+  /** Names the group of every keyed concurrency rule, instead of the value its `key` reads from the context. */
+  concurrencyKey?: string;
 }
 
 /** How one attempt of a task ended. */
@@ -82,6 +87,12 @@ export type PipelineSummary = Omit<PipelineResult, 'finalContext' | 'tasks'> & {
   scheduleId: string | null;
   /** The occurrence's scheduled time; null when no schedule started it. */
   scheduledTime: Date | null;
+  /** Its delayed start (ExecuteOptions.runAt); null when it was due at once. */
+  runAt: Date | null;
+  /** Its priority: higher is claimed first. */
+  priority: number;
+  /** Why a `pending` pipeline has not started yet: its `runAt`, or a full concurrency group; else null. */
+  waitingFor: WaitingFor | null;
 };
 
 /** A handle on a started pipeline. */

@@ -1,3 +1,12 @@
+export {
+  type ActiveCount,
+  type AdmissionStep,
+  admissionPlan,
+  firstFullGroups,
+  type QueuedSlot,
+  runSteps,
+  runStepsAsync,
+} from './admission.js';
 export { type Clock, ManualClock, systemClock } from './clock.js';
 export {
   defaultApplicationName,
@@ -76,6 +85,7 @@ export type {
   NewPipeline,
   PipelineFilter,
   PipelineRow,
+  QueuedGroup,
   RegisteredTasks,
   RenewLeasesOptions,
   RetriedTask,
@@ -96,6 +106,23 @@ export type {
   TaskResult,
   TaskStatus,
 } from './executor.js';
+export {
+  type ConcurrencyRule,
+  checkConcurrencyKey,
+  checkConcurrencyRules,
+  checkPriority,
+  concurrencyGroups,
+  DEFAULT_ON_LIMIT,
+  DEFAULT_PRIORITY,
+  limitReachedError,
+  MAX_CONCURRENCY_KEY_BYTES,
+  MAX_CONCURRENCY_LIMIT,
+  type OnLimit,
+  type PipelineGroup,
+  PRIORITY_RANGE,
+  replacedError,
+  type WaitingFor,
+} from './flow-control.js';
 export { deepMerge, isJsonObject, type Json, type JsonObject, jsonByteLength, toJson } from './json.js';
 export { type Logger, silentLogger } from './logger.js';
 export {
@@ -129,9 +156,12 @@ export {
   FIRE_LAG_SOURCES,
   idempotencyConflictError,
   inKeyLockOrder,
+  isQueued,
   isTerminalPipelineStatus,
   leaseOfTask,
+  type NewSlot,
   newCronExecutionRow,
+  newSlots,
   newTaskStatus,
   OPEN_OCCURRENCE_STATUSES,
   PIPELINE_STATUSES,
@@ -146,6 +176,7 @@ export {
   taskOutcomeColumns,
   UNFINISHED_PIPELINE_STATUSES,
 } from './store-rules.js';
+export { assertKnownKeys, editDistance, nearestName } from './suggest.js';
 export {
   assertNoNul,
   checkIdempotencyKey,

@@ -11,6 +11,7 @@ import type {
   TaskRow,
 } from './execution-store.js';
 import type { PipelineStatus, TaskStatus } from './executor.js';
+import { DEFAULT_PRIORITY, type PipelineGroup } from './flow-control.js';
 
 /*
  * What every storage adapter decides the same way and that is not SQL: the status sets its
@@ -138,9 +139,37 @@ export function taskOutcomeColumns(outcome: TaskOutcome, now: Date): TaskOutcome
   }
 }
 
-/** The status a new task row starts in: ready when it depends on nothing. */
-export function newTaskStatus(pendingDeps: number): TaskStatus {
-  return pendingDeps === 0 ? 'ready' : 'not_started';
+/**
+ * The status a new task row starts in: ready when it depends on nothing, unless its pipeline
+ * is queued for a concurrency group (then its admission readies it).
+ */
+export function newTaskStatus(pendingDeps: number, queued = false): TaskStatus {
+  return pendingDeps === 0 && !queued ? 'ready' : 'not_started';
+}
+
+/** True when a new pipeline joins concurrency groups: it is queued until admitted. */
+export function isQueued(
+  pipeline: Pick<NewPipeline, 'concurrency'>,
+): pipeline is NewPipeline & { concurrency: PipelineGroup[] } {
+  return (pipeline.concurrency?.length ?? 0) > 0;
+}
+
+/** The slots a new pipeline takes in its groups' queues: ordered by priority, then `runAt`, else creation. */
+export function newSlots(pipeline: NewPipeline): NewSlot[] {
+  return (pipeline.concurrency ?? []).map((group) => ({
+    pipelineExecutionId: pipeline.id,
+    group,
+    priority: pipeline.priority ?? DEFAULT_PRIORITY,
+    queuedAt: pipeline.runAt ?? pipeline.now,
+  }));
+}
+
+/** A pipeline's place in one group's queue, as the adapters insert it. */
+export interface NewSlot {
+  pipelineExecutionId: string;
+  group: PipelineGroup;
+  priority: number;
+  queuedAt: Date;
 }
 
 /** A new ledger row as stored: its recovery and handoff fields empty. */

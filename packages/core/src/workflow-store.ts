@@ -1,3 +1,4 @@
+import type { ConcurrencyRule } from './flow-control.js';
 import { RETRY_DEFAULTS, type RetryPolicy } from './retry.js';
 import type { TriggerRule, Workflow } from './workflow.js';
 
@@ -25,6 +26,10 @@ export interface WorkflowInfo {
   description: string | null;
   /** Tasks in canonical order. */
   tasks: WorkflowTaskInfo[];
+  /** Its concurrency rules, defaults filled in; null when it has none. */
+  concurrency: ConcurrencyRule[] | null;
+  /** Its pipelines' priority; null when the definition names none (0). */
+  priority: number | null;
   /** When a runner first registered this version. */
   registeredAt: Date;
   /** When a runner that has this version last registered it or heartbeated. */
@@ -57,6 +62,8 @@ export function workflowDefinitionRow(workflow: Workflow): WorkflowDefinitionRow
     name: workflow.name,
     version: workflow.version,
     description: workflow.description ?? null,
+    concurrency: workflow.concurrency.length === 0 ? null : workflow.concurrency.map((rule) => ({ ...rule })),
+    priority: workflow.priority === 0 ? null : workflow.priority,
     tasks: workflow.tasks.map((task) => ({
       id: task.id,
       dependsOn: [...(task.dependsOn ?? [])],

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { Context } from './context.js';
 import { WorkflowValidationError } from './errors.js';
+import { type ConcurrencyRule, checkConcurrencyRules, checkPriority } from './flow-control.js';
 import type { RetryPolicy } from './retry.js';
+import { assertKnownKeys } from './suggest.js';
 import { hasNul } from './text.js';
 
 /** When a task runs, judged from the terminal states of its dependencies. */
@@ -47,8 +49,12 @@ export interface TaskDefinition {
 export interface Workflow {
   readonly name: string;
   readonly description?: string;
-  /** Stable hash of the structure (ids, dependencies, triggers, retry policies). */
+  /** Stable hash of the structure (ids, dependencies, triggers, retry policies, flow-control rules). */
   readonly version: string;
+  /** Its concurrency rules, defaults filled in; empty when it has none. */
+  readonly concurrency: readonly ConcurrencyRule[];
+  /** The priority of its pipelines unless ExecuteOptions names one. */
+  readonly priority: number;
   /** Tasks in canonical order: topological, ties broken by position in the definition. */
   readonly tasks: readonly TaskDefinition[];
   /** Task lookup by id. */
@@ -64,7 +70,47 @@ export interface WorkflowDefinition {
   name: string;
   description?: string;
   tasks: TaskDefinition[];
+  /** At most `limit` pipelines active at once, per group (see DESIGN.md "Flow control"). */
+  concurrency?: ConcurrencyRule | ConcurrencyRule[];
+  /** Integer -1000..1000: its pipelines' priority; higher is claimed first. @default 0 */
+  priority?: number;
 }
+
+/** Every key of WorkflowDefinition: any other is refused (a typo would otherwise be ignored). */
+const WORKFLOW_KEYS = Object.keys({
+  name: true,
+  description: true,
+  tasks: true,
+  concurrency: true,
+  priority: true,
+} satisfies Record<keyof WorkflowDefinition, true>);
+
+/** Every key of TaskDefinition. */
+const TASK_KEYS = Object.keys({
+  id: true,
+  dependsOn: true,
+  run: true,
+  retry: true,
+  timeoutMs: true,
+  trigger: true,
+  when: true,
+} satisfies Record<keyof TaskDefinition, true>);
+
+/** Every key of RetryPolicy. */
+const RETRY_KEYS = Object.keys({
+  maxAttempts: true,
+  backoff: true,
+  initialDelayMs: true,
+  maxDelayMs: true,
+  jitter: true,
+  retryOn: true,
+} satisfies Record<keyof RetryPolicy, true>);
+
+/**
+ * Task fields of DESIGN.md that this version does not run yet: refused by name, so that a
+ * workflow never silently runs without the limit or the wait it declares.
+ */
+const NOT_YET_SUPPORTED_TASK_KEYS = ['rateLimit', 'delayMs', 'notBefore', 'waitFor', 'map'];
 
 const TASK_ID = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 const TRIGGERS = new Set<TriggerRule>(['all_success', 'all_done', 'one_success', 'one_failed', 'none_failed']);
@@ -86,6 +132,7 @@ export function defineWorkflow(definition: WorkflowDefinition): Workflow {
   if (typeof name !== 'string' || name.trim() === '') {
     throw new WorkflowValidationError('Workflow name must be a non-empty string.');
   }
+  assertKnownKeys(definition, WORKFLOW_KEYS, `workflow "${name}" key`, 'keys', WorkflowValidationError);
   if (hasNul(name)) {
     throw new WorkflowValidationError(
       `Workflow name ${JSON.stringify(name)} contains a NUL character (\\u0000), which PostgreSQL cannot store; remove it.`,
@@ -99,6 +146,8 @@ export function defineWorkflow(definition: WorkflowDefinition): Workflow {
   if (!Array.isArray(tasks) || tasks.length === 0) {
     throw new WorkflowValidationError(`Workflow "${name}" has no tasks; add at least one task.`);
   }
+  const concurrency = checkConcurrencyRules(name, definition.concurrency);
+  const priority = checkPriority(definition.priority, `Workflow "${name}": priority`, WorkflowValidationError);
   const taskById = indexTasks(name, tasks);
   const ordered = canonicalOrder(name, tasks, taskById);
   const dependents = new Map<string, string[]>(ordered.map((t) => [t.id, []]));
@@ -106,7 +155,9 @@ export function defineWorkflow(definition: WorkflowDefinition): Workflow {
   return Object.freeze({
     name,
     ...(description === undefined ? {} : { description }),
-    version: structureHash(ordered),
+    version: structureHash(ordered, concurrency, definition.priority),
+    concurrency: Object.freeze(concurrency),
+    priority,
     tasks: Object.freeze(ordered),
     taskById,
     dependents,
@@ -143,6 +194,14 @@ function checkTask(name: string, task: TaskDefinition): void {
       `Workflow "${name}": task "${task.id}" ${field} must be ${what}, got ${describe(value)}.`,
     );
   };
+  for (const key of NOT_YET_SUPPORTED_TASK_KEYS) {
+    if (key in task) {
+      throw new WorkflowValidationError(
+        `Workflow "${name}": task "${task.id}" uses "${key}", which this version of Orrery does not support yet; remove it (a task would otherwise run without it).`,
+      );
+    }
+  }
+  assertKnownKeys(task, TASK_KEYS, `task "${task.id}" key in workflow "${name}"`, 'keys', WorkflowValidationError);
   if (typeof task.run !== 'function') {
     throw new WorkflowValidationError(`Workflow "${name}": task "${task.id}" has no run function.`);
   }
@@ -163,6 +222,13 @@ function checkTask(name: string, task: TaskDefinition): void {
   if (typeof retry !== 'object' || retry === null || Array.isArray(retry)) {
     fail('retry', 'an object such as { maxAttempts: 3 }', retry);
   }
+  assertKnownKeys(
+    retry,
+    RETRY_KEYS,
+    `retry key of task "${task.id}" in workflow "${name}"`,
+    'keys',
+    WorkflowValidationError,
+  );
   const { maxAttempts, backoff, initialDelayMs, maxDelayMs, jitter, retryOn } = retry;
   if (maxAttempts !== undefined && !isPositiveInteger(maxAttempts)) {
     fail('retry.maxAttempts', 'a positive integer (total attempts, the first included)', maxAttempts);
@@ -240,7 +306,15 @@ function ancestorsOf(ordered: TaskDefinition[]): Map<string, string[]> {
   return new Map([...sets].map(([id, set]) => [id, [...set].sort(byPosition)]));
 }
 
-function structureHash(ordered: TaskDefinition[]): string {
+/**
+ * The version: a hash of the structure. Flow-control rules join it only when present, so a
+ * workflow without them keeps the version it had before they existed.
+ */
+function structureHash(
+  ordered: TaskDefinition[],
+  concurrency: ConcurrencyRule[],
+  priority: number | undefined,
+): string {
   const shape = ordered.map((t) => ({
     id: t.id,
     dependsOn: [...(t.dependsOn ?? [])].sort(),
@@ -250,5 +324,10 @@ function structureHash(ordered: TaskDefinition[]): string {
     timeoutMs: t.timeoutMs === Number.POSITIVE_INFINITY ? 'Infinity' : (t.timeoutMs ?? null),
     when: t.when ? 'custom' : null,
   }));
-  return createHash('sha256').update(JSON.stringify(shape)).digest('hex').slice(0, 16);
+  const rules = {
+    ...(concurrency.length === 0 ? {} : { concurrency }),
+    ...(priority === undefined ? {} : { priority }),
+  };
+  const hashed = Object.keys(rules).length === 0 ? shape : { tasks: shape, ...rules };
+  return createHash('sha256').update(JSON.stringify(hashed)).digest('hex').slice(0, 16);
 }

@@ -45,7 +45,6 @@ export type { TickResult } from './scheduler.js';
 export type { AddScheduleOptions, ListSchedulesFilter } from './schedules.js';
 export { type CronHealth, CronService } from './service.js';
 export { CRON_DEFAULTS, type CronSettings } from './settings.js';
-export { assertKnownKeys } from './suggest.js';
 export { PRUNED_NOTE, type SyncSchedulesOptions, type SyncSchedulesResult } from './sync.js';
 export type { CronExecution, CronExecutionStats, CronSchedule, CronScheduleInput, RecoveryStats } from './types.js';
 export type { TriggerOptions } from './validate.js';

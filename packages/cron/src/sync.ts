@@ -1,5 +1,4 @@
-import { type ScheduleRow, ValidationError } from '@orreryjs/core';
-import { assertKnownKeys } from './suggest.js';
+import { assertKnownKeys, type ScheduleRow, ValidationError } from '@orreryjs/core';
 import type { CronScheduleInput } from './types.js';
 import { checkBoolean, checkChoice, type ScheduleDefinition } from './validate.js';
 

@@ -1,5 +1,6 @@
 import {
   assertContextSize,
+  assertKnownKeys,
   assertNoNul,
   assertStorableDate,
   type CatchupPolicy,
@@ -19,7 +20,6 @@ import { validateTimezone } from './expression/timezone.js';
 import type { WorkflowCatalog } from './options.js';
 import { occurrenceContext, recoveryContext } from './schedule-context.js';
 import { CATCHUP_POLICIES, MAX_NOTE_LENGTH, OVERLAP_POLICIES, SCHEDULE_DEFAULTS } from './schedule-fields.js';
-import { assertKnownKeys } from './suggest.js';
 import type { CronScheduleInput } from './types.js';
 import { firstRunAt } from './window.js';
 

@@ -1,10 +1,12 @@
 import type {
   CatchupPolicy,
+  ConcurrencyRule,
   ContextDelta,
   CronExecutionSource,
   CronExecutionStatus,
   JsonObject,
   OverlapPolicy,
+  PipelineGroup,
   PipelineStatus,
   ScheduleDst,
   StoredAttempt,
@@ -49,6 +51,12 @@ function defineTables(table: TableFn) {
       pauseReason: freeText('pause_reason'),
       /** The W3C trace context (`traceparent`, `tracestate`) of the span that started it, else null. */
       traceContext: json<Record<string, string>>('trace_context'),
+      /** Its delayed start (ExecuteOptions.runAt), else null. */
+      runAt: timestamp('run_at'),
+      /** Higher is claimed first; copied to its tasks, where the claim orders by it. */
+      priority: integer('priority').notNull().default(0),
+      /** Its concurrency groups (PipelineGroup[]); null for a workflow without rules. */
+      concurrency: json<PipelineGroup[]>('concurrency'),
       createdAt: timestamp('created_at').notNull(),
       startedAt: timestamp('started_at'),
       completedAt: timestamp('completed_at'),
@@ -91,6 +99,8 @@ function defineTables(table: TableFn) {
       failedAttempts: integer('failed_attempts').notNull(),
       pendingDeps: integer('pending_deps').notNull(),
       availableAt: timestamp('available_at').notNull(),
+      /** The pipeline's priority, here so that the claim's index walk can order by it. */
+      priority: integer('priority').notNull().default(0),
       leaseOwner: text('lease_owner'),
       leaseExpiresAt: timestamp('lease_expires_at'),
       /** The runner that claimed the latest attempt, kept when the lease ends: who ran a completed attempt. */
@@ -106,7 +116,15 @@ function defineTables(table: TableFn) {
     (t) => [
       primaryKey({ name: 'task_executions_pkey', columns: [t.pipelineExecutionId, t.taskId] }),
       // coalesce(): the claim's condition, estimated without statistics (see likely() in execution-store/claim.ts).
-      index('task_executions_claim_idx').on(t.availableAt).where(sql`coalesce(status = 'ready', false)`),
+      // Two walks make the claim (see execution-store/claim.ts): the default priority by age alone, the
+      // others by priority then age. One index on (priority, age) would have to step over every ready task
+      // of a priority whose time has not come (retries backing off, delayed starts) on each claim.
+      index('task_executions_claim_idx')
+        .on(t.availableAt)
+        .where(sql`coalesce(status = 'ready', false) AND priority = 0`),
+      index('task_executions_priority_claim_idx')
+        .on(t.priority.desc(), t.availableAt)
+        .where(sql`coalesce(status = 'ready', false) AND priority <> 0`),
       index('task_executions_expired_lease_idx').on(t.leaseExpiresAt).where(sql`status = 'running'`),
     ],
   );
@@ -197,21 +215,60 @@ function defineTables(table: TableFn) {
       version: text('version').notNull(),
       description: freeText('description'),
       tasks: json<WorkflowTaskInfo[]>('tasks').notNull(),
+      /** Its concurrency rules (defaults filled in); null when it has none. */
+      concurrency: json<ConcurrencyRule[]>('concurrency'),
+      /** The priority its definition names; null when it names none (0). */
+      priority: integer('priority'),
       registeredAt: timestamp('registered_at').notNull(),
       lastSeenAt: timestamp('last_seen_at').notNull(),
     },
     (t) => [primaryKey({ columns: [t.name, t.version] })],
   );
 
-  return { pipelineExecutions, taskExecutions, cronSchedules, cronExecutions, runners, workflows };
+  /**
+   * One row per (concurrency group, pipeline in it): queued until admitted, then counted as
+   * active until its pipeline is terminal. Rows of terminal pipelines are deleted by the next
+   * admission in their group (and with their pipeline), so a group's count reads few rows.
+   */
+  const concurrencySlots = table(
+    'concurrency_slots',
+    {
+      groupName: text('group_name').notNull(),
+      pipelineExecutionId: uuid('pipeline_execution_id')
+        .notNull()
+        .references(() => pipelineExecutions.id, { onDelete: 'cascade' }),
+      /** The limit of the rule as the pipeline's version declares it. */
+      slotLimit: integer('slot_limit').notNull(),
+      priority: integer('priority').notNull(),
+      /** Its place in the queue: the pipeline's runAt, else its creation; the retry's time after a retry. */
+      queuedAt: timestamp('queued_at').notNull(),
+      admitted: boolean('admitted').notNull(),
+    },
+    (t) => [
+      primaryKey({ name: 'concurrency_slots_pkey', columns: [t.groupName, t.pipelineExecutionId] }),
+      index('concurrency_slots_queue_idx')
+        .on(t.groupName, t.priority.desc(), t.queuedAt, t.pipelineExecutionId)
+        .where(sql`NOT admitted`),
+      index('concurrency_slots_pipeline_idx').on(t.pipelineExecutionId),
+    ],
+  );
+
+  return { pipelineExecutions, taskExecutions, cronSchedules, cronExecutions, runners, workflows, concurrencySlots };
 }
 
 /** Every table of the Postgres dialect, as the stores receive them. */
 export type PostgresTables = ReturnType<typeof defineTables>;
 
 /** The unqualified tables: what drizzle-kit reads to generate ./drizzle. */
-export const { pipelineExecutions, taskExecutions, cronSchedules, cronExecutions, runners, workflows } =
-  defineTables(pgTable);
+export const {
+  pipelineExecutions,
+  taskExecutions,
+  cronSchedules,
+  cronExecutions,
+  runners,
+  workflows,
+  concurrencySlots,
+} = defineTables(pgTable);
 
 /**
  * The tables qualified with `schema` (already validated): every statement built on them names it.

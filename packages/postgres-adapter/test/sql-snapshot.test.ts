@@ -33,6 +33,19 @@ import {
 } from '../src/cron-store/schedules.js';
 import { lockSchedule } from '../src/cron-store/trigger.js';
 import {
+  admitSlots,
+  countActive,
+  deleteEndedSlots,
+  insertSlots,
+  lockGroups,
+  readyFirstTasks,
+  selectOldestActive,
+  selectQueued,
+  selectQueuedGroupNames,
+  selectQueuedGroups,
+  tryLockGroup,
+} from '../src/execution-store/admission.js';
+import {
   cancelPipelineRow,
   cancelTasks,
   pausePipelineRow,
@@ -127,13 +140,28 @@ const stores = {
         selectPipelines: selectPipelines(db, tables, { ...page, workflowName: 'w', status: 'running' }),
         countWork: countWork(db, tables, now),
       },
+      admission: {
+        lockGroups: lockGroups(db, tables, ['g']),
+        tryLockGroup: tryLockGroup(db, tables, 'g'),
+        selectQueuedGroupNames: selectQueuedGroupNames(db, tables),
+        deleteEndedSlots: deleteEndedSlots(db, tables, ['g']),
+        countActive: countActive(db, tables, ['g']),
+        selectQueued: selectQueued(db, tables, 'g', 0),
+        admitSlots: admitSlots(db, tables, [id]),
+        readyFirstTasks: readyFirstTasks(db, tables, [id], now),
+        selectOldestActive: selectOldestActive(db, tables, 'g'),
+        insertSlots: insertSlots(db, tables, [
+          { pipelineExecutionId: id, group: { group: 'g', limit: 1, onLimit: 'queue' }, priority: 0, queuedAt: now },
+        ]),
+        selectQueuedGroups: selectQueuedGroups(db, tables, [id]),
+      },
       control: {
         cancelPipelineRow: cancelPipelineRow(db, tables, id, now),
         cancelTasks: cancelTasks(db, tables, id, now),
         pausePipelineRow: pausePipelineRow(db, tables, id, null, now),
         requeueRunningTasks: requeueRunningTasks(db, tables, id, now),
         retryPipelineRow: retryPipelineRow(db, tables, id, 1, now),
-        retryTasks: retryTasks(db, tables, id, [{ id, pendingDeps: 0 }], now),
+        retryTasks: retryTasks(db, tables, id, [{ id, pendingDeps: 0 }], now, false),
       },
     }),
   ],

@@ -21,6 +21,7 @@ import {
 } from '@orreryjs/core';
 import { CronService } from '@orreryjs/cron';
 import { EventEmitter } from 'eventemitter3';
+import { GroupAdmission } from './admission.js';
 import { type OrreryClientConfig, resolveClientConfig } from './client-config.js';
 import { CompletionWaiters, FIRST_POLL_DELAY_MS } from './completion.js';
 import { cronSettingsOf, type ResolvedRunnerConfig } from './config.js';
@@ -91,6 +92,7 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
   readonly #localWork: LocalWork;
   readonly #emit: EmitEvent;
   readonly #writer: PipelineWriter;
+  readonly #admission: GroupAdmission;
   readonly #unsubscribe: () => void;
   /**
    * The cron engine behind the schedule calls; a runner starts its loops. @internal
@@ -110,6 +112,7 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
     this.#emit = parts.emit ?? ((event, payload) => emitSafely(this as never, logger, event, payload));
     this.#known = new KnownWorkflows(registry, storage.workflows);
     this.#writer = new PipelineWriter(storage.executions);
+    this.#admission = new GroupAdmission(storage.executions, clock, logger);
     this.#waiters = new CompletionWaiters({
       getPipeline: (id) => storage.executions.getPipeline(id),
       pollIntervalMs: config.pollIntervalMs,
@@ -139,6 +142,7 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
       clock,
       localWork: this.#localWork,
       waiters: this.#waiters,
+      admission: this.#admission,
       emit: this.#emit,
       assertOpen: () => this.#assertOpen(),
       handle: (pipeline, defaultTimeoutMs) => this.#handle(pipeline, defaultTimeoutMs),
@@ -292,7 +296,16 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
    */
   async listExecutions(filter: ListExecutionsFilter = {}): Promise<PipelineSummary[]> {
     const rows = await this.#storage.executions.listPipelines(checkListFilter(filter));
-    return rows.map(toPipelineSummary);
+    // What the queued ones wait for: one more read, only when a listed pipeline may be queued.
+    const mayBeQueued = rows.filter((row) => row.status === 'pending' && row.concurrency !== null).map((row) => row.id);
+    const queued = new Map(
+      (mayBeQueued.length === 0 ? [] : await this.#storage.executions.listQueuedGroups(mayBeQueued)).map((group) => [
+        group.pipelineExecutionId,
+        group,
+      ]),
+    );
+    const now = this.#clock.now();
+    return rows.map((row) => toPipelineSummary(row, queued.get(row.id), now));
   }
 
   /**
@@ -332,6 +345,7 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
 
   async #close(reason: PipelineTimeoutError): Promise<void> {
     this.#unsubscribe();
+    await this.#admission.settled();
     this.#waiters.close(reason);
     await this.#storage.close();
   }
@@ -339,9 +353,11 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
   /**
    * This process's worker finished a pipeline (its last outcome committed here): wakes the
    * calls waiting on it, emits `pipeline:completed` or `pipeline:failed`, and tells the cron
-   * scheduler of a scheduled pipeline that failed (`pauseOnFailure`). @internal
+   * scheduler of a scheduled pipeline that failed (`pauseOnFailure`); gives its concurrency
+   * slots on to the queued pipelines of its groups. @internal
    */
   pipelineFinished(row: PipelineRow, tasks: readonly TaskRow[] | null): void {
+    this.#admission.freed(row);
     this.#waiters.notify(row, tasks);
     const startMs = (row.startedAt ?? row.createdAt).getTime();
     this.#emit(row.status === 'failed' ? 'pipeline:failed' : 'pipeline:completed', {

@@ -1,4 +1,5 @@
 import {
+  assertKnownKeys,
   type Context,
   type ExecuteOptions,
   IdempotencyConflictError,
@@ -6,7 +7,6 @@ import {
   ValidationError,
   type Workflow,
 } from '@orreryjs/core';
-import { assertKnownKeys } from '@orreryjs/cron';
 import { checkPipelineRequest, type PipelineRequest } from './start-pipeline.js';
 import { checkTimeoutMs } from './validate.js';
 

@@ -7,6 +7,7 @@ import {
   type Storage,
   ValidationError,
 } from '@orreryjs/core';
+import type { GroupAdmission } from './admission.js';
 import type { CompletionWaiters } from './completion.js';
 import type { EmitEvent } from './events.js';
 import type { LocalWork } from './local-work.js';
@@ -22,6 +23,8 @@ export interface ExecutionControlParts {
   /** The runner's tasks in this process, stopped by a cancel or pause here and woken by a resume or retry. */
   localWork: LocalWork;
   waiters: CompletionWaiters;
+  /** Gives a cancelled pipeline's concurrency slots on. */
+  admission: GroupAdmission;
   emit: EmitEvent;
   /** @throws ConfigurationError after the client's `close()`. */
   assertOpen(): void;
@@ -56,9 +59,13 @@ export class ExecutionControl {
     this.#cancelled(row);
   }
 
-  /** What follows a cancel committed by this process: its local tasks aborted, waiters and listeners told. */
+  /**
+   * What follows a cancel committed by this process: its local tasks aborted, its concurrency
+   * slots given on, waiters and listeners told.
+   */
   #cancelled(row: PipelineRow): void {
     this.#parts.localWork.stopPipeline(row.id, 'cancelled');
+    this.#parts.admission.freed(row);
     if (row.status === 'cancelled') {
       this.#parts.waiters.notify(row);
       this.#parts.emit('pipeline:cancelled', { executionId: row.id, workflowName: row.workflowName });

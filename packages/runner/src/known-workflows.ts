@@ -127,6 +127,8 @@ export function workflowFromInfo(info: WorkflowInfo): Workflow {
   const built = defineWorkflow({
     name: info.name,
     ...(info.description === null ? {} : { description: info.description }),
+    ...(info.concurrency === null ? {} : { concurrency: info.concurrency }),
+    ...(info.priority === null ? {} : { priority: info.priority }),
     tasks: info.tasks.map((task) => ({
       id: task.id,
       dependsOn: task.dependsOn,

@@ -4,17 +4,36 @@ import {
   type PipelineResult,
   type PipelineRow,
   type PipelineSummary,
+  type QueuedGroup,
   type TaskAttempt,
   type TaskResult,
   type TaskRow,
+  type WaitingFor,
 } from '@orreryjs/core';
 
 function elapsedMs(from: Date | null, to: Date | null): number | undefined {
   return from === null || to === null ? undefined : to.getTime() - from.getTime();
 }
 
-/** A pipeline row as the public summary (no context, no tasks). */
-export function toPipelineSummary(row: PipelineRow): PipelineSummary {
+/**
+ * A pipeline row as the public summary (no context, no tasks). `queued` is the full group a
+ * queued pipeline waits for (listQueuedGroups), `now` what decides whether its runAt is still ahead.
+ */
+export function toPipelineSummary(row: PipelineRow, queued: QueuedGroup | undefined, now: Date): PipelineSummary {
+  return { ...pipelineFields(row), runAt: row.runAt, priority: row.priority, waitingFor: waitingFor(row, queued, now) };
+}
+
+/** Why a pending pipeline has not started: a full concurrency group first, then a runAt still ahead. */
+function waitingFor(row: PipelineRow, queued: QueuedGroup | undefined, now: Date): WaitingFor | null {
+  if (row.status !== 'pending') return null;
+  if (queued !== undefined)
+    return { kind: 'concurrency', group: queued.group, active: queued.active, limit: queued.limit };
+  if (row.runAt !== null && row.runAt.getTime() > now.getTime()) return { kind: 'runAt', runAt: row.runAt };
+  return null;
+}
+
+/** The fields a pipeline's result and its summary share. */
+function pipelineFields(row: PipelineRow) {
   const durationMs = elapsedMs(row.startedAt ?? row.createdAt, row.completedAt);
   return {
     executionId: row.id,
@@ -91,7 +110,7 @@ export function completedOutputs(tasks: readonly TaskRow[], only?: ReadonlySet<s
 export function toPipelineResult(row: PipelineRow, tasks: readonly TaskRow[]): PipelineResult {
   const ordered = [...tasks].sort((a, b) => a.position - b.position);
   return {
-    ...toPipelineSummary(row),
+    ...pipelineFields(row),
     finalContext: mergeContext(row.input, completedOutputs(ordered)),
     tasks: ordered.map(toTaskResult),
   };

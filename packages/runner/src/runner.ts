@@ -12,6 +12,7 @@ import {
 } from '@orreryjs/core';
 import { EventEmitter } from 'eventemitter3';
 import type { Registry } from 'prom-client';
+import { AdmissionSweep } from './admission.js';
 import { CLIENT_CALLS, type ClientCalls, OrreryClient } from './client.js';
 import { type DefaultRunnerConfig, type ResolvedRunnerConfig, resolveConfig } from './config.js';
 import type { EmitEvent, RunnerEvents } from './events.js';
@@ -70,6 +71,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> {
   readonly #worker: Worker;
   readonly #heartbeat: HeartbeatLoop;
   readonly #retention: RetentionLoop;
+  readonly #admissionSweep: AdmissionSweep;
   readonly #metrics: RunnerMetrics;
   /** Ends this runner's wake-up subscription (the client holds its own, for its waiters). */
   readonly #unsubscribe: () => void;
@@ -123,6 +125,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> {
       logger,
     });
     this.#retention = new RetentionLoop({ storage, ...config.retention, clock, logger });
+    this.#admissionSweep = new AdmissionSweep(storage.executions, clock, logger);
   }
 
   /**
@@ -196,6 +199,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> {
     this.#heartbeat.start();
     this.#worker.start();
     this.#retention.start();
+    this.#admissionSweep.start();
     this.#client.scheduler.start();
   }
 
@@ -237,7 +241,13 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> {
     // Wake-ups are heard until the tasks have drained: a remote cancel must still stop them.
     this.#unsubscribe();
     await step('stop loops', () =>
-      Promise.all([this.#worker.stopLoops(), this.#heartbeat.stop(), this.#retention.stop(), this.#upserts]),
+      Promise.all([
+        this.#worker.stopLoops(),
+        this.#heartbeat.stop(),
+        this.#retention.stop(),
+        this.#admissionSweep.stop(),
+        this.#upserts,
+      ]),
     );
     if (this.#heartbeat.beaten) {
       await step('mark stopped', () => this.#storage.runners.markStopped(config.runnerId, this.#clock.now()));
@@ -269,7 +279,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> {
       runningTasks: this.#worker.runningTasks,
       cron: this.#client.scheduler.health(),
       failingLoops: [
-        ...failingLoops([...this.#worker.loops, this.#heartbeat, this.#retention]),
+        ...failingLoops([...this.#worker.loops, this.#heartbeat, this.#retention, this.#admissionSweep]),
         ...this.#client.scheduler.failingLoops(),
       ],
       executionStore: this.#storage.executions,

@@ -1,21 +1,25 @@
 import {
   assertContextSize,
+  assertKnownKeys,
   assertStorableDate,
   Context,
   ContextError,
+  checkConcurrencyKey,
   checkIdempotencyKey,
+  checkPriority,
+  concurrencyGroups,
   type ExecuteOptions,
   idempotencyConflictError,
   type JsonObject,
   type NewPipeline,
   newId,
+  type PipelineGroup,
   type PipelineRow,
   truncateToMillis,
   UniversalUuid,
   ValidationError,
   type Workflow,
 } from '@orreryjs/core';
-import { assertKnownKeys } from '@orreryjs/cron';
 import type { PipelineWriter } from './pipeline-writer.js';
 
 /** What {@link startPipeline} needs from the runner. */
@@ -33,12 +37,15 @@ export interface PipelineRequest {
   scheduledTime: Date | null;
   scheduleId: string | null;
   runAt: Date | null;
+  /** The options' priority, else the workflow's. */
+  priority: number;
+  /** The concurrency groups it joins (see concurrencyGroups). */
+  concurrency: PipelineGroup[];
 }
 
 /**
  * Every key of ExecuteOptions (the `satisfies` keeps the list whole): any other key is a typo
- * or an option Orrery does not have, refused rather than ignored. DESIGN.md's flow control
- * adds `priority` and `concurrencyKey` later; until they are implemented they are refused too.
+ * or an option Orrery does not have, refused rather than ignored.
  */
 const EXECUTE_OPTION_KEYS = Object.keys({
   idempotencyKey: true,
@@ -46,6 +53,8 @@ const EXECUTE_OPTION_KEYS = Object.keys({
   runAt: true,
   scheduledTime: true,
   scheduleId: true,
+  priority: true,
+  concurrencyKey: true,
 } satisfies Record<keyof ExecuteOptions, true>);
 
 /**
@@ -69,7 +78,8 @@ export function checkExecuteOptionKeys(options: unknown): asserts options is Exe
  * @throws ContextError when the context is not plain JSON or is larger than `maxContextBytes`.
  * @throws ValidationError for options that are not an object or have an unknown key, an
  *   empty idempotency key, one with a NUL character or longer than MAX_IDEMPOTENCY_KEY_BYTES
- *   (1024 bytes in UTF-8), or an invalid scheduled time.
+ *   (1024 bytes in UTF-8), an invalid scheduled time, a priority outside -1000..1000 or a bad
+ *   concurrencyKey.
  */
 export function checkPipelineRequest(
   workflow: Workflow,
@@ -101,6 +111,14 @@ export function checkPipelineRequest(
     scheduledTime: scheduledTime === undefined ? null : truncateToMillis(scheduledTime),
     scheduleId: scheduleId === undefined ? null : scheduleId.toLowerCase(),
     runAt: runAt === undefined ? null : truncateToMillis(runAt),
+    priority:
+      options.priority === undefined ? workflow.priority : checkPriority(options.priority, 'ExecuteOptions.priority'),
+    concurrency: concurrencyGroups(
+      workflow.name,
+      workflow.concurrency,
+      input,
+      checkConcurrencyKey(options.concurrencyKey),
+    ),
   };
 }
 
@@ -134,6 +152,8 @@ export function newPipelineRows(
     scheduledTime: request.scheduledTime,
     scheduleId: request.scheduleId,
     runAt: request.runAt,
+    priority: request.priority,
+    concurrency: request.concurrency,
     traceContext,
     now: truncateToMillis(now),
     tasks: workflow.tasks.map((task, position) => ({

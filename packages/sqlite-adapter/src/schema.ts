@@ -1,10 +1,12 @@
 import type {
   CatchupPolicy,
+  ConcurrencyRule,
   ContextDelta,
   CronExecutionSource,
   CronExecutionStatus,
   JsonObject,
   OverlapPolicy,
+  PipelineGroup,
   PipelineStatus,
   ScheduleDst,
   StoredAttempt,
@@ -40,6 +42,12 @@ export const pipelineExecutions = sqliteTable(
     pauseReason: text('pause_reason'),
     /** The W3C trace context (`traceparent`, `tracestate`) of the span that started it, else null. */
     traceContext: json<Record<string, string>>('trace_context'),
+    /** Its delayed start (ExecuteOptions.runAt), else null. */
+    runAt: timestamp('run_at'),
+    /** Higher is claimed first; copied to its tasks, where the claim orders by it. */
+    priority: integer('priority').notNull().default(0),
+    /** Its concurrency groups (PipelineGroup[]); null for a workflow without rules. */
+    concurrency: json<PipelineGroup[]>('concurrency'),
     createdAt: timestamp('created_at').notNull(),
     startedAt: timestamp('started_at'),
     completedAt: timestamp('completed_at'),
@@ -72,6 +80,8 @@ export const taskExecutions = sqliteTable(
     failedAttempts: integer('failed_attempts').notNull(),
     pendingDeps: integer('pending_deps').notNull(),
     availableAt: timestamp('available_at').notNull(),
+    /** The pipeline's priority, here so that the claim's index walk can order by it. */
+    priority: integer('priority').notNull().default(0),
     leaseOwner: text('lease_owner'),
     leaseExpiresAt: timestamp('lease_expires_at'),
     /** The runner that claimed the latest attempt, kept when the lease ends: who ran a completed attempt. */
@@ -86,7 +96,13 @@ export const taskExecutions = sqliteTable(
   },
   (t) => [
     uniqueIndex('task_executions_pipeline_task_key').on(t.pipelineExecutionId, t.taskId),
-    index('task_executions_claim_idx').on(t.availableAt).where(sql`status = 'ready'`),
+    // Two walks make the claim (see execution-store/claim.ts): the default priority by age alone, the
+    // others by priority then age. One index on (priority, age) would have to step over every ready task
+    // of a priority whose time has not come (retries backing off, delayed starts) on each claim.
+    index('task_executions_claim_idx').on(t.availableAt).where(sql`status = 'ready' AND priority = 0`),
+    index('task_executions_priority_claim_idx')
+      .on(sql`priority DESC`, t.availableAt)
+      .where(sql`status = 'ready' AND priority <> 0`),
     index('task_executions_expired_lease_idx').on(t.leaseExpiresAt).where(sql`status = 'running'`),
   ],
 );
@@ -177,13 +193,53 @@ export const workflows = sqliteTable(
     version: text('version').notNull(),
     description: text('description'),
     tasks: json<WorkflowTaskInfo[]>('tasks').notNull(),
+    /** Its concurrency rules (defaults filled in); null when it has none. */
+    concurrency: json<ConcurrencyRule[]>('concurrency'),
+    /** The priority its definition names; null when it names none (0). */
+    priority: integer('priority'),
     registeredAt: timestamp('registered_at').notNull(),
     lastSeenAt: timestamp('last_seen_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.name, t.version] })],
 );
+/**
+ * One row per (concurrency group, pipeline in it): queued until admitted, then counted as
+ * active until its pipeline is terminal. Rows of terminal pipelines are deleted by the next
+ * admission in their group (and with their pipeline), so a group's count reads few rows.
+ */
+export const concurrencySlots = sqliteTable(
+  'concurrency_slots',
+  {
+    groupName: text('group_name').notNull(),
+    pipelineExecutionId: uuid('pipeline_execution_id')
+      .notNull()
+      .references(() => pipelineExecutions.id, { onDelete: 'cascade' }),
+    /** The limit of the rule as the pipeline's version declares it. */
+    slotLimit: integer('slot_limit').notNull(),
+    priority: integer('priority').notNull(),
+    /** Its place in the queue: the pipeline's runAt, else its creation; the retry's time after a retry. */
+    queuedAt: timestamp('queued_at').notNull(),
+    admitted: bool('admitted').notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'concurrency_slots_pkey', columns: [t.groupName, t.pipelineExecutionId] }),
+    index('concurrency_slots_queue_idx')
+      .on(t.groupName, sql`priority DESC`, t.queuedAt, t.pipelineExecutionId)
+      .where(sql`NOT admitted`),
+    index('concurrency_slots_pipeline_idx').on(t.pipelineExecutionId),
+  ],
+);
+
 /** Every table of the SQLite dialect, as the stores receive them. */
-export const tables = { pipelineExecutions, taskExecutions, cronSchedules, cronExecutions, runners, workflows };
+export const tables = {
+  pipelineExecutions,
+  taskExecutions,
+  cronSchedules,
+  cronExecutions,
+  runners,
+  workflows,
+  concurrencySlots,
+};
 
 /** {@link tables}, as the stores receive them. */
 export type SqliteTables = typeof tables;

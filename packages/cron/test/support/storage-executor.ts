@@ -80,7 +80,8 @@ export class StorageExecutor implements PipelineExecutor {
 
   async getExecutionResult(executionId: string): Promise<PipelineResult> {
     const pipeline = await this.#pipeline(executionId);
-    return { ...summaryOf(pipeline), finalContext: pipeline.input, tasks: [] };
+    const { runAt: _runAt, priority: _priority, waitingFor: _waitingFor, ...result } = summaryOf(pipeline);
+    return { ...result, finalContext: pipeline.input, tasks: [] };
   }
 
   async cancelExecution(executionId: string): Promise<void> {
@@ -165,6 +166,9 @@ function summaryOf(pipeline: PipelineRow): PipelineSummary {
     createdAt: pipeline.createdAt,
     scheduleId: pipeline.scheduleId,
     scheduledTime: pipeline.scheduledTime,
+    runAt: pipeline.runAt,
+    priority: pipeline.priority,
+    waitingFor: null,
     ...(pipeline.startedAt === null ? {} : { startedAt: pipeline.startedAt }),
     ...(pipeline.completedAt === null ? {} : { completedAt: pipeline.completedAt }),
     ...(pipeline.error === null ? {} : { error: pipeline.error }),

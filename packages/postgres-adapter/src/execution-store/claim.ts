@@ -7,7 +7,7 @@ import {
   type TaskRow,
   TERMINAL_TASK_STATUSES,
 } from '@orreryjs/core';
-import { and, asc, eq, getTableColumns, lt, lte, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, lt, lte, type SQL, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import type pg from 'pg';
 import {
@@ -31,7 +31,8 @@ import { isRunning, later, taskRowColumns } from './conditions.js';
 
 /*
  * Claiming tasks: ready tasks and tasks whose lease expired, leased in one statement with
- * SKIP LOCKED, so that claimers never wait on each other and never share a task.
+ * SKIP LOCKED, so that claimers never wait on each other and never share a task. Higher
+ * priority first, then oldest.
  */
 
 /**
@@ -49,9 +50,12 @@ function likely(condition: SQL): SQL {
   return sql`coalesce(${condition}, false)`;
 }
 
-/** `ready` tasks, written as the claim index's predicate (a literal, so a generic plan can use the index). */
-function isReady({ taskExecutions: t }: PostgresTables) {
-  return likely(sql`${t.status} = 'ready'`);
+/**
+ * `ready` tasks of the default priority, or of any other: the predicates of the two claim
+ * indexes, written as literals so that a generic plan can use them (see schema.ts).
+ */
+function isReady({ taskExecutions: t }: PostgresTables, priority: 'default' | 'other') {
+  return sql`${likely(sql`${t.status} = 'ready'`)} AND ${t.priority} ${sql.raw(priority === 'default' ? '=' : '<>')} 0`;
 }
 
 /**
@@ -69,6 +73,7 @@ function selectClaimable(db: PostgresDb, tables: PostgresTables, condition: SQL 
       taskId: t.taskId,
       status: t.status,
       availableAt: t.availableAt,
+      priority: t.priority,
       startedAt: t.startedAt,
       ...aliasColumns(getTableColumns(p), 'p_'),
     })
@@ -81,7 +86,7 @@ function selectClaimable(db: PostgresDb, tables: PostgresTables, condition: SQL 
         likely(inTextList(sql`${t.workflowName} || chr(31) || ${t.taskId}`, sql.placeholder('registered'))),
       ),
     )
-    .orderBy(asc(t.availableAt))
+    .orderBy(desc(t.priority), asc(t.availableAt))
     .limit(sql.placeholder('limit'))
     .for('no key update', { of: lockOf(t, p), skipLocked: true });
 }
@@ -96,7 +101,13 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
   const pipelineRow = getTableColumns(p);
   const taskRow = taskRowColumns(tables);
   const now = bind(t.updatedAt, 'now');
-  const ready = db.$with('ready').as(selectClaimable(db, tables, and(isReady(tables), lte(t.availableAt, now))));
+  // Two walks of ready tasks, one per claim index: the default priority's by age, the others' by priority then age.
+  const ready = db
+    .$with('ready')
+    .as(selectClaimable(db, tables, and(isReady(tables, 'default'), lte(t.availableAt, now))));
+  const readyByPriority = db
+    .$with('ready_by_priority')
+    .as(selectClaimable(db, tables, and(isReady(tables, 'other'), lte(t.availableAt, now))));
   const expired = db
     .$with('expired')
     .as(selectClaimable(db, tables, and(isRunning(tables), lt(t.leaseExpiresAt, now))));
@@ -106,8 +117,9 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
       db
         .select()
         .from(ready)
+        .unionAll(db.select().from(readyByPriority))
         .unionAll(db.select().from(expired))
-        .orderBy(sql`available_at`)
+        .orderBy(sql`priority DESC, available_at`)
         .limit(sql.placeholder('limit')),
     );
   // An expired lease costs an attempt only once the attempt's code had started (see startNow).
@@ -130,8 +142,8 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
         // The oldest `startNow` candidates start at once; the rest are claimed ahead, not started.
         // Raw SQL: a candidate's rank among the others, which drizzle's builder has no expression for.
         startedAt: sql`CASE WHEN ${startNow} >= ${sql.placeholder('limit')}::int THEN ${now}
-          WHEN (SELECT count(*) FROM ${candidates} AS earlier WHERE (earlier.available_at, earlier.pipeline_execution_id, earlier.task_id)
-            < (${candidates.availableAt}, ${candidates.pipelineExecutionId}, ${candidates.taskId})) < ${startNow} THEN ${now} END`,
+          WHEN (SELECT count(*) FROM ${candidates} AS earlier WHERE (-earlier.priority, earlier.available_at, earlier.pipeline_execution_id, earlier.task_id)
+            < (-${candidates.priority}, ${candidates.availableAt}, ${candidates.pipelineExecutionId}, ${candidates.taskId})) < ${startNow} THEN ${now} END`,
         updatedAt: now,
       })
       .from(candidates)
@@ -139,6 +151,7 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
       .where(and(eq(t.pipelineExecutionId, candidates.pipelineExecutionId), eq(t.taskId, candidates.taskId)))
       .returning({
         ...taskRow,
+        priority: t.priority,
         leaseExpired: sql<boolean>`${STARTED_ATTEMPT_LOST}`.as('lease_expired'),
         ...carryAliased(candidates, pipelineRow, 'p_'),
       }),
@@ -171,7 +184,7 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
   );
   const rendered = renderBuilt(
     db
-      .with(ready, expired, candidates, leased, started, terminal)
+      .with(ready, readyByPriority, expired, candidates, leased, started, terminal)
       .select({
         task: fieldsOf(leased, taskRow),
         leaseExpired: leased.leaseExpired,
@@ -182,7 +195,7 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
       .from(leased)
       .leftJoin(started, eq(started.startedId, leased.pipelineExecutionId))
       .leftJoin(terminal, eq(terminal.pipelineId, leased.pipelineExecutionId))
-      .orderBy(asc(leased.availableAt)),
+      .orderBy(desc(leased.priority), asc(leased.availableAt)),
   );
   const name = named('orrery_claim_tasks');
   return {

@@ -17,8 +17,11 @@ export function later(now: Date, ms: number): Date {
   return new Date(Date.parse(dateToIso(now)) + ms);
 }
 
-/** The columns of a task row as the port returns it (without the bookkeeping `updated_at`). */
+/**
+ * The columns of a task row as the port returns it: without the bookkeeping `updated_at`, nor
+ * `priority`, the pipeline's, copied here only for the claim's index walk.
+ */
 export function taskRowColumns({ taskExecutions: t }: PostgresTables) {
-  const { updatedAt: _updatedAt, ...columns } = getTableColumns(t);
+  const { updatedAt: _updatedAt, priority: _priority, ...columns } = getTableColumns(t);
   return columns;
 }

@@ -37,12 +37,18 @@ export function prepareControl({ db, tables, named }: PostgresHandle) {
 
 export type ControlStatements = ReturnType<typeof prepareControl>;
 
-/** Marks an unfinished pipeline cancelled; returns it, or nothing when it had ended. */
-export function cancelPipelineRow(db: PostgresDb, tables: PostgresTables, id: string, now: Date) {
+/** Marks an unfinished pipeline cancelled (with `error` when given); returns it, or nothing when it had ended. */
+export function cancelPipelineRow(db: PostgresDb, tables: PostgresTables, id: string, now: Date, error?: string) {
   const p = tables.pipelineExecutions;
   return db
     .update(p)
-    .set({ status: 'cancelled', remainingTasks: 0, completedAt: now, updatedAt: now })
+    .set({
+      status: 'cancelled',
+      remainingTasks: 0,
+      completedAt: now,
+      updatedAt: now,
+      ...(error === undefined ? {} : { error }),
+    })
     .where(and(eq(p.id, id), statusIn(p.status, UNFINISHED_PIPELINE_STATUSES)))
     .returning();
 }
@@ -91,8 +97,9 @@ export async function cancelPipeline(
   tables: PostgresTables,
   id: string,
   now: Date,
+  error?: string,
 ): Promise<PipelineRow | null> {
-  const [cancelled] = await cancelPipelineRow(tx, tables, id, now);
+  const [cancelled] = await cancelPipelineRow(tx, tables, id, now, error);
   if (cancelled === undefined) return selectPipelineIn(tx, tables, id);
   await cancelTasks(tx, tables, id, now);
   return cancelled;
@@ -124,7 +131,8 @@ export function retryPipelineRow(
   return db
     .update(p)
     .set({
-      status: 'running',
+      // A pipeline of concurrency groups re-enters their queue: its admission starts it again.
+      status: sql`CASE WHEN ${p.concurrency} IS NULL THEN 'running' ELSE 'pending' END`,
       remainingTasks,
       failedTasks: 0,
       error: null,
@@ -136,18 +144,22 @@ export function retryPipelineRow(
     .returning();
 }
 
-/** Sends the listed tasks back to run (ready, or not_started while retried dependencies wait), attempt counters kept. */
+/**
+ * Sends the listed tasks back to run (ready, or not_started while retried dependencies wait, or
+ * while the pipeline is `queued` for its concurrency groups), attempt counters kept.
+ */
 export function retryTasks(
   db: PostgresDb,
   tables: PostgresTables,
   id: string,
   tasks: readonly RetriedTask[],
   now: Date,
+  queued: boolean,
 ) {
   const t = tables.taskExecutions;
   // Raw SQL: rows from parallel arrays (unnest), which drizzle's builder cannot name as an UPDATE source.
   const source = sql`unnest(${arrayParam(encodeUuidList(tasks.map((task) => task.id)))}::uuid[],
-      ${arrayParam(tasks.map((task) => newTaskStatus(task.pendingDeps)))}::text[],
+      ${arrayParam(tasks.map((task) => newTaskStatus(task.pendingDeps, queued)))}::text[],
       ${arrayParam(tasks.map((task) => task.pendingDeps))}::int[]) AS v(id, status, pending_deps)`;
   return db
     .update(t)
@@ -174,6 +186,6 @@ export async function retryPipeline(
 ): Promise<PipelineRow | null> {
   const [retried] = await retryPipelineRow(tx, tables, id, tasks.length, now);
   if (retried === undefined) return selectPipelineIn(tx, tables, id);
-  if (tasks.length > 0) await retryTasks(tx, tables, id, tasks, now);
+  if (tasks.length > 0) await retryTasks(tx, tables, id, tasks, now, retried.concurrency !== null);
   return retried;
 }

@@ -8,16 +8,19 @@ import {
   type FinishTaskRequest,
   type FinishTasksOptions,
   type FinishTasksResult,
+  isQueued,
   type LeaseRef,
   type NewPipeline,
   type PipelineFilter,
   type PipelineRow,
+  type QueuedGroup,
   type RenewLeasesOptions,
   type RetriedTask,
   type TaskRow,
   uuidPrefixRange,
 } from '@orreryjs/core';
 import { type PostgresDb, type PostgresHandle, statement, transaction } from '../transaction.js';
+import { admitQueuedIn, queuedGroupsOf, requeueRetried } from './admission.js';
 import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTasks, prepareFinish } from './finish.js';
@@ -49,9 +52,12 @@ export class PostgresExecutionStore implements ExecutionStore {
   }
 
   async createPipeline(pipeline: NewPipeline): Promise<{ pipeline: PipelineRow; created: boolean }> {
-    const [result] = await statement('createPipeline', () =>
-      createPipelinesIn(this.#handle.db, this.#handle.tables, this.#q.pipelines.insertPipelines, [pipeline]),
-    );
+    const insert = (db: PostgresDb) =>
+      createPipelinesIn(db, this.#handle.tables, this.#q.pipelines.insertPipelines, [pipeline]);
+    // A pipeline of concurrency groups is queued and admitted in the insert's transaction.
+    const [result] = isQueued(pipeline)
+      ? await transaction(this.#handle, 'createPipeline', insert)
+      : await statement('createPipeline', () => insert(this.#handle.db));
     return result!;
   }
 
@@ -61,15 +67,16 @@ export class PostgresExecutionStore implements ExecutionStore {
   ): Promise<Array<{ pipeline: PipelineRow; created: boolean }>> {
     if (pipelines.length === 0) return Promise.resolve([]);
     const { tables } = this.#handle;
-    if (!options.allOrNothing) {
+    if (!options.allOrNothing && !pipelines.some(isQueued)) {
       return statement('createPipelines', () =>
         createPipelinesIn(this.#handle.db, tables, this.#q.pipelines.insertPipelines, pipelines),
       );
     }
-    // The insert and the read of the keys' holders in one transaction, so that a conflict rolls it back.
+    // The insert and the read of the keys' holders in one transaction, so that a conflict rolls it back;
+    // and the queueing of pipelines of concurrency groups with their insert.
     return transaction(this.#handle, 'createPipelines', async (tx) => {
       const results = await createPipelinesIn(tx, tables, this.#q.pipelines.insertPipelines, pipelines);
-      assertKeysHeldBySameWorkflow(pipelines, results);
+      if (options.allOrNothing) assertKeysHeldBySameWorkflow(pipelines, results);
       return results;
     });
   }
@@ -150,7 +157,25 @@ export class PostgresExecutionStore implements ExecutionStore {
   }
 
   retryPipeline(id: string, tasks: readonly RetriedTask[], now: Date): Promise<PipelineRow | null> {
-    return transaction(this.#handle, 'retryPipeline', (tx) => retryPipeline(tx, this.#handle.tables, id, tasks, now));
+    return transaction(this.#handle, 'retryPipeline', async (tx) => {
+      const retried = await retryPipeline(tx, this.#handle.tables, id, tasks, now);
+      if (retried !== null) await requeueRetried(tx, this.#handle.tables, retried, now);
+      return retried;
+    });
+  }
+
+  async admitQueued(groups: readonly string[] | null, now: Date): Promise<number> {
+    if (groups !== null && groups.length === 0) return 0;
+    const admitted = await transaction(this.#handle, 'admitQueued', (tx) =>
+      admitQueuedIn(tx, this.#handle.tables, groups, now),
+    );
+    return admitted.length;
+  }
+
+  listQueuedGroups(pipelineExecutionIds: readonly string[]): Promise<QueuedGroup[]> {
+    return statement('listQueuedGroups', () =>
+      queuedGroupsOf(this.#handle.db, this.#handle.tables, pipelineExecutionIds),
+    );
   }
 
   countWork(now: Date): Promise<{ readyTasks: number; runningPipelines: number }> {

@@ -1,6 +1,8 @@
 import {
   DatabaseError,
+  DEFAULT_PRIORITY,
   inKeyLockOrder,
+  isQueued,
   type NewPipeline,
   newTaskStatus,
   type PipelineFilter,
@@ -15,10 +17,12 @@ import {
   encodeJson,
   encodeUuidList,
   inTextList,
+  inUuidList,
   renderOnce,
 } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
+import { queueNewPipelines } from './admission.js';
 
 import { taskRowColumns } from './conditions.js';
 /*
@@ -90,22 +94,23 @@ export function selectPipelines(db: PostgresDb, tables: PostgresTables, filter: 
 function insertPipelinesSql({ pipelineExecutions: p, taskExecutions: t }: PostgresTables): SQL {
   return sql`WITH inserted AS (
       INSERT INTO ${p} (id, workflow_name, workflow_version, status, input, idempotency_key, scheduled_time,
-        schedule_id, remaining_tasks, failed_tasks, created_at, updated_at, trace_context)
+        schedule_id, remaining_tasks, failed_tasks, created_at, updated_at, trace_context, run_at, priority, concurrency)
       SELECT u.id, u.workflow_name, u.workflow_version, 'pending', u.input::jsonb, u.idempotency_key,
-        u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now, u.trace_context::jsonb
+        u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now, u.trace_context::jsonb, u.run_at, u.priority,
+        u.concurrency::jsonb
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::uuid[],
-        $8::int[], $9::timestamptz[], $17::text[])
+        $8::int[], $9::timestamptz[], $16::text[], $17::timestamptz[], $18::int[], $19::text[])
         AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, schedule_id, remaining_tasks, now,
-          trace_context)
+          trace_context, run_at, priority, concurrency)
       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
       RETURNING *
     ), tasks AS (
       INSERT INTO ${t} (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt,
-        failed_attempts, pending_deps, available_at, updated_at)
+        failed_attempts, pending_deps, available_at, priority, updated_at)
       SELECT v.id, i.id, i.workflow_name, v.task_id, v.position, v.status, 0, 0, v.pending_deps,
-        coalesce(v.run_at, i.created_at), i.created_at
-      FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::int[], $14::text[], $15::int[], $16::timestamptz[])
-        AS v(id, pipeline_id, task_id, position, status, pending_deps, run_at)
+        coalesce(i.run_at, i.created_at), i.priority, i.created_at
+      FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::int[], $14::text[], $15::int[])
+        AS v(id, pipeline_id, task_id, position, status, pending_deps)
       JOIN inserted i ON i.id = v.pipeline_id
     )
     SELECT to_json(i) AS row FROM inserted i`;
@@ -128,10 +133,12 @@ function insertPipelinesValues(pipelines: readonly NewPipeline[]): unknown[] {
     encodeUuidList(tasks.map((x) => x.pipeline.id)),
     tasks.map((x) => x.task.taskId),
     tasks.map((x) => x.task.position),
-    tasks.map((x) => newTaskStatus(x.task.pendingDeps)),
+    tasks.map((x) => newTaskStatus(x.task.pendingDeps, isQueued(x.pipeline))),
     tasks.map((x) => x.task.pendingDeps),
-    tasks.map((x) => (x.pipeline.runAt == null ? null : dateToIso(x.pipeline.runAt))),
     pipelines.map((x) => (x.traceContext == null ? null : encodeJson(x.traceContext))),
+    pipelines.map((x) => (x.runAt == null ? null : dateToIso(x.runAt))),
+    pipelines.map((x) => x.priority ?? DEFAULT_PRIORITY),
+    pipelines.map((x) => (isQueued(x) ? encodeJson(x.concurrency) : null)),
   ];
 }
 
@@ -156,7 +163,8 @@ export type InsertPipelines = ReturnType<typeof prepareInsertPipelines>;
 
 /**
  * Creates pipelines with their tasks in one statement (its own transaction, or part of the
- * caller's `db` transaction); a pipeline whose idempotency key is taken, before or earlier in
+ * caller's `db` transaction, which pipelines of concurrency groups need: their queueing and
+ * admission follow the insert, see {@link queueNewPipelines}); a pipeline whose idempotency key is taken, before or earlier in
  * the batch, is not created and the key's holder stands for it (read only when that happens).
  * Results in input order. `createPipeline(s)` and the cron store's in-transaction handoff use it.
  */
@@ -174,6 +182,19 @@ export async function createPipelinesIn(
   const created = new Map(
     rows.map((row) => decodeRow<PipelineRow>(getTableColumns(p), row)).map((row) => [row.id, row]),
   );
+  const queued = pipelines.filter((pipeline) => created.has(pipeline.id) && isQueued(pipeline));
+  if (queued.length > 0) {
+    // Rows an onLimit rule cancelled are read again, so that the caller sees them cancelled.
+    const changed = await queueNewPipelines(db, tables, queued, queued[0]!.now);
+    const reread =
+      changed.length === 0
+        ? []
+        : await db
+            .select()
+            .from(p)
+            .where(inUuidList(p.id, encodeUuidList(changed)));
+    for (const row of reread) if (created.has(row.id)) created.set(row.id, row);
+  }
   const takenKeys = pipelines.filter((x) => !created.has(x.id)).map((x) => x.idempotencyKey ?? '');
   const holders =
     takenKeys.length === 0 ? [] : await db.select().from(p).where(inTextList(p.idempotencyKey, takenKeys));

@@ -8,6 +8,7 @@ import {
 } from '@orreryjs/core';
 import { and, asc, desc, eq, gte, lt, lte, sql } from 'drizzle-orm';
 import { bind, encodeTextList, statusIn, textListSql } from '../codec.js';
+import type { AdmissionStatements } from '../execution-store/admission.js';
 import { type ControlStatements, cancelPipeline } from '../execution-store/control.js';
 import type { PipelineStatements } from '../execution-store/pipelines.js';
 import type { SqliteHandle } from '../transaction.js';
@@ -148,6 +149,7 @@ export interface ClaimDueStatements {
   handoff: HandoffStatements;
   pipelines: PipelineStatements;
   control: ControlStatements;
+  admission: AdmissionStatements;
 }
 
 /** A schedule's advance as its plan decided it. */
@@ -319,5 +321,5 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
   const claimed = insertOccurrenceRows(q.ledger, occurrences).filter((row) => row.status === 'claimed');
   const { prepareHandoff } = request;
   if (prepareHandoff === undefined) return [...claimed, ...skipped];
-  return [...handOffInTransaction(q.handoff, q.pipelines, claimed, prepareHandoff, request.now), ...skipped];
+  return [...handOffInTransaction(q.handoff, q, claimed, prepareHandoff, request.now), ...skipped];
 }

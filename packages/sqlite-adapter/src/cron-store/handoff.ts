@@ -1,7 +1,8 @@
 import type { CronExecutionRow, NewPipeline } from '@orreryjs/core';
 import { and, eq } from 'drizzle-orm';
 import { bind } from '../codec.js';
-import { createPipelineIn, type PipelineStatements } from '../execution-store/pipelines.js';
+import { type QueueStatements, queueCreated } from '../execution-store/admission.js';
+import { createPipelineIn } from '../execution-store/pipelines.js';
 import type { SqliteHandle } from '../transaction.js';
 import { isClaimed } from './conditions.js';
 
@@ -46,7 +47,7 @@ export type HandoffStatements = ReturnType<typeof prepareHandoff>;
  */
 export function handOffInTransaction(
   q: HandoffStatements,
-  pipelines: PipelineStatements,
+  pipelines: QueueStatements,
   rows: readonly CronExecutionRow[],
   prepareHandoff: (occurrence: CronExecutionRow) => NewPipeline | null,
   now: Date,
@@ -55,7 +56,7 @@ export function handOffInTransaction(
     if (row.fireAt.getTime() > now.getTime()) return row;
     const pipeline = prepareHandoff(row);
     if (pipeline === null) return row;
-    const { pipeline: stored } = createPipelineIn(pipelines, pipeline);
+    const stored = queueCreated(pipelines, [pipeline], [createPipelineIn(pipelines.pipelines, pipeline)])[0]!.pipeline;
     q.linkOccurrences.run({ id: row.id, pipelineId: stored.id, now });
     return { ...row, status: 'handed_off', pipelineExecutionId: stored.id, handedOffAt: now };
   });

@@ -15,6 +15,7 @@ import type {
   ScheduleRow,
   ScheduleSyncWrites,
 } from '@orreryjs/core';
+import { prepareAdmission } from '../execution-store/admission.js';
 import { prepareControl } from '../execution-store/control.js';
 import { preparePipelines } from '../execution-store/pipelines.js';
 import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
@@ -51,6 +52,8 @@ export function prepareCronStore(handle: SqliteHandle) {
     pipelines: preparePipelines(handle),
     // cancel_other cancels the pipelines it replaces inside the claim transaction.
     control: prepareControl(handle),
+    // Pipelines of concurrency groups are queued with their hand-off.
+    admission: prepareAdmission(handle),
   };
 }
 

@@ -6,7 +6,7 @@ import {
   type TaskRow,
   TERMINAL_TASK_STATUSES,
 } from '@orreryjs/core';
-import { and, asc, eq, lt, lte, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, lt, lte, type SQL, sql } from 'drizzle-orm';
 import { bind, encodeTextList, encodeUuidList, statusIn, textListSql, uuidListSql } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
@@ -15,19 +15,23 @@ import { isRunning, later, taskRowColumns } from './conditions.js';
 
 /*
  * Claiming tasks: ready tasks and tasks whose lease expired, leased inside one BEGIN IMMEDIATE
- * transaction, so that claimers take turns and never share a task.
+ * transaction, so that claimers take turns and never share a task. Higher priority first, then
+ * oldest.
  */
 
-/** `ready` tasks: a literal, so that SQLite matches it to the claim index. */
-function isReady({ taskExecutions: t }: SqliteTables) {
-  return sql`${t.status} = 'ready'`;
+/**
+ * `ready` tasks of the default priority, or of any other: the predicates of the two claim
+ * indexes, as literals so that SQLite matches each to its index (see schema.ts).
+ */
+function isReady({ taskExecutions: t }: SqliteTables, priority: 'default' | 'other') {
+  return sql`${t.status} = 'ready' AND ${t.priority} ${sql.raw(priority === 'default' ? '=' : '<>')} 0`;
 }
 
 /** Claimable tasks matching `condition` in active pipelines of registered (workflow, task) pairs. */
 function selectClaimable(db: SqliteDb, tables: SqliteTables, condition: SQL | undefined) {
   const { pipelineExecutions: p, taskExecutions: t } = tables;
   return db
-    .select({ id: t.id, status: t.status, availableAt: t.availableAt, startedAt: t.startedAt })
+    .select({ id: t.id, status: t.status, availableAt: t.availableAt, priority: t.priority, startedAt: t.startedAt })
     .from(t)
     .innerJoin(p, eq(p.id, t.pipelineExecutionId))
     .where(
@@ -38,7 +42,7 @@ function selectClaimable(db: SqliteDb, tables: SqliteTables, condition: SQL | un
         sql`${t.workflowName} || char(31) || ${t.taskId} IN ${textListSql(sql.placeholder('registered'))}`,
       ),
     )
-    .orderBy(asc(t.availableAt))
+    .orderBy(desc(t.priority), asc(t.availableAt))
     .limit(sql.placeholder('limit'))
     .prepare();
 }
@@ -54,7 +58,8 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
   const LOST_ERROR = sql`'lease expired (held by ' || coalesce(${t.leaseOwner}, 'nobody') || ')'`;
   // Two statements, each an ordered walk of its own partial index that stops at the limit, so a claim
   // costs the same with a backlog of thousands of ready tasks as with none.
-  const selectReady = selectClaimable(db, tables, and(isReady(tables), lte(t.availableAt, now)));
+  const selectReady = selectClaimable(db, tables, and(isReady(tables, 'default'), lte(t.availableAt, now)));
+  const selectReadyByPriority = selectClaimable(db, tables, and(isReady(tables, 'other'), lte(t.availableAt, now)));
   const selectExpired = selectClaimable(db, tables, and(IS_RUNNING, lt(t.leaseExpiresAt, now)));
   const leaseTasks = db
     .update(t)
@@ -73,7 +78,7 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
       updatedAt: now,
     })
     .where(byIds(t.id))
-    .returning(taskRowColumns(tables))
+    .returning({ ...taskRowColumns(tables), priority: t.priority })
     .prepare();
   const startPipelines = db
     .update(p)
@@ -88,9 +93,10 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
     .orderBy(asc(t.position))
     .prepare();
   return {
-    // Differs by necessity: no UPDATE in a CTE and no SKIP LOCKED, so the claim is six statements in order.
+    // Differs by necessity: no UPDATE in a CTE and no SKIP LOCKED, so the claim is seven statements in order.
     claimTasks: [
       selectReady,
+      selectReadyByPriority,
       selectExpired,
       leaseTasks,
       startPipelines,
@@ -102,17 +108,29 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
 
 export type ClaimStatements = ReturnType<typeof prepareClaim>;
 
+/** Higher priority first, then oldest: the claim's order. */
+function inClaimOrder(a: { priority: number; availableAt: Date }, b: { priority: number; availableAt: Date }): number {
+  return b.priority - a.priority || a.availableAt.getTime() - b.availableAt.getTime();
+}
+
 /** Leases up to `limit` claimable tasks to the claimer, with their pipelines and terminal tasks. */
 export function claimTasks(q: ClaimStatements, request: ClaimTasksRequest): ClaimedTask[] {
-  const [selectReady, selectExpired, leaseTasks, startPipelines, selectPipelinesById, selectTerminalTasks] =
-    q.claimTasks;
+  const [
+    selectReady,
+    selectReadyByPriority,
+    selectExpired,
+    leaseTasks,
+    startPipelines,
+    selectPipelinesById,
+    selectTerminalTasks,
+  ] = q.claimTasks;
   const params = {
     now: request.now,
     registered: encodeTextList(registeredTaskKeys(request.registered)),
     limit: request.limit,
   };
-  const candidates = [...selectExpired.all(params), ...selectReady.all(params)]
-    .sort((a, b) => a.availableAt.getTime() - b.availableAt.getTime())
+  const candidates = [...selectExpired.all(params), ...selectReadyByPriority.all(params), ...selectReady.all(params)]
+    .sort(inClaimOrder)
     .slice(0, request.limit);
   if (candidates.length === 0) return [];
   // Differs by necessity: SQLite ranks the candidates here, where Postgres ranks them in the statement.
@@ -133,12 +151,10 @@ export function claimTasks(q: ClaimStatements, request: ClaimTasksRequest): Clai
     if (list === undefined) terminal.set(row.pipelineExecutionId, [row]);
     else list.push(row);
   }
-  return tasks
-    .sort((a, b) => a.availableAt.getTime() - b.availableAt.getTime())
-    .map((task) => ({
-      task,
-      pipeline: pipelines.get(task.pipelineExecutionId)!,
-      terminalTasks: terminal.get(task.pipelineExecutionId) ?? [],
-      leaseExpired: expired.has(task.id),
-    }));
+  return tasks.sort(inClaimOrder).map(({ priority: _priority, ...task }) => ({
+    task,
+    pipeline: pipelines.get(task.pipelineExecutionId)!,
+    terminalTasks: terminal.get(task.pipelineExecutionId) ?? [],
+    leaseExpired: expired.has(task.id),
+  }));
 }

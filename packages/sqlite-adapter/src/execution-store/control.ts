@@ -25,7 +25,13 @@ export function prepareControl({ db, tables }: SqliteHandle) {
   return {
     cancelPipelineRow: db
       .update(p)
-      .set({ status: 'cancelled', remainingTasks: 0, completedAt: now, updatedAt: now })
+      .set({
+        status: 'cancelled',
+        remainingTasks: 0,
+        completedAt: now,
+        updatedAt: now,
+        error: sql`coalesce(${bind(p.error, 'error')}, ${p.error})`,
+      })
       .where(and(eq(p.id, bind(p.id, 'id')), statusIn(p.status, UNFINISHED_PIPELINE_STATUSES)))
       .returning()
       .prepare(),
@@ -63,7 +69,8 @@ export function prepareControl({ db, tables }: SqliteHandle) {
     retryPipelineRow: db
       .update(p)
       .set({
-        status: 'running',
+        // A pipeline of concurrency groups re-enters their queue: its admission starts it again.
+        status: sql`CASE WHEN ${p.concurrency} IS NULL THEN 'running' ELSE 'pending' END`,
         remainingTasks: bind(p.remainingTasks, 'remainingTasks'),
         failedTasks: 0,
         error: null,
@@ -94,13 +101,14 @@ export function prepareControl({ db, tables }: SqliteHandle) {
 
 export type ControlStatements = ReturnType<typeof prepareControl>;
 
-/** Cancels a pipeline and its unfinished tasks inside the caller's write transaction. */
+/** Cancels a pipeline (with `error` when given) and its unfinished tasks inside the caller's write transaction. */
 export function cancelPipeline(
   q: { control: ControlStatements; pipelines: PipelineStatements },
   id: string,
   now: Date,
+  error: string | null = null,
 ): PipelineRow | null {
-  const cancelled = q.control.cancelPipelineRow.get({ id, now });
+  const cancelled = q.control.cancelPipelineRow.get({ id, now, error });
   if (cancelled === undefined) return q.pipelines.selectPipeline.get({ id }) ?? null;
   q.control.cancelTasks.run({ id, now });
   return cancelled;
@@ -129,7 +137,7 @@ export function retryPipeline(
   const retried = q.control.retryPipelineRow.get({ id, remainingTasks: tasks.length, now });
   if (retried === undefined) return q.pipelines.selectPipeline.get({ id }) ?? null;
   for (const task of tasks) {
-    const status = newTaskStatus(task.pendingDeps);
+    const status = newTaskStatus(task.pendingDeps, retried.concurrency !== null);
     q.control.retryTasks.run({ id, taskId: task.id, status, pendingDeps: task.pendingDeps, now });
   }
   return retried;

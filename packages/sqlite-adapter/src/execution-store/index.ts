@@ -12,12 +12,14 @@ import {
   type NewPipeline,
   type PipelineFilter,
   type PipelineRow,
+  type QueuedGroup,
   type RenewLeasesOptions,
   type RetriedTask,
   type TaskRow,
   uuidPrefixRange,
 } from '@orreryjs/core';
 import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
+import { admitQueuedIn, prepareAdmission, queueCreated, queuedGroupsOf, requeueRetried } from './admission.js';
 import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTasks, prepareFinish } from './finish.js';
@@ -33,6 +35,7 @@ export function prepareExecutionStore(handle: SqliteHandle) {
     lease: prepareLease(handle),
     finish: prepareFinish(handle),
     control: prepareControl(handle),
+    admission: prepareAdmission(handle),
     retention: prepareRetention(handle),
   };
 }
@@ -49,7 +52,11 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   createPipeline(pipeline: NewPipeline): Promise<{ pipeline: PipelineRow; created: boolean }> {
-    return writeTransaction(this.#handle, 'createPipeline', () => createPipelineIn(this.#q.pipelines, pipeline));
+    return writeTransaction(
+      this.#handle,
+      'createPipeline',
+      () => queueCreated(this.#q, [pipeline], [createPipelineIn(this.#q.pipelines, pipeline)])[0]!,
+    );
   }
 
   createPipelines(
@@ -59,7 +66,8 @@ export class SqliteExecutionStore implements ExecutionStore {
     // Differs by necessity: no key lock order (inKeyLockOrder) as on Postgres: SQLite serialises
     // writers, so two batches cannot deadlock, and the rowid keeps listPipelines' request-order ties.
     return writeTransaction(this.#handle, 'createPipelines', () => {
-      const results = pipelines.map((pipeline) => createPipelineIn(this.#q.pipelines, pipeline));
+      const inserted = pipelines.map((pipeline) => createPipelineIn(this.#q.pipelines, pipeline));
+      const results = queueCreated(this.#q, pipelines, inserted);
       // Thrown inside the transaction, so that a conflict rolls the whole batch back.
       if (options.allOrNothing) assertKeysHeldBySameWorkflow(pipelines, results);
       return results;
@@ -148,7 +156,22 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   retryPipeline(id: string, tasks: readonly RetriedTask[], now: Date): Promise<PipelineRow | null> {
-    return writeTransaction(this.#handle, 'retryPipeline', () => retryPipeline(this.#q, id, tasks, now));
+    return writeTransaction(this.#handle, 'retryPipeline', () => {
+      const retried = retryPipeline(this.#q, id, tasks, now);
+      if (retried !== null) requeueRetried(this.#q.admission, retried, now);
+      return retried;
+    });
+  }
+
+  admitQueued(groups: readonly string[] | null, now: Date): Promise<number> {
+    if (groups !== null && groups.length === 0) return Promise.resolve(0);
+    return writeTransaction(this.#handle, 'admitQueued', () => admitQueuedIn(this.#q.admission, groups, now).length);
+  }
+
+  listQueuedGroups(pipelineExecutionIds: readonly string[]): Promise<QueuedGroup[]> {
+    return readTransaction(this.#handle, 'listQueuedGroups', () =>
+      queuedGroupsOf(this.#q.admission, pipelineExecutionIds),
+    );
   }
 
   countWork(now: Date): Promise<{ readyTasks: number; runningPipelines: number }> {

@@ -1,4 +1,12 @@
-import { DatabaseError, type NewPipeline, newTaskStatus, type PipelineFilter, type PipelineRow } from '@orreryjs/core';
+import {
+  DatabaseError,
+  DEFAULT_PRIORITY,
+  isQueued,
+  type NewPipeline,
+  newTaskStatus,
+  type PipelineFilter,
+  type PipelineRow,
+} from '@orreryjs/core';
 import { and, asc, desc, eq, gte, lte, sql } from 'drizzle-orm';
 import { bind } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
@@ -25,6 +33,9 @@ export function preparePipelines({ db, tables }: SqliteHandle) {
       scheduledTime: bind(p.scheduledTime, 'scheduledTime'),
       scheduleId: bind(p.scheduleId, 'scheduleId'),
       traceContext: bind(p.traceContext, 'traceContext'),
+      runAt: bind(p.runAt, 'runAt'),
+      priority: bind(p.priority, 'priority'),
+      concurrency: bind(p.concurrency, 'concurrency'),
       remainingTasks: bind(p.remainingTasks, 'remainingTasks'),
       failedTasks: 0,
       createdAt: bind(p.createdAt, 'now'),
@@ -47,6 +58,7 @@ export function preparePipelines({ db, tables }: SqliteHandle) {
       pendingDeps: bind(t.pendingDeps, 'pendingDeps'),
       // A delayed start (runAt) keeps every task unclaimable until then.
       availableAt: bind(t.availableAt, 'availableAt'),
+      priority: bind(t.priority, 'priority'),
       updatedAt: now,
     })
     .prepare();
@@ -105,7 +117,9 @@ export function selectPipelines(db: SqliteDb, tables: SqliteTables, filter: Pipe
 
 /**
  * Creates a pipeline with its tasks inside the caller's write transaction, or, when its
- * idempotency key is taken, returns the pipeline holding it. `createPipeline(s)` and the cron
+ * idempotency key is taken, returns the pipeline holding it. A pipeline of concurrency groups
+ * is inserted queued (its first tasks `not_started`): the caller then queues it with
+ * `queueCreated` (admission.ts). `createPipeline(s)` and the cron
  * store's in-transaction handoff use it.
  */
 export function createPipelineIn(
@@ -122,6 +136,9 @@ export function createPipelineIn(
     scheduledTime: pipeline.scheduledTime,
     scheduleId: pipeline.scheduleId ?? null,
     traceContext: pipeline.traceContext ?? null,
+    runAt: pipeline.runAt ?? null,
+    priority: pipeline.priority ?? DEFAULT_PRIORITY,
+    concurrency: isQueued(pipeline) ? pipeline.concurrency : null,
     remainingTasks: pipeline.tasks.length,
     now: pipeline.now,
   });
@@ -140,9 +157,10 @@ export function createPipelineIn(
       workflowName: pipeline.workflowName,
       taskId: task.taskId,
       position: task.position,
-      status: newTaskStatus(task.pendingDeps),
+      status: newTaskStatus(task.pendingDeps, isQueued(pipeline)),
       pendingDeps: task.pendingDeps,
       availableAt: pipeline.runAt ?? pipeline.now,
+      priority: pipeline.priority ?? DEFAULT_PRIORITY,
       now: pipeline.now,
     });
   }

@@ -1,4 +1,4 @@
-import { ValidationError } from '@orreryjs/core';
+import { ValidationError } from './errors.js';
 
 /**
  * The valid name closest to a mistyped one, for "did you mean" hints: a name the typo is an
@@ -46,15 +46,22 @@ function isSubsequence(short: string, long: string): boolean {
  * Refuses a key of `input` that is not in `known`, naming the nearest known one: input
  * objects are checked whole, so a typo (`tz`, `idempotencykey`) is an error instead of an
  * option silently ignored. `what` names one key in the message (`cron schedule field`),
- * `plural` the list (`fields`).
- * @throws ValidationError for the first unknown key: `Unknown <what> "<key>": did you mean
- *   "<nearest>"? The <plural> are <known>.`
+ * `plural` the list (`fields`); `error` is the error's class (a workflow's keys raise
+ * WorkflowValidationError).
+ * @throws ValidationError (or `error`) for the first unknown key: `Unknown <what> "<key>": did
+ *   you mean "<nearest>"? The <plural> are <known>.`
  */
-export function assertKnownKeys(input: object, known: readonly string[], what: string, plural: string): void {
+export function assertKnownKeys(
+  input: object,
+  known: readonly string[],
+  what: string,
+  plural: string,
+  error: new (message: string) => ValidationError = ValidationError,
+): void {
   for (const key of Object.keys(input)) {
     if (known.includes(key)) continue;
     const nearest = nearestName(key, known);
     const hint = nearest === undefined ? '' : `did you mean "${nearest}"? `;
-    throw new ValidationError(`Unknown ${what} "${key}": ${hint}The ${plural} are ${known.join(', ')}.`);
+    throw new error(`Unknown ${what} "${key}": ${hint}The ${plural} are ${known.join(', ')}.`);
   }
 }

@@ -1,0 +1,276 @@
+import {
+  type AdmissionStep,
+  admissionPlan,
+  firstFullGroups,
+  isQueued,
+  limitReachedError,
+  type NewPipeline,
+  type NewSlot,
+  newSlots,
+  type PipelineRow,
+  type QueuedGroup,
+  replacedError,
+  runStepsAsync,
+  TERMINAL_PIPELINE_STATUSES,
+} from '@orreryjs/core';
+import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
+import { getTableConfig } from 'drizzle-orm/pg-core';
+import { arrayParam, encodeUuidList, inTextList, inUuidList, statusIn, statusNotIn } from '../codec.js';
+import type { PostgresTables } from '../schema.js';
+import type { PostgresDb } from '../transaction.js';
+import { cancelPipeline } from './control.js';
+
+/*
+ * Concurrency groups: admitting queued pipelines while their groups have room. A group's
+ * active pipelines are its admitted slots whose pipeline is not terminal, counted under the
+ * group's advisory lock, so no two admissions anywhere see the same room.
+ */
+
+/** How many queued slots one read of a group's queue takes. */
+const QUEUE_PAGE = 100;
+
+/** The advisory-lock key space of this schema's groups: tenants sharing a database never share a lock. */
+function lockScope(tables: PostgresTables): string {
+  return `orrery.concurrency:${getTableConfig(tables.concurrencySlots).schema ?? 'public'}:`;
+}
+
+/**
+ * Differs by necessity: SQLite's writers take turns (BEGIN IMMEDIATE), Postgres's take the
+ * groups' advisory locks, in name order so that two admissions sharing groups never deadlock,
+ * held until the transaction ends.
+ */
+export function lockGroups(db: PostgresDb, tables: PostgresTables, groups: readonly string[]) {
+  // Raw SQL: advisory locks have no builder.
+  return db.execute(
+    sql`SELECT pg_advisory_xact_lock(hashtextextended(${lockScope(tables)} || g, 0))
+      FROM unnest(${arrayParam([...groups].sort())}::text[]) AS g ORDER BY g`,
+  );
+}
+
+/** Differs by necessity (see {@link lockGroups}): a group outside the first set is tried, never waited for. */
+export function tryLockGroup(db: PostgresDb, tables: PostgresTables, group: string) {
+  // Raw SQL: advisory locks have no builder.
+  return db.execute<{ locked: boolean }>(
+    sql`SELECT pg_try_advisory_xact_lock(hashtextextended(${lockScope(tables) + group}, 0)) AS locked`,
+  );
+}
+
+/** The groups with queued pipelines: what a periodic admission goes through. */
+export function selectQueuedGroupNames(db: PostgresDb, { concurrencySlots: s }: PostgresTables) {
+  return db.selectDistinct({ group: s.groupName }).from(s).where(sql`NOT ${s.admitted}`);
+}
+
+/** Forgets the slots of ended pipelines in `groups`: they are no longer active, nor queued. */
+export function deleteEndedSlots(db: PostgresDb, tables: PostgresTables, groups: readonly string[]) {
+  const { concurrencySlots: s, pipelineExecutions: p } = tables;
+  return db.delete(s).where(
+    and(
+      inTextList(s.groupName, groups),
+      sql`${s.pipelineExecutionId} IN (SELECT ${p.id} FROM ${p} WHERE ${p.id} = ${s.pipelineExecutionId}
+          AND ${statusIn(p.status, TERMINAL_PIPELINE_STATUSES)})`,
+    ),
+  );
+}
+
+/** Active pipelines per group (after {@link deleteEndedSlots}: every admitted slot left). */
+export function countActive(db: PostgresDb, { concurrencySlots: s }: PostgresTables, groups: readonly string[]) {
+  return db
+    .select({ group: s.groupName, active: count() })
+    .from(s)
+    .where(and(inTextList(s.groupName, groups), sql`${s.admitted}`))
+    .groupBy(s.groupName);
+}
+
+/** A page of a group's queue, in admission order, with each pipeline's groups. */
+export function selectQueued(db: PostgresDb, tables: PostgresTables, group: string, offset: number) {
+  const { concurrencySlots: s, pipelineExecutions: p } = tables;
+  return db
+    .select({ pipelineExecutionId: s.pipelineExecutionId, slotLimit: s.slotLimit, concurrency: p.concurrency })
+    .from(s)
+    .innerJoin(p, eq(p.id, s.pipelineExecutionId))
+    .where(and(eq(s.groupName, group), sql`NOT ${s.admitted}`, sql`${p.status} = 'pending'`))
+    .orderBy(desc(s.priority), asc(s.queuedAt), asc(s.pipelineExecutionId))
+    .limit(QUEUE_PAGE)
+    .offset(offset);
+}
+
+/** Marks the pipelines' slots admitted: from now on they count in every group they belong to. */
+export function admitSlots(db: PostgresDb, { concurrencySlots: s }: PostgresTables, ids: readonly string[]) {
+  return db
+    .update(s)
+    .set({ admitted: true })
+    .where(inUuidList(s.pipelineExecutionId, encodeUuidList(ids)));
+}
+
+/** Readies the admitted pipelines' tasks without dependencies, no earlier than now (their runAt kept). */
+export function readyFirstTasks(
+  db: PostgresDb,
+  { taskExecutions: t }: PostgresTables,
+  ids: readonly string[],
+  now: Date,
+) {
+  return db
+    .update(t)
+    .set({
+      status: 'ready',
+      availableAt: sql`greatest(${t.availableAt}, ${sql.param(now, t.availableAt)})`,
+      updatedAt: now,
+    })
+    .where(
+      and(
+        inUuidList(t.pipelineExecutionId, encodeUuidList(ids)),
+        sql`${t.status} = 'not_started'`,
+        sql`${t.pendingDeps} = 0`,
+      ),
+    );
+}
+
+/** The group's oldest active pipeline: the one `cancel_in_progress` replaces. */
+export function selectOldestActive(db: PostgresDb, tables: PostgresTables, group: string) {
+  const { concurrencySlots: s, pipelineExecutions: p } = tables;
+  return db
+    .select({ id: s.pipelineExecutionId })
+    .from(s)
+    .innerJoin(p, eq(p.id, s.pipelineExecutionId))
+    .where(and(eq(s.groupName, group), sql`${s.admitted}`, statusNotIn(p.status, TERMINAL_PIPELINE_STATUSES)))
+    .orderBy(asc(s.queuedAt), asc(s.pipelineExecutionId))
+    .limit(1);
+}
+
+/** Queues a pipeline in its groups (a new one, or a retried one again): its slots, not admitted. */
+export function insertSlots(db: PostgresDb, { concurrencySlots: s }: PostgresTables, slots: readonly NewSlot[]) {
+  return db
+    .insert(s)
+    .values(
+      slots.map((slot) => ({
+        groupName: slot.group.group,
+        pipelineExecutionId: slot.pipelineExecutionId,
+        slotLimit: slot.group.limit,
+        priority: slot.priority,
+        queuedAt: slot.queuedAt,
+        admitted: false,
+      })),
+    )
+    .onConflictDoUpdate({
+      target: [s.groupName, s.pipelineExecutionId],
+      set: { admitted: false, queuedAt: sql`excluded.queued_at`, slotLimit: sql`excluded.slot_limit` },
+    });
+}
+
+/** The queued slots of these pipelines, with their group's active count (for `waitingFor`). */
+export function selectQueuedGroups(db: PostgresDb, tables: PostgresTables, ids: readonly string[]) {
+  const { concurrencySlots: s, pipelineExecutions: p } = tables;
+  // Raw SQL: a correlated count per row, which drizzle's builder cannot alias.
+  const active = sql<number>`(SELECT count(*)::int FROM ${s} AS a JOIN ${p} AS ap ON ap.id = a.pipeline_execution_id
+    WHERE a.group_name = ${s.groupName} AND a.admitted AND ap.status NOT IN ('completed', 'failed', 'cancelled'))`;
+  return db
+    .select({ pipelineExecutionId: s.pipelineExecutionId, group: s.groupName, limit: s.slotLimit, active })
+    .from(s)
+    .where(and(inUuidList(s.pipelineExecutionId, encodeUuidList(ids)), sql`NOT ${s.admitted}`));
+}
+
+/**
+ * Admits the queued pipelines of `groups` (every group with a queue when null) inside `tx`:
+ * locks the groups, forgets ended pipelines' slots, counts, and admits in order while room
+ * lasts (see ExecutionStore.admitQueued). Returns the ids admitted.
+ */
+export async function admitQueuedIn(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  groups: readonly string[] | null,
+  now: Date,
+): Promise<string[]> {
+  const names = [...new Set(groups ?? (await selectQueuedGroupNames(tx, tables)).map((row) => row.group))].sort();
+  if (names.length === 0) return [];
+  await lockGroups(tx, tables, names);
+  const admitted = await runStepsAsync(admissionPlan(names, QUEUE_PAGE), (step: AdmissionStep) => {
+    switch (step.kind) {
+      case 'forget':
+        return deleteEndedSlots(tx, tables, step.groups);
+      case 'countActive':
+        return countActive(tx, tables, step.groups);
+      case 'queuePage':
+        return selectQueued(tx, tables, step.group, step.offset);
+      case 'tryLock':
+        return tryLockGroup(tx, tables, step.group).then(({ rows }) => rows[0]?.locked === true);
+    }
+  });
+  if (admitted.length > 0) {
+    await admitSlots(tx, tables, admitted);
+    await readyFirstTasks(tx, tables, admitted, now);
+  }
+  return admitted;
+}
+
+/** The first full group of each queued pipeline among `ids`. */
+export async function queuedGroupsOf(
+  db: PostgresDb,
+  tables: PostgresTables,
+  ids: readonly string[],
+): Promise<QueuedGroup[]> {
+  if (ids.length === 0) return [];
+  return firstFullGroups(await selectQueuedGroups(db, tables, ids));
+}
+
+/**
+ * Queues new pipelines in their groups inside the creating transaction `tx`, admits what fits,
+ * and applies `onLimit` to those a full group holds back: `cancel_newest` cancels the new
+ * pipeline, `cancel_in_progress` cancels the group's oldest active one and admits again.
+ * Returns the ids of the pipelines whose row changed (cancelled, new or old).
+ */
+export async function queueNewPipelines(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  created: readonly NewPipeline[],
+  now: Date,
+): Promise<string[]> {
+  const slots = created.flatMap(newSlots);
+  if (slots.length === 0) return [];
+  await insertSlots(tx, tables, slots);
+  const groups = [...new Set(slots.map((slot) => slot.group.group))];
+  const admitted = new Set(await admitQueuedIn(tx, tables, groups, now));
+  const changed: string[] = [];
+  for (const pipeline of created) {
+    if (!isQueued(pipeline) || admitted.has(pipeline.id)) continue;
+    const active = new Map((await countActive(tx, tables, groups)).map((row) => [row.group, Number(row.active)]));
+    const full = pipeline.concurrency.find(
+      (group) => group.onLimit !== 'queue' && (active.get(group.group) ?? 0) >= group.limit,
+    );
+    if (full === undefined) continue;
+    if (full.onLimit === 'cancel_newest') {
+      await cancelPipeline(tx, tables, pipeline.id, now, limitReachedError(full.group));
+      changed.push(pipeline.id);
+      continue;
+    }
+    const [oldest] = await selectOldestActive(tx, tables, full.group);
+    if (oldest === undefined) continue;
+    await cancelPipeline(tx, tables, oldest.id, now, replacedError(full.group));
+    changed.push(oldest.id);
+    for (const id of await admitQueuedIn(tx, tables, [full.group], now)) admitted.add(id);
+  }
+  return changed;
+}
+
+/** Puts a retried pipeline of concurrency groups back in their queues inside `tx`, and admits what fits. */
+export async function requeueRetried(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  pipeline: PipelineRow,
+  now: Date,
+): Promise<void> {
+  if (pipeline.concurrency === null || pipeline.status !== 'pending') return;
+  const groups = pipeline.concurrency.map((group) => group.group);
+  // The groups first: an admission holding one of them may be forgetting this pipeline's old slots.
+  await lockGroups(tx, tables, groups);
+  await insertSlots(
+    tx,
+    tables,
+    pipeline.concurrency.map((group) => ({
+      pipelineExecutionId: pipeline.id,
+      group,
+      priority: pipeline.priority,
+      queuedAt: now,
+    })),
+  );
+  await admitQueuedIn(tx, tables, groups, now);
+}

@@ -1,0 +1,249 @@
+import {
+  type AdmissionStep,
+  admissionPlan,
+  firstFullGroups,
+  isQueued,
+  limitReachedError,
+  type NewPipeline,
+  type NewSlot,
+  newSlots,
+  type PipelineRow,
+  type QueuedGroup,
+  replacedError,
+  runSteps,
+  TERMINAL_PIPELINE_STATUSES,
+} from '@orreryjs/core';
+import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
+import { bind, encodeTextList, encodeUuidList, statusIn, statusNotIn, textListSql, uuidListSql } from '../codec.js';
+import type { SqliteHandle } from '../transaction.js';
+import { cancelPipeline } from './control.js';
+
+/*
+ * Concurrency groups: admitting queued pipelines while their groups have room. A group's
+ * active pipelines are its admitted slots whose pipeline is not terminal, counted inside the
+ * writer's BEGIN IMMEDIATE transaction, so no two admissions see the same room.
+ */
+
+/** How many queued slots one read of a group's queue takes. */
+const QUEUE_PAGE = 100;
+
+/** Prepares the admission statements once on the connection. */
+export function prepareAdmission({ db, tables }: SqliteHandle) {
+  const { concurrencySlots: s, pipelineExecutions: p, taskExecutions: t } = tables;
+  const inGroups = sql`${s.groupName} IN ${textListSql(sql.placeholder('groups'))}`;
+  const ofPipelines = (column: unknown) => sql`${column} IN ${uuidListSql(sql.placeholder('ids'))}`;
+  return {
+    // The groups with queued pipelines: what a periodic admission goes through.
+    selectQueuedGroupNames: db.selectDistinct({ group: s.groupName }).from(s).where(sql`NOT ${s.admitted}`).prepare(),
+    // Forgets the slots of ended pipelines: they are no longer active, nor queued.
+    deleteEndedSlots: db
+      .delete(s)
+      .where(
+        and(
+          inGroups,
+          sql`${s.pipelineExecutionId} IN (SELECT ${p.id} FROM ${p} WHERE ${p.id} = ${s.pipelineExecutionId}
+            AND ${statusIn(p.status, TERMINAL_PIPELINE_STATUSES)})`,
+        ),
+      )
+      .prepare(),
+    // Active pipelines per group (after deleteEndedSlots: every admitted slot left).
+    countActive: db
+      .select({ group: s.groupName, active: count() })
+      .from(s)
+      .where(and(inGroups, sql`${s.admitted}`))
+      .groupBy(s.groupName)
+      .prepare(),
+    // A page of a group's queue, in admission order, with each pipeline's groups.
+    selectQueued: db
+      .select({ pipelineExecutionId: s.pipelineExecutionId, slotLimit: s.slotLimit, concurrency: p.concurrency })
+      .from(s)
+      .innerJoin(p, eq(p.id, s.pipelineExecutionId))
+      .where(and(eq(s.groupName, bind(s.groupName, 'group')), sql`NOT ${s.admitted}`, sql`${p.status} = 'pending'`))
+      .orderBy(desc(s.priority), asc(s.queuedAt), asc(s.pipelineExecutionId))
+      .limit(QUEUE_PAGE)
+      .offset(sql.placeholder('offset'))
+      .prepare(),
+    // Marks the pipelines' slots admitted: from now on they count in every group they belong to.
+    admitSlots: db.update(s).set({ admitted: true }).where(ofPipelines(s.pipelineExecutionId)).prepare(),
+    // Readies the admitted pipelines' tasks without dependencies, no earlier than now (their runAt kept).
+    readyFirstTasks: db
+      .update(t)
+      .set({
+        status: 'ready',
+        availableAt: sql`max(${t.availableAt}, ${bind(t.availableAt, 'now')})`,
+        updatedAt: bind(t.updatedAt, 'now'),
+      })
+      .where(and(ofPipelines(t.pipelineExecutionId), sql`${t.status} = 'not_started'`, sql`${t.pendingDeps} = 0`))
+      .prepare(),
+    // The group's oldest active pipeline: the one cancel_in_progress replaces.
+    selectOldestActive: db
+      .select({ id: s.pipelineExecutionId })
+      .from(s)
+      .innerJoin(p, eq(p.id, s.pipelineExecutionId))
+      .where(
+        and(
+          eq(s.groupName, bind(s.groupName, 'group')),
+          sql`${s.admitted}`,
+          statusNotIn(p.status, TERMINAL_PIPELINE_STATUSES),
+        ),
+      )
+      .orderBy(asc(s.queuedAt), asc(s.pipelineExecutionId))
+      .limit(1)
+      .prepare(),
+    // Queues a pipeline in one group (a new one, or a retried one again). Differs by necessity: one row per statement.
+    insertSlots: db
+      .insert(s)
+      .values({
+        groupName: bind(s.groupName, 'group'),
+        pipelineExecutionId: bind(s.pipelineExecutionId, 'pipelineExecutionId'),
+        slotLimit: bind(s.slotLimit, 'limit'),
+        priority: bind(s.priority, 'priority'),
+        queuedAt: bind(s.queuedAt, 'queuedAt'),
+        admitted: false,
+      })
+      .onConflictDoUpdate({
+        target: [s.groupName, s.pipelineExecutionId],
+        set: { admitted: false, queuedAt: sql`excluded.queued_at`, slotLimit: sql`excluded.slot_limit` },
+      })
+      .prepare(),
+    // The queued slots of these pipelines, with their group's active count (for waitingFor).
+    selectQueuedGroups: db
+      .select({
+        pipelineExecutionId: s.pipelineExecutionId,
+        group: s.groupName,
+        limit: s.slotLimit,
+        // Raw SQL: a correlated count per row, which drizzle's builder cannot alias.
+        active: sql<number>`(SELECT count(*) FROM ${s} AS a JOIN ${p} AS ap ON ap.id = a.pipeline_execution_id
+          WHERE a.group_name = ${s.groupName} AND a.admitted AND ap.status NOT IN ('completed', 'failed', 'cancelled'))`,
+      })
+      .from(s)
+      .where(and(ofPipelines(s.pipelineExecutionId), sql`NOT ${s.admitted}`))
+      .prepare(),
+  };
+}
+
+export type AdmissionStatements = ReturnType<typeof prepareAdmission>;
+
+/** What queueing new pipelines runs: the admission statements, and the pipeline and control statements of a cancel. */
+export type QueueStatements = Parameters<typeof cancelPipeline>[0] & { admission: AdmissionStatements };
+
+/** Queues a pipeline's slots (not admitted). */
+function insertSlots(q: AdmissionStatements, slots: readonly NewSlot[]): void {
+  for (const slot of slots) {
+    q.insertSlots.run({
+      group: slot.group.group,
+      pipelineExecutionId: slot.pipelineExecutionId,
+      limit: slot.group.limit,
+      priority: slot.priority,
+      queuedAt: slot.queuedAt,
+    });
+  }
+}
+
+/**
+ * Admits the queued pipelines of `groups` (every group with a queue when null) inside the
+ * caller's write transaction (see ExecutionStore.admitQueued). Returns the ids admitted.
+ */
+export function admitQueuedIn(q: AdmissionStatements, groups: readonly string[] | null, now: Date): string[] {
+  const names = [...new Set(groups ?? q.selectQueuedGroupNames.all().map((row) => row.group))].sort();
+  if (names.length === 0) return [];
+  // Differs by necessity: no lockGroups; the writer's BEGIN IMMEDIATE already holds every group.
+  const admitted = runSteps(admissionPlan(names, QUEUE_PAGE), (step: AdmissionStep) => {
+    switch (step.kind) {
+      case 'forget':
+        return q.deleteEndedSlots.run({ groups: encodeTextList(step.groups) });
+      case 'countActive':
+        return q.countActive.all({ groups: encodeTextList(step.groups) });
+      case 'queuePage':
+        return q.selectQueued.all({ group: step.group, offset: step.offset });
+      case 'tryLock':
+        return true;
+    }
+  });
+  if (admitted.length > 0) {
+    const ids = encodeUuidList(admitted);
+    q.admitSlots.run({ ids });
+    q.readyFirstTasks.run({ ids, now });
+  }
+  return admitted;
+}
+
+/** The first full group of each queued pipeline among `ids`. */
+export function queuedGroupsOf(q: AdmissionStatements, ids: readonly string[]): QueuedGroup[] {
+  if (ids.length === 0) return [];
+  return firstFullGroups(q.selectQueuedGroups.all({ ids: encodeUuidList(ids) }));
+}
+
+/**
+ * Queues new pipelines in their groups inside the creating transaction, admits what fits,
+ * and applies `onLimit` to those a full group holds back: `cancel_newest` cancels the new
+ * pipeline, `cancel_in_progress` cancels the group's oldest active one and admits again.
+ * Returns the ids of the pipelines whose row changed (cancelled, new or old).
+ */
+function queueNewPipelines(q: QueueStatements, created: readonly NewPipeline[], now: Date): string[] {
+  const slots = created.flatMap(newSlots);
+  if (slots.length === 0) return [];
+  insertSlots(q.admission, slots);
+  const groups = [...new Set(slots.map((slot) => slot.group.group))];
+  const admitted = new Set(admitQueuedIn(q.admission, groups, now));
+  const changed: string[] = [];
+  for (const pipeline of created) {
+    if (!isQueued(pipeline) || admitted.has(pipeline.id)) continue;
+    const counts = q.admission.countActive.all({ groups: encodeTextList(groups) });
+    const active = new Map(counts.map((row) => [row.group, Number(row.active)]));
+    const full = pipeline.concurrency.find(
+      (group) => group.onLimit !== 'queue' && (active.get(group.group) ?? 0) >= group.limit,
+    );
+    if (full === undefined) continue;
+    if (full.onLimit === 'cancel_newest') {
+      cancelPipeline(q, pipeline.id, now, limitReachedError(full.group));
+      changed.push(pipeline.id);
+      continue;
+    }
+    const oldest = q.admission.selectOldestActive.get({ group: full.group });
+    if (oldest === undefined) continue;
+    cancelPipeline(q, oldest.id, now, replacedError(full.group));
+    changed.push(oldest.id);
+    for (const id of admitQueuedIn(q.admission, [full.group], now)) admitted.add(id);
+  }
+  return changed;
+}
+
+/** Puts a retried pipeline of concurrency groups back in their queues, and admits what fits. */
+export function requeueRetried(q: AdmissionStatements, pipeline: PipelineRow, now: Date): void {
+  if (pipeline.concurrency === null || pipeline.status !== 'pending') return;
+  insertSlots(
+    q,
+    pipeline.concurrency.map((group) => ({
+      pipelineExecutionId: pipeline.id,
+      group,
+      priority: pipeline.priority,
+      queuedAt: now,
+    })),
+  );
+  admitQueuedIn(
+    q,
+    pipeline.concurrency.map((group) => group.group),
+    now,
+  );
+}
+
+/**
+ * Queues the pipelines of concurrency groups that `createPipelineIn` just created (see
+ * {@link queueNewPipelines}) and returns the results with the rows an onLimit rule cancelled
+ * read again, so that the caller sees them cancelled.
+ */
+export function queueCreated(
+  q: QueueStatements,
+  requests: readonly NewPipeline[],
+  results: Array<{ pipeline: PipelineRow; created: boolean }>,
+): Array<{ pipeline: PipelineRow; created: boolean }> {
+  const created = requests.filter((request, index) => results[index]!.created && isQueued(request));
+  if (created.length === 0) return results;
+  const changed = new Set(queueNewPipelines(q, created, created[0]!.now));
+  return results.map((result) =>
+    result.created && changed.has(result.pipeline.id)
+      ? { ...result, pipeline: q.pipelines.selectPipeline.get({ id: result.pipeline.id }) ?? result.pipeline }
+      : result,
+  );
+}
