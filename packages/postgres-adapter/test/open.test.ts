@@ -60,6 +60,7 @@ describe('openPostgresStorage', () => {
     );
     expect(tables.map((row) => row.table_name)).toEqual([
       '__orrery_migrations',
+      'concurrency_slots',
       'cron_executions',
       'cron_schedules',
       'pipeline_executions',

@@ -44,6 +44,7 @@ describe('openSqliteStorage', () => {
     db.close();
     expect(tables).toEqual([
       '__drizzle_migrations',
+      'concurrency_slots',
       'cron_executions',
       'cron_schedules',
       'pipeline_executions',

@@ -28,8 +28,8 @@ const id = newId();
 const page = { limit: 10, offset: 0 };
 const patch: Partial<ScheduleRow> = { enabled: false, updatedAt: now };
 
-// The cron store's `control` and `pipelines` statements are the execution store's, in execution-store.sql already.
-const { control: _control, pipelines: _pipelines, ...cronStatements } = prepareCronStore(handle);
+// The cron store's `control`, `pipelines` and `admission` statements are the execution store's, in execution-store.sql already.
+const { control: _control, pipelines: _pipelines, admission: _admission, ...cronStatements } = prepareCronStore(handle);
 
 /** The statements each store sends: its prepared ones, then those built per call (one representative input each). */
 const stores = {

@@ -84,9 +84,14 @@ describe('SQLite storage format', () => {
     );
     expect(due).toContain('cron_schedules_due_idx');
     const claim = queryPlan(
-      "SELECT id FROM task_executions WHERE task_executions.status = 'ready' AND available_at <= 0 ORDER BY available_at LIMIT 10",
+      "SELECT id FROM task_executions WHERE task_executions.status = 'ready' AND priority = 0 AND available_at <= 0 ORDER BY priority DESC, available_at LIMIT 10",
     );
     expect(claim).toContain('task_executions_claim_idx');
+    expect(claim).not.toContain('TEMP B-TREE');
+    const byPriority = queryPlan(
+      "SELECT id FROM task_executions WHERE task_executions.status = 'ready' AND priority <> 0 AND available_at <= 0 ORDER BY priority DESC, available_at LIMIT 10",
+    );
+    expect(byPriority).toContain('task_executions_priority_claim_idx');
   });
 
   it("finds a schedule's newest pipeline in one step of its partial index (pauseOnFailure, at every claim)", () => {

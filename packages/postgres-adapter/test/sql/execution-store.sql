@@ -1,33 +1,34 @@
 -- pipelines/insertPipelines
 WITH inserted AS (
       INSERT INTO "tenant"."pipeline_executions" (id, workflow_name, workflow_version, status, input, idempotency_key, scheduled_time,
-        schedule_id, remaining_tasks, failed_tasks, created_at, updated_at, trace_context)
+        schedule_id, remaining_tasks, failed_tasks, created_at, updated_at, trace_context, run_at, priority, concurrency)
       SELECT u.id, u.workflow_name, u.workflow_version, 'pending', u.input::jsonb, u.idempotency_key,
-        u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now, u.trace_context::jsonb
+        u.scheduled_time, u.schedule_id, u.remaining_tasks, 0, u.now, u.now, u.trace_context::jsonb, u.run_at, u.priority,
+        u.concurrency::jsonb
       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::uuid[],
-        $8::int[], $9::timestamptz[], $17::text[])
+        $8::int[], $9::timestamptz[], $16::text[], $17::timestamptz[], $18::int[], $19::text[])
         AS u(id, workflow_name, workflow_version, input, idempotency_key, scheduled_time, schedule_id, remaining_tasks, now,
-          trace_context)
+          trace_context, run_at, priority, concurrency)
       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
       RETURNING *
     ), tasks AS (
       INSERT INTO "tenant"."task_executions" (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt,
-        failed_attempts, pending_deps, available_at, updated_at)
+        failed_attempts, pending_deps, available_at, priority, updated_at)
       SELECT v.id, i.id, i.workflow_name, v.task_id, v.position, v.status, 0, 0, v.pending_deps,
-        coalesce(v.run_at, i.created_at), i.created_at
-      FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::int[], $14::text[], $15::int[], $16::timestamptz[])
-        AS v(id, pipeline_id, task_id, position, status, pending_deps, run_at)
+        coalesce(i.run_at, i.created_at), i.priority, i.created_at
+      FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::int[], $14::text[], $15::int[])
+        AS v(id, pipeline_id, task_id, position, status, pending_deps)
       JOIN inserted i ON i.id = v.pipeline_id
     )
     SELECT to_json(i) AS row FROM inserted i;
 
 -- pipelines/selectPipeline
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at"
   from "tenant"."pipeline_executions"
   where "tenant"."pipeline_executions"."id" = $1::uuid;
 
 -- pipelines/selectPipelineByKey
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at"
   from "tenant"."pipeline_executions"
   where "tenant"."pipeline_executions"."idempotency_key" = $1::text;
 
@@ -45,43 +46,51 @@ select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "s
   order by "tenant"."task_executions"."position" asc;
 
 -- claim/claimTasks
-with "ready" as (select "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."task_id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."task_executions"."started_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "p_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."trace_context" as "p_trace_context", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
+with "ready" as (select "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."task_id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."task_executions"."priority", "tenant"."task_executions"."started_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "p_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."trace_context" as "p_trace_context", "tenant"."pipeline_executions"."run_at" as "p_run_at", "tenant"."pipeline_executions"."priority" as "p_priority", "tenant"."pipeline_executions"."concurrency" as "p_concurrency", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
   from "tenant"."task_executions"
   inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."task_executions"."pipeline_execution_id"
-  where ((coalesce("tenant"."task_executions"."status" = 'ready', false) and "tenant"."task_executions"."available_at" <= $1::timestamp (3) with time zone) and coalesce("tenant"."pipeline_executions"."status" IN ('pending', 'running'), false) and coalesce("tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($2::text[]), false))
-  order by "tenant"."task_executions"."available_at" asc
+  where ((coalesce("tenant"."task_executions"."status" = 'ready', false) AND "tenant"."task_executions"."priority" = 0 and "tenant"."task_executions"."available_at" <= $1::timestamp (3) with time zone) and coalesce("tenant"."pipeline_executions"."status" IN ('pending', 'running'), false) and coalesce("tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($2::text[]), false))
+  order by "tenant"."task_executions"."priority" desc, "tenant"."task_executions"."available_at" asc
   limit $3
-  for no key update of "task_executions", "pipeline_executions" skip locked), "expired" as (select "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."task_id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."task_executions"."started_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "p_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."trace_context" as "p_trace_context", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
+  for no key update of "task_executions", "pipeline_executions" skip locked), "ready_by_priority" as (select "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."task_id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."task_executions"."priority", "tenant"."task_executions"."started_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "p_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."trace_context" as "p_trace_context", "tenant"."pipeline_executions"."run_at" as "p_run_at", "tenant"."pipeline_executions"."priority" as "p_priority", "tenant"."pipeline_executions"."concurrency" as "p_concurrency", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
   from "tenant"."task_executions"
   inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."task_executions"."pipeline_execution_id"
-  where (("tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_expires_at" < $4::timestamp (3) with time zone) and coalesce("tenant"."pipeline_executions"."status" IN ('pending', 'running'), false) and coalesce("tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($5::text[]), false))
-  order by "tenant"."task_executions"."available_at" asc
+  where ((coalesce("tenant"."task_executions"."status" = 'ready', false) AND "tenant"."task_executions"."priority" <> 0 and "tenant"."task_executions"."available_at" <= $4::timestamp (3) with time zone) and coalesce("tenant"."pipeline_executions"."status" IN ('pending', 'running'), false) and coalesce("tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($5::text[]), false))
+  order by "tenant"."task_executions"."priority" desc, "tenant"."task_executions"."available_at" asc
   limit $6
-  for no key update of "task_executions", "pipeline_executions" skip locked), "candidates" as ((select "pipeline_execution_id", "task_id", "status", "available_at", "started_at", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"
+  for no key update of "task_executions", "pipeline_executions" skip locked), "expired" as (select "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."task_id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."task_executions"."priority", "tenant"."task_executions"."started_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "p_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."trace_context" as "p_trace_context", "tenant"."pipeline_executions"."run_at" as "p_run_at", "tenant"."pipeline_executions"."priority" as "p_priority", "tenant"."pipeline_executions"."concurrency" as "p_concurrency", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
+  from "tenant"."task_executions"
+  inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."task_executions"."pipeline_execution_id"
+  where (("tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_expires_at" < $7::timestamp (3) with time zone) and coalesce("tenant"."pipeline_executions"."status" IN ('pending', 'running'), false) and coalesce("tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($8::text[]), false))
+  order by "tenant"."task_executions"."priority" desc, "tenant"."task_executions"."available_at" asc
+  limit $9
+  for no key update of "task_executions", "pipeline_executions" skip locked), "candidates" as (((select "pipeline_execution_id", "task_id", "status", "available_at", "priority", "started_at", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_run_at", "p_priority", "p_concurrency", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"
   from "ready")
-  union all (select "pipeline_execution_id", "task_id", "status", "available_at", "started_at", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"
+  union all (select "pipeline_execution_id", "task_id", "status", "available_at", "priority", "started_at", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_run_at", "p_priority", "p_concurrency", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"
+  from "ready_by_priority"))
+  union all (select "pipeline_execution_id", "task_id", "status", "available_at", "priority", "started_at", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_run_at", "p_priority", "p_concurrency", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"
   from "expired")
-  order by available_at
-  limit $7), "leased" as (update "tenant"."task_executions"
-  set "status" = $8, "attempt" = "tenant"."task_executions"."attempt" + 1, "failed_attempts" = "tenant"."task_executions"."failed_attempts" + (CASE WHEN "candidates"."status" = 'running' AND "candidates"."started_at" IS NOT NULL THEN 1 ELSE 0 END), "lease_owner" = $9::text, "lease_expires_at" = $10::timestamp (3) with time zone, "runner_id" = $11::text, "attempt_history" = CASE WHEN "candidates"."status" = 'running' AND "candidates"."started_at" IS NOT NULL THEN coalesce("tenant"."task_executions"."attempt_history", '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', "tenant"."task_executions"."attempt",
+  order by priority DESC, available_at
+  limit $10), "leased" as (update "tenant"."task_executions"
+  set "status" = $11, "attempt" = "tenant"."task_executions"."attempt" + 1, "failed_attempts" = "tenant"."task_executions"."failed_attempts" + (CASE WHEN "candidates"."status" = 'running' AND "candidates"."started_at" IS NOT NULL THEN 1 ELSE 0 END), "lease_owner" = $12::text, "lease_expires_at" = $13::timestamp (3) with time zone, "runner_id" = $14::text, "attempt_history" = CASE WHEN "candidates"."status" = 'running' AND "candidates"."started_at" IS NOT NULL THEN coalesce("tenant"."task_executions"."attempt_history", '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', "tenant"."task_executions"."attempt",
     'runnerId', "tenant"."task_executions"."lease_owner", 'startedAt', (extract(epoch FROM (coalesce("tenant"."task_executions"."started_at", "tenant"."task_executions"."lease_expires_at"))::timestamptz) * 1000)::bigint,
-    'endedAt', (extract(epoch FROM ("tenant"."task_executions"."lease_expires_at")::timestamptz) * 1000)::bigint, 'outcome', ('lease_expired')::text, 'error', ('lease expired (held by ' || coalesce("tenant"."task_executions"."lease_owner", 'nobody') || ')')::text)) ELSE "tenant"."task_executions"."attempt_history" END, "error" = CASE WHEN "candidates"."status" = 'running' AND "candidates"."started_at" IS NOT NULL THEN 'lease expired (held by ' || coalesce("tenant"."task_executions"."lease_owner", 'nobody') || ')' ELSE "tenant"."task_executions"."error" END, "started_at" = CASE WHEN $12::int >= $13::int THEN $14::timestamp (3) with time zone
-          WHEN (SELECT count(*) FROM "candidates" AS earlier WHERE (earlier.available_at, earlier.pipeline_execution_id, earlier.task_id)
-            < ("candidates"."available_at", "candidates"."pipeline_execution_id", "candidates"."task_id")) < $15::int THEN $16::timestamp (3) with time zone END, "updated_at" = $17::timestamp (3) with time zone
+    'endedAt', (extract(epoch FROM ("tenant"."task_executions"."lease_expires_at")::timestamptz) * 1000)::bigint, 'outcome', ('lease_expired')::text, 'error', ('lease expired (held by ' || coalesce("tenant"."task_executions"."lease_owner", 'nobody') || ')')::text)) ELSE "tenant"."task_executions"."attempt_history" END, "error" = CASE WHEN "candidates"."status" = 'running' AND "candidates"."started_at" IS NOT NULL THEN 'lease expired (held by ' || coalesce("tenant"."task_executions"."lease_owner", 'nobody') || ')' ELSE "tenant"."task_executions"."error" END, "started_at" = CASE WHEN $15::int >= $16::int THEN $17::timestamp (3) with time zone
+          WHEN (SELECT count(*) FROM "candidates" AS earlier WHERE (-earlier.priority, earlier.available_at, earlier.pipeline_execution_id, earlier.task_id)
+            < (-"candidates"."priority", "candidates"."available_at", "candidates"."pipeline_execution_id", "candidates"."task_id")) < $18::int THEN $19::timestamp (3) with time zone END, "updated_at" = $20::timestamp (3) with time zone
   from "candidates"
   where ("tenant"."task_executions"."pipeline_execution_id" = "candidates"."pipeline_execution_id" and "tenant"."task_executions"."task_id" = "candidates"."task_id")
-  returning "tenant"."task_executions"."id", "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."workflow_name", "tenant"."task_executions"."task_id", "tenant"."task_executions"."position", "tenant"."task_executions"."status", "tenant"."task_executions"."attempt", "tenant"."task_executions"."failed_attempts", "tenant"."task_executions"."pending_deps", "tenant"."task_executions"."available_at", "tenant"."task_executions"."lease_owner", "tenant"."task_executions"."lease_expires_at", "tenant"."task_executions"."runner_id", "tenant"."task_executions"."attempt_history", "tenant"."task_executions"."output", "tenant"."task_executions"."error", "tenant"."task_executions"."started_at", "tenant"."task_executions"."completed_at", "candidates"."status" = 'running' AND "candidates"."started_at" IS NOT NULL as "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"), "started" as (update "tenant"."pipeline_executions"
-  set "status" = $18, "started_at" = $19::timestamp (3) with time zone, "updated_at" = $20::timestamp (3) with time zone
+  returning "tenant"."task_executions"."id", "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."workflow_name", "tenant"."task_executions"."task_id", "tenant"."task_executions"."position", "tenant"."task_executions"."status", "tenant"."task_executions"."attempt", "tenant"."task_executions"."failed_attempts", "tenant"."task_executions"."pending_deps", "tenant"."task_executions"."available_at", "tenant"."task_executions"."lease_owner", "tenant"."task_executions"."lease_expires_at", "tenant"."task_executions"."runner_id", "tenant"."task_executions"."attempt_history", "tenant"."task_executions"."output", "tenant"."task_executions"."error", "tenant"."task_executions"."started_at", "tenant"."task_executions"."completed_at", "tenant"."task_executions"."priority", "candidates"."status" = 'running' AND "candidates"."started_at" IS NOT NULL as "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_run_at", "p_priority", "p_concurrency", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"), "started" as (update "tenant"."pipeline_executions"
+  set "status" = $21, "started_at" = $22::timestamp (3) with time zone, "updated_at" = $23::timestamp (3) with time zone
   where ("tenant"."pipeline_executions"."status" = 'pending' and "tenant"."pipeline_executions"."id" IN (SELECT "leased"."pipeline_execution_id" FROM "leased"))
   returning "id" as "started_id"), "terminal" as (select "pipeline_execution_id" as "terminal_pipeline_id", json_agg(tt ORDER BY "position") as "terminal_tasks"
   from "tenant"."task_executions" "tt"
   where ("tt"."pipeline_execution_id" IN (SELECT "leased"."pipeline_execution_id" FROM "leased") and "tt"."status" IN ('completed', 'failed', 'skipped', 'cancelled'))
   group by "tt"."pipeline_execution_id")
-  select "leased"."id", "leased"."pipeline_execution_id", "leased"."workflow_name", "leased"."task_id", "leased"."position", "leased"."status", "leased"."attempt", "leased"."failed_attempts", "leased"."pending_deps", "leased"."available_at", "leased"."lease_owner", "leased"."lease_expires_at", "leased"."runner_id", "leased"."attempt_history", "leased"."output", "leased"."error", "leased"."started_at", "leased"."completed_at", "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at", "started_id", "terminal_tasks"
+  select "leased"."id", "leased"."pipeline_execution_id", "leased"."workflow_name", "leased"."task_id", "leased"."position", "leased"."status", "leased"."attempt", "leased"."failed_attempts", "leased"."pending_deps", "leased"."available_at", "leased"."lease_owner", "leased"."lease_expires_at", "leased"."runner_id", "leased"."attempt_history", "leased"."output", "leased"."error", "leased"."started_at", "leased"."completed_at", "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_run_at", "p_priority", "p_concurrency", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at", "started_id", "terminal_tasks"
   from "leased"
   left join "started" on "started_id" = "leased"."pipeline_execution_id"
   left join "terminal" on "terminal_pipeline_id" = "leased"."pipeline_execution_id"
-  order by "leased"."available_at" asc;
+  order by "leased"."priority" desc, "leased"."available_at" asc;
 
 -- lease/renewLeases
 update "tenant"."task_executions"
@@ -161,7 +170,7 @@ FROM req r LEFT JOIN fenced f ON f.ord = r.ord LEFT JOIN counted c ON c.last_ord
 update "tenant"."pipeline_executions"
   set "status" = CASE WHEN "tenant"."pipeline_executions"."started_at" IS NULL THEN 'pending' ELSE 'running' END, "pause_reason" = $1, "updated_at" = $2::timestamp (3) with time zone
   where ("tenant"."pipeline_executions"."id" = $3::uuid and "tenant"."pipeline_executions"."status" = 'paused')
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at";
 
 -- retention/deleteTerminalPipelines
 delete
@@ -175,7 +184,7 @@ delete
   for update skip locked);
 
 -- pipelines/selectPipelines
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at"
   from "tenant"."pipeline_executions"
   where ("tenant"."pipeline_executions"."workflow_name" = $1 and "tenant"."pipeline_executions"."status" = $2)
   order by "tenant"."pipeline_executions"."created_at" desc, "tenant"."pipeline_executions"."id" desc
@@ -185,11 +194,73 @@ select "id", "workflow_name", "workflow_version", "status", "input", "idempotenc
 select (SELECT count(*)::int FROM "tenant"."task_executions" WHERE "status" = 'ready' AND "available_at" <= $1::timestamptz), (SELECT count(*)::int FROM "tenant"."pipeline_executions" WHERE "status" = 'running')
   from (SELECT 1) AS one;
 
+-- admission/lockGroups
+SELECT pg_advisory_xact_lock(hashtextextended($1 || g, 0))
+      FROM unnest($2::text[]) AS g ORDER BY g;
+
+-- admission/tryLockGroup
+SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked;
+
+-- admission/selectQueuedGroupNames
+select distinct "group_name"
+  from "tenant"."concurrency_slots"
+  where NOT "tenant"."concurrency_slots"."admitted";
+
+-- admission/deleteEndedSlots
+delete
+  from "tenant"."concurrency_slots"
+  where ("tenant"."concurrency_slots"."group_name" = ANY($1::text[]) and "tenant"."concurrency_slots"."pipeline_execution_id" IN (SELECT "tenant"."pipeline_executions"."id" FROM "tenant"."pipeline_executions" WHERE "tenant"."pipeline_executions"."id" = "tenant"."concurrency_slots"."pipeline_execution_id"
+          AND "tenant"."pipeline_executions"."status" IN ('completed', 'failed', 'cancelled')));
+
+-- admission/countActive
+select "group_name", count(*)
+  from "tenant"."concurrency_slots"
+  where ("tenant"."concurrency_slots"."group_name" = ANY($1::text[]) and "tenant"."concurrency_slots"."admitted")
+  group by "tenant"."concurrency_slots"."group_name";
+
+-- admission/selectQueued
+select "tenant"."concurrency_slots"."pipeline_execution_id", "tenant"."concurrency_slots"."slot_limit", "tenant"."pipeline_executions"."concurrency"
+  from "tenant"."concurrency_slots"
+  inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."concurrency_slots"."pipeline_execution_id"
+  where ("tenant"."concurrency_slots"."group_name" = $1 and NOT "tenant"."concurrency_slots"."admitted" and "tenant"."pipeline_executions"."status" = 'pending')
+  order by "tenant"."concurrency_slots"."priority" desc, "tenant"."concurrency_slots"."queued_at" asc, "tenant"."concurrency_slots"."pipeline_execution_id" asc
+  limit $2;
+
+-- admission/admitSlots
+update "tenant"."concurrency_slots"
+  set "admitted" = $1
+  where "tenant"."concurrency_slots"."pipeline_execution_id" = ANY($2::uuid[]);
+
+-- admission/readyFirstTasks
+update "tenant"."task_executions"
+  set "status" = $1, "available_at" = greatest("tenant"."task_executions"."available_at", $2), "updated_at" = $3
+  where ("tenant"."task_executions"."pipeline_execution_id" = ANY($4::uuid[]) and "tenant"."task_executions"."status" = 'not_started' and "tenant"."task_executions"."pending_deps" = 0);
+
+-- admission/selectOldestActive
+select "tenant"."concurrency_slots"."pipeline_execution_id"
+  from "tenant"."concurrency_slots"
+  inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."concurrency_slots"."pipeline_execution_id"
+  where ("tenant"."concurrency_slots"."group_name" = $1 and "tenant"."concurrency_slots"."admitted" and "tenant"."pipeline_executions"."status" NOT IN ('completed', 'failed', 'cancelled'))
+  order by "tenant"."concurrency_slots"."queued_at" asc, "tenant"."concurrency_slots"."pipeline_execution_id" asc
+  limit $2;
+
+-- admission/insertSlots
+insert into "tenant"."concurrency_slots" ("group_name", "pipeline_execution_id", "slot_limit", "priority", "queued_at", "admitted")
+  values ($1, $2, $3, $4, $5, $6)
+  on conflict ("group_name","pipeline_execution_id") do
+  update set "slot_limit" = excluded.slot_limit, "queued_at" = excluded.queued_at, "admitted" = $7;
+
+-- admission/selectQueuedGroups
+select "pipeline_execution_id", "group_name", "slot_limit", (SELECT count(*)::int FROM "tenant"."concurrency_slots" AS a JOIN "tenant"."pipeline_executions" AS ap ON ap.id = a.pipeline_execution_id
+    WHERE a.group_name = "group_name" AND a.admitted AND ap.status NOT IN ('completed', 'failed', 'cancelled'))
+  from "tenant"."concurrency_slots"
+  where ("tenant"."concurrency_slots"."pipeline_execution_id" = ANY($1::uuid[]) and NOT "tenant"."concurrency_slots"."admitted");
+
 -- control/cancelPipelineRow
 update "tenant"."pipeline_executions"
   set "status" = $1, "remaining_tasks" = $2, "completed_at" = $3, "updated_at" = $4
   where ("tenant"."pipeline_executions"."id" = $5 and "tenant"."pipeline_executions"."status" IN ('pending', 'running', 'paused'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at";
 
 -- control/cancelTasks
 update "tenant"."task_executions"
@@ -200,7 +271,7 @@ update "tenant"."task_executions"
 update "tenant"."pipeline_executions"
   set "status" = $1, "pause_reason" = $2, "updated_at" = $3
   where ("tenant"."pipeline_executions"."id" = $4 and "tenant"."pipeline_executions"."status" IN ('pending', 'running'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at";
 
 -- control/requeueRunningTasks
 update "tenant"."task_executions"
@@ -209,9 +280,9 @@ update "tenant"."task_executions"
 
 -- control/retryPipelineRow
 update "tenant"."pipeline_executions"
-  set "status" = $1, "remaining_tasks" = $2, "failed_tasks" = $3, "error" = $4, "pause_reason" = $5, "completed_at" = $6, "updated_at" = $7
-  where ("tenant"."pipeline_executions"."id" = $8 and "tenant"."pipeline_executions"."status" IN ('failed', 'cancelled'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
+  set "status" = CASE WHEN "tenant"."pipeline_executions"."concurrency" IS NULL THEN 'running' ELSE 'pending' END, "remaining_tasks" = $1, "failed_tasks" = $2, "error" = $3, "pause_reason" = $4, "completed_at" = $5, "updated_at" = $6
+  where ("tenant"."pipeline_executions"."id" = $7 and "tenant"."pipeline_executions"."status" IN ('failed', 'cancelled'))
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at";
 
 -- control/retryTasks
 update "tenant"."task_executions"

@@ -1,20 +1,20 @@
 -- pipelines/insertPipelines#1
-insert into "pipeline_executions" ("id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, ?, ?, null, null, ?)
+insert into "pipeline_executions" ("id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, ?, ?, ?, ?, ?, null, null, ?)
   on conflict do nothing
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at";
 
 -- pipelines/insertPipelines#2
-insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "updated_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, null, null, null, null, ?);
+insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "priority", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, null, null, null, null, ?);
 
 -- pipelines/selectPipeline
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at"
   from "pipeline_executions"
   where "pipeline_executions"."id" = ?;
 
 -- pipelines/selectPipelineByKey
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at"
   from "pipeline_executions"
   where "pipeline_executions"."idempotency_key" = ?;
 
@@ -32,40 +32,48 @@ select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "s
   order by "task_executions"."position" asc;
 
 -- claim/claimTasks#1
-select "task_executions"."id", "task_executions"."status", "task_executions"."available_at", "task_executions"."started_at"
+select "task_executions"."id", "task_executions"."status", "task_executions"."available_at", "task_executions"."priority", "task_executions"."started_at"
   from "task_executions"
   inner join "pipeline_executions" on "pipeline_executions"."id" = "task_executions"."pipeline_execution_id"
-  where (("task_executions"."status" = 'ready' and "task_executions"."available_at" <= ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
-  order by "task_executions"."available_at" asc
+  where (("task_executions"."status" = 'ready' AND "task_executions"."priority" = 0 and "task_executions"."available_at" <= ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
+  order by "task_executions"."priority" desc, "task_executions"."available_at" asc
   limit ?;
 
 -- claim/claimTasks#2
-select "task_executions"."id", "task_executions"."status", "task_executions"."available_at", "task_executions"."started_at"
+select "task_executions"."id", "task_executions"."status", "task_executions"."available_at", "task_executions"."priority", "task_executions"."started_at"
   from "task_executions"
   inner join "pipeline_executions" on "pipeline_executions"."id" = "task_executions"."pipeline_execution_id"
-  where (("task_executions"."status" = 'running' and "task_executions"."lease_expires_at" < ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
-  order by "task_executions"."available_at" asc
+  where (("task_executions"."status" = 'ready' AND "task_executions"."priority" <> 0 and "task_executions"."available_at" <= ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
+  order by "task_executions"."priority" desc, "task_executions"."available_at" asc
   limit ?;
 
 -- claim/claimTasks#3
+select "task_executions"."id", "task_executions"."status", "task_executions"."available_at", "task_executions"."priority", "task_executions"."started_at"
+  from "task_executions"
+  inner join "pipeline_executions" on "pipeline_executions"."id" = "task_executions"."pipeline_execution_id"
+  where (("task_executions"."status" = 'running' and "task_executions"."lease_expires_at" < ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
+  order by "task_executions"."priority" desc, "task_executions"."available_at" asc
+  limit ?;
+
+-- claim/claimTasks#4
 update "task_executions"
   set "status" = ?, "attempt" = "task_executions"."attempt" + 1, "failed_attempts" = "task_executions"."failed_attempts" + (CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN 1 ELSE 0 END), "lease_owner" = ?, "lease_expires_at" = ?, "runner_id" = ?, "attempt_history" = CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN json_insert(coalesce("task_executions"."attempt_history", '[]'), '$[#]', json_object('attempt', "task_executions"."attempt",
     'runnerId', "task_executions"."lease_owner", 'startedAt', coalesce("task_executions"."started_at", "task_executions"."lease_expires_at"), 'endedAt', "task_executions"."lease_expires_at",
     'outcome', 'lease_expired', 'error', 'lease expired (held by ' || coalesce("task_executions"."lease_owner", 'nobody') || ')')) ELSE "task_executions"."attempt_history" END, "error" = CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN 'lease expired (held by ' || coalesce("task_executions"."lease_owner", 'nobody') || ')' ELSE "task_executions"."error" END, "started_at" = CASE WHEN "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?)) THEN ? END, "updated_at" = ?
   where "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?))
-  returning "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at";
+  returning "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "priority";
 
--- claim/claimTasks#4
+-- claim/claimTasks#5
 update "pipeline_executions"
   set "status" = ?, "started_at" = ?, "updated_at" = ?
   where ("pipeline_executions"."status" = 'pending' and "pipeline_executions"."id" IN (SELECT unhex(value) FROM json_each(?)));
 
--- claim/claimTasks#5
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
+-- claim/claimTasks#6
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at"
   from "pipeline_executions"
   where "pipeline_executions"."id" IN (SELECT unhex(value) FROM json_each(?));
 
--- claim/claimTasks#6
+-- claim/claimTasks#7
 select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
   from "task_executions"
   where ("task_executions"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?)) and "task_executions"."status" IN ('completed', 'failed', 'skipped', 'cancelled'))
@@ -113,13 +121,13 @@ update "pipeline_executions"
 update "pipeline_executions"
   set "status" = CASE WHEN "pipeline_executions"."failed_tasks" > 0 THEN 'failed' ELSE 'completed' END, "completed_at" = ?, "updated_at" = ?
   where ("pipeline_executions"."id" = ? and "pipeline_executions"."remaining_tasks" <= 0 and "pipeline_executions"."status" IN ('pending', 'running', 'paused'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at";
 
 -- control/cancelPipelineRow
 update "pipeline_executions"
-  set "status" = ?, "remaining_tasks" = ?, "completed_at" = ?, "updated_at" = ?
+  set "status" = ?, "remaining_tasks" = ?, "error" = coalesce(?, "pipeline_executions"."error"), "completed_at" = ?, "updated_at" = ?
   where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" IN ('pending', 'running', 'paused'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at";
 
 -- control/cancelTasks
 update "task_executions"
@@ -130,7 +138,7 @@ update "task_executions"
 update "pipeline_executions"
   set "status" = ?, "pause_reason" = ?, "updated_at" = ?
   where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" IN ('pending', 'running'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at";
 
 -- control/requeueRunningTasks
 update "task_executions"
@@ -141,18 +149,74 @@ update "task_executions"
 update "pipeline_executions"
   set "status" = CASE WHEN "pipeline_executions"."started_at" IS NULL THEN 'pending' ELSE 'running' END, "pause_reason" = ?, "updated_at" = ?
   where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" = 'paused')
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at";
 
 -- control/retryPipelineRow
 update "pipeline_executions"
-  set "status" = ?, "remaining_tasks" = ?, "failed_tasks" = ?, "error" = ?, "pause_reason" = ?, "completed_at" = ?, "updated_at" = ?
+  set "status" = CASE WHEN "pipeline_executions"."concurrency" IS NULL THEN 'running' ELSE 'pending' END, "remaining_tasks" = ?, "failed_tasks" = ?, "error" = ?, "pause_reason" = ?, "completed_at" = ?, "updated_at" = ?
   where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" IN ('failed', 'cancelled'))
-  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at";
+  returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at";
 
 -- control/retryTasks
 update "task_executions"
   set "status" = ?, "pending_deps" = ?, "available_at" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "completed_at" = ?, "updated_at" = ?
   where ("task_executions"."id" = ? and "task_executions"."pipeline_execution_id" = ?);
+
+-- admission/selectQueuedGroupNames
+select distinct "group_name"
+  from "concurrency_slots"
+  where NOT "concurrency_slots"."admitted";
+
+-- admission/deleteEndedSlots
+delete
+  from "concurrency_slots"
+  where ("concurrency_slots"."group_name" IN (SELECT value FROM json_each(?)) and "concurrency_slots"."pipeline_execution_id" IN (SELECT "pipeline_executions"."id" FROM "pipeline_executions" WHERE "pipeline_executions"."id" = "concurrency_slots"."pipeline_execution_id"
+            AND "pipeline_executions"."status" IN ('completed', 'failed', 'cancelled')));
+
+-- admission/countActive
+select "group_name", count(*)
+  from "concurrency_slots"
+  where ("concurrency_slots"."group_name" IN (SELECT value FROM json_each(?)) and "concurrency_slots"."admitted")
+  group by "concurrency_slots"."group_name";
+
+-- admission/selectQueued
+select "concurrency_slots"."pipeline_execution_id", "concurrency_slots"."slot_limit", "pipeline_executions"."concurrency"
+  from "concurrency_slots"
+  inner join "pipeline_executions" on "pipeline_executions"."id" = "concurrency_slots"."pipeline_execution_id"
+  where ("concurrency_slots"."group_name" = ? and NOT "concurrency_slots"."admitted" and "pipeline_executions"."status" = 'pending')
+  order by "concurrency_slots"."priority" desc, "concurrency_slots"."queued_at" asc, "concurrency_slots"."pipeline_execution_id" asc
+  limit ?
+  offset ?;
+
+-- admission/admitSlots
+update "concurrency_slots"
+  set "admitted" = ?
+  where "concurrency_slots"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?));
+
+-- admission/readyFirstTasks
+update "task_executions"
+  set "status" = ?, "available_at" = max("task_executions"."available_at", ?), "updated_at" = ?
+  where ("task_executions"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?)) and "task_executions"."status" = 'not_started' and "task_executions"."pending_deps" = 0);
+
+-- admission/selectOldestActive
+select "concurrency_slots"."pipeline_execution_id"
+  from "concurrency_slots"
+  inner join "pipeline_executions" on "pipeline_executions"."id" = "concurrency_slots"."pipeline_execution_id"
+  where ("concurrency_slots"."group_name" = ? and "concurrency_slots"."admitted" and "pipeline_executions"."status" NOT IN ('completed', 'failed', 'cancelled'))
+  order by "concurrency_slots"."queued_at" asc, "concurrency_slots"."pipeline_execution_id" asc
+  limit ?;
+
+-- admission/insertSlots
+insert into "concurrency_slots" ("group_name", "pipeline_execution_id", "slot_limit", "priority", "queued_at", "admitted")
+  values (?, ?, ?, ?, ?, ?)
+  on conflict ("concurrency_slots"."group_name", "concurrency_slots"."pipeline_execution_id") do
+  update set "slot_limit" = excluded.slot_limit, "queued_at" = excluded.queued_at, "admitted" = ?;
+
+-- admission/selectQueuedGroups
+select "pipeline_execution_id", "group_name", "slot_limit", (SELECT count(*) FROM "concurrency_slots" AS a JOIN "pipeline_executions" AS ap ON ap.id = a.pipeline_execution_id
+          WHERE a.group_name = "group_name" AND a.admitted AND ap.status NOT IN ('completed', 'failed', 'cancelled'))
+  from "concurrency_slots"
+  where ("concurrency_slots"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?)) and NOT "concurrency_slots"."admitted");
 
 -- retention/deleteTerminalPipelines
 delete
@@ -164,7 +228,7 @@ delete
   limit ?);
 
 -- pipelines/selectPipelines
-select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "created_at", "started_at", "completed_at", "updated_at"
+select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at"
   from "pipeline_executions"
   where ("pipeline_executions"."workflow_name" = ? and "pipeline_executions"."status" = ?)
   order by "pipeline_executions"."created_at" desc, "pipeline_executions".rowid DESC
