@@ -6,6 +6,7 @@ import { describeDataIntegrity } from './data-integrity.suite.js';
 import { describeEdgeInput } from './edge-input.suite.js';
 import { describeExecutionStore } from './execution-store.suite.js';
 import type { ConformanceOptions, OpenStorage } from './fixtures.js';
+import { describeFlowControl } from './flow-control.suite.js';
 import { describeOperations } from './operations.suite.js';
 import { describeRunnerStore } from './runner-store.suite.js';
 import { describeWorkflowStore } from './workflow-store.suite.js';
@@ -32,6 +33,7 @@ export function describeStorageConformance(name: string, open: OpenStorage, opti
     describeDataIntegrity(open);
     describeEdgeInput(open);
     describeOperations(open);
+    describeFlowControl(open, options.concurrentClaims ? options.openSecond : undefined);
     if (options.concurrentClaims && options.openSecond !== undefined)
       describeConcurrentClaims(open, options.openSecond);
   });

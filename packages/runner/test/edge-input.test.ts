@@ -152,8 +152,8 @@ describe.each(ADAPTERS)('paging of every listing, on $name', (adapter) => {
 
 /**
  * ExecuteOptions are checked whole, the same way on every adapter: a key they do not have (a
- * typo, a field of another library, or flow control's `priority` and `concurrencyKey`, not
- * implemented yet) is a ValidationError naming the nearest valid key, and nothing is written.
+ * typo, a field of another library) is a ValidationError naming the nearest valid key, a bad
+ * `priority` or `concurrencyKey` a ValidationError naming the option, and nothing is written.
  * They used to be ignored.
  */
 describe.each(ADAPTERS)('unknown execute options, on $name', (adapter) => {
@@ -161,12 +161,19 @@ describe.each(ADAPTERS)('unknown execute options, on $name', (adapter) => {
   // Typed as ExecuteOptions the way a caller holding a loosely typed object would pass them.
   const unknownOptions: ReadonlyArray<{ options: ExecuteOptions; message: RegExp }> = [
     {
-      options: { priority: 10 } as ExecuteOptions,
-      message: /^Unknown ExecuteOptions key "priority": The keys are idempotencyKey, /,
+      options: { prio: 10 } as ExecuteOptions,
+      message: /^Unknown ExecuteOptions key "prio": did you mean "priority"\? The keys are idempotencyKey, /,
     },
     {
-      options: { concurrencyKey: 'acme' } as ExecuteOptions,
-      message: /^Unknown ExecuteOptions key "concurrencyKey": /,
+      options: { priority: 1001 },
+      message:
+        /^ExecuteOptions.priority must be an integer from -1000 to 1000 \(higher is claimed first\), got 1001\.$/,
+    },
+    { options: { priority: 1.5 }, message: /^ExecuteOptions.priority must be an integer/ },
+    {
+      options: { concurrencyKey: 42 } as unknown as ExecuteOptions,
+      message:
+        /^ExecuteOptions.concurrencyKey must be a string without NUL characters of at most 1024 bytes, got 42\.$/,
     },
     {
       options: { idempotencykey: 'k1' } as ExecuteOptions,

@@ -14,7 +14,7 @@ import {
   TERMINAL_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
-import { getTableConfig } from 'drizzle-orm/pg-core';
+import { alias, getTableConfig } from 'drizzle-orm/pg-core';
 import { arrayParam, encodeUuidList, inTextList, inUuidList, statusIn, statusNotIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
@@ -157,16 +157,30 @@ export function insertSlots(db: PostgresDb, { concurrencySlots: s }: PostgresTab
     });
 }
 
-/** The queued slots of these pipelines, with their group's active count (for `waitingFor`). */
+/** The queued slots of these pipelines (still pending), with their group's active count (for `waitingFor`). */
 export function selectQueuedGroups(db: PostgresDb, tables: PostgresTables, ids: readonly string[]) {
   const { concurrencySlots: s, pipelineExecutions: p } = tables;
+  // Aliased, so that the correlated count below names the outer row unambiguously.
+  const queued = alias(s, 'queued');
   // Raw SQL: a correlated count per row, which drizzle's builder cannot alias.
   const active = sql<number>`(SELECT count(*)::int FROM ${s} AS a JOIN ${p} AS ap ON ap.id = a.pipeline_execution_id
-    WHERE a.group_name = ${s.groupName} AND a.admitted AND ap.status NOT IN ('completed', 'failed', 'cancelled'))`;
+    WHERE a.group_name = ${queued.groupName} AND a.admitted AND ap.status NOT IN ('completed', 'failed', 'cancelled'))`;
   return db
-    .select({ pipelineExecutionId: s.pipelineExecutionId, group: s.groupName, limit: s.slotLimit, active })
-    .from(s)
-    .where(and(inUuidList(s.pipelineExecutionId, encodeUuidList(ids)), sql`NOT ${s.admitted}`));
+    .select({
+      pipelineExecutionId: queued.pipelineExecutionId,
+      group: queued.groupName,
+      limit: queued.slotLimit,
+      active,
+    })
+    .from(queued)
+    .innerJoin(p, eq(p.id, queued.pipelineExecutionId))
+    .where(
+      and(
+        inUuidList(queued.pipelineExecutionId, encodeUuidList(ids)),
+        sql`NOT ${queued.admitted}`,
+        sql`${p.status} = 'pending'`,
+      ),
+    );
 }
 
 /**

@@ -251,10 +251,11 @@ insert into "tenant"."concurrency_slots" ("group_name", "pipeline_execution_id",
   update set "slot_limit" = excluded.slot_limit, "queued_at" = excluded.queued_at, "admitted" = $7;
 
 -- admission/selectQueuedGroups
-select "pipeline_execution_id", "group_name", "slot_limit", (SELECT count(*)::int FROM "tenant"."concurrency_slots" AS a JOIN "tenant"."pipeline_executions" AS ap ON ap.id = a.pipeline_execution_id
-    WHERE a.group_name = "group_name" AND a.admitted AND ap.status NOT IN ('completed', 'failed', 'cancelled'))
-  from "tenant"."concurrency_slots"
-  where ("tenant"."concurrency_slots"."pipeline_execution_id" = ANY($1::uuid[]) and NOT "tenant"."concurrency_slots"."admitted");
+select "queued"."pipeline_execution_id", "queued"."group_name", "queued"."slot_limit", (SELECT count(*)::int FROM "tenant"."concurrency_slots" AS a JOIN "tenant"."pipeline_executions" AS ap ON ap.id = a.pipeline_execution_id
+    WHERE a.group_name = "queued"."group_name" AND a.admitted AND ap.status NOT IN ('completed', 'failed', 'cancelled'))
+  from "tenant"."concurrency_slots" "queued"
+  inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "queued"."pipeline_execution_id"
+  where ("queued"."pipeline_execution_id" = ANY($1::uuid[]) and NOT "queued"."admitted" and "tenant"."pipeline_executions"."status" = 'pending');
 
 -- control/cancelPipelineRow
 update "tenant"."pipeline_executions"

@@ -14,6 +14,7 @@ import {
   TERMINAL_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
+import { alias } from 'drizzle-orm/sqlite-core';
 import { bind, encodeTextList, encodeUuidList, statusIn, statusNotIn, textListSql, uuidListSql } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
 import { cancelPipeline } from './control.js';
@@ -32,6 +33,8 @@ export function prepareAdmission({ db, tables }: SqliteHandle) {
   const { concurrencySlots: s, pipelineExecutions: p, taskExecutions: t } = tables;
   const inGroups = sql`${s.groupName} IN ${textListSql(sql.placeholder('groups'))}`;
   const ofPipelines = (column: unknown) => sql`${column} IN ${uuidListSql(sql.placeholder('ids'))}`;
+  // Aliased, so that the correlated count of selectQueuedGroups names the outer row unambiguously.
+  const queued = alias(s, 'queued');
   return {
     // The groups with queued pipelines: what a periodic admission goes through.
     selectQueuedGroupNames: db.selectDistinct({ group: s.groupName }).from(s).where(sql`NOT ${s.admitted}`).prepare(),
@@ -106,18 +109,19 @@ export function prepareAdmission({ db, tables }: SqliteHandle) {
         set: { admitted: false, queuedAt: sql`excluded.queued_at`, slotLimit: sql`excluded.slot_limit` },
       })
       .prepare(),
-    // The queued slots of these pipelines, with their group's active count (for waitingFor).
+    // The queued slots of these pipelines (still pending), with their group's active count (for waitingFor).
     selectQueuedGroups: db
       .select({
-        pipelineExecutionId: s.pipelineExecutionId,
-        group: s.groupName,
-        limit: s.slotLimit,
+        pipelineExecutionId: queued.pipelineExecutionId,
+        group: queued.groupName,
+        limit: queued.slotLimit,
         // Raw SQL: a correlated count per row, which drizzle's builder cannot alias.
         active: sql<number>`(SELECT count(*) FROM ${s} AS a JOIN ${p} AS ap ON ap.id = a.pipeline_execution_id
-          WHERE a.group_name = ${s.groupName} AND a.admitted AND ap.status NOT IN ('completed', 'failed', 'cancelled'))`,
+          WHERE a.group_name = ${queued.groupName} AND a.admitted AND ap.status NOT IN ('completed', 'failed', 'cancelled'))`,
       })
-      .from(s)
-      .where(and(ofPipelines(s.pipelineExecutionId), sql`NOT ${s.admitted}`))
+      .from(queued)
+      .innerJoin(p, eq(p.id, queued.pipelineExecutionId))
+      .where(and(ofPipelines(queued.pipelineExecutionId), sql`NOT ${queued.admitted}`, sql`${p.status} = 'pending'`))
       .prepare(),
   };
 }

@@ -213,10 +213,11 @@ insert into "concurrency_slots" ("group_name", "pipeline_execution_id", "slot_li
   update set "slot_limit" = excluded.slot_limit, "queued_at" = excluded.queued_at, "admitted" = ?;
 
 -- admission/selectQueuedGroups
-select "pipeline_execution_id", "group_name", "slot_limit", (SELECT count(*) FROM "concurrency_slots" AS a JOIN "pipeline_executions" AS ap ON ap.id = a.pipeline_execution_id
-          WHERE a.group_name = "group_name" AND a.admitted AND ap.status NOT IN ('completed', 'failed', 'cancelled'))
-  from "concurrency_slots"
-  where ("concurrency_slots"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?)) and NOT "concurrency_slots"."admitted");
+select "queued"."pipeline_execution_id", "queued"."group_name", "queued"."slot_limit", (SELECT count(*) FROM "concurrency_slots" AS a JOIN "pipeline_executions" AS ap ON ap.id = a.pipeline_execution_id
+          WHERE a.group_name = "queued"."group_name" AND a.admitted AND ap.status NOT IN ('completed', 'failed', 'cancelled'))
+  from "concurrency_slots" "queued"
+  inner join "pipeline_executions" on "pipeline_executions"."id" = "queued"."pipeline_execution_id"
+  where ("queued"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?)) and NOT "queued"."admitted" and "pipeline_executions"."status" = 'pending');
 
 -- retention/deleteTerminalPipelines
 delete

@@ -1,0 +1,237 @@
+import type { OnLimit, PipelineGroup, PipelineRow, Storage } from '@orreryjs/core';
+import { describe, expect, it } from 'vitest';
+import {
+  at,
+  CHAIN,
+  completed,
+  type OpenStorage,
+  SINGLE,
+  uniqueName,
+  useStorage,
+  type WorkflowFixture,
+  workflowFixture,
+} from './fixtures.js';
+
+/**
+ * Flow control in storage: pipelines of concurrency groups are queued at creation, admitted
+ * while their groups have room (priority, then oldest), and `onLimit` acts at creation; the
+ * claim takes higher priority first. Every rule is checked against both adapters.
+ */
+export function describeFlowControl(open: OpenStorage, openSecond?: () => Promise<Storage>): void {
+  describe('flow control', () => {
+    const storage = useStorage(open, 'each');
+    const store = () => storage().executions;
+
+    /** A fixture whose pipelines join `group` (one rule) with `limit`. */
+    function limited(limit: number, onLimit: OnLimit = 'queue', dag = SINGLE) {
+      const wf = workflowFixture(storage, dag);
+      const group: PipelineGroup = { group: `${wf.name}/customer=acme`, limit, onLimit };
+      const create = (overrides: Parameters<WorkflowFixture['create']>[0] = {}) =>
+        wf.create({ concurrency: [group], ...overrides });
+      return { wf, group, create };
+    }
+
+    async function statusesOf(ids: readonly string[]): Promise<string[]> {
+      return Promise.all(ids.map(async (id) => (await store().getPipeline(id))!.status));
+    }
+
+    it('admits up to the limit at creation and queues the rest, their first tasks not claimable', async () => {
+      const { wf, group, create } = limited(2);
+      const pipelines: PipelineRow[] = [];
+      for (let n = 0; n < 4; n += 1) pipelines.push(await create({ now: at(n) }));
+      expect(pipelines.map((p) => p.concurrency)).toEqual(Array(4).fill([group]));
+      const claimed = await wf.claim('r', at(10));
+      expect(claimed.map((c) => c.pipeline.id).sort()).toEqual(
+        pipelines
+          .slice(0, 2)
+          .map((p) => p.id)
+          .sort(),
+      );
+      const queued = await store().listQueuedGroups(pipelines.map((p) => p.id));
+      expect(queued.sort((a, b) => a.pipelineExecutionId.localeCompare(b.pipelineExecutionId))).toEqual(
+        pipelines
+          .slice(2)
+          .map((p) => ({ pipelineExecutionId: p.id, group: group.group, active: 2, limit: 2 }))
+          .sort((a, b) => a.pipelineExecutionId.localeCompare(b.pipelineExecutionId)),
+      );
+      expect((await store().listTasks(pipelines[3]!.id)).map((t) => t.status)).toEqual(['not_started']);
+    });
+
+    it('admits the oldest queued pipeline when an active one ends, and none while the group is full', async () => {
+      const { wf, create } = limited(1);
+      const first = await create({ now: at(0) });
+      const second = await create({ now: at(1) });
+      const third = await create({ now: at(2) });
+      expect(await store().admitQueued(null, at(5))).toBe(0);
+      const [claimed] = await wf.claim('r', at(10));
+      expect(claimed!.pipeline.id).toBe(first.id);
+      await wf.finish(claimed!, completed(), at(20));
+      expect(await store().admitQueued(null, at(30))).toBe(1);
+      expect(await statusesOf([second.id, third.id])).toEqual(['pending', 'pending']);
+      const next = await wf.claim('r', at(40));
+      expect(next.map((c) => c.pipeline.id)).toEqual([second.id]);
+      // Readied no earlier than its admission: it queues behind work already waiting.
+      expect(next[0]!.task.availableAt).toEqual(at(30));
+      expect(await store().listQueuedGroups([third.id])).toEqual([
+        expect.objectContaining({ pipelineExecutionId: third.id, active: 1, limit: 1 }),
+      ]);
+    });
+
+    it('keeps a paused pipeline active in its group, and gives its slot on when it is cancelled', async () => {
+      const { wf, create } = limited(1);
+      const first = await create({ now: at(0) });
+      const second = await create({ now: at(1) });
+      await wf.claim('r', at(2));
+      await store().pausePipeline(first.id, 'hold', at(3));
+      expect(await store().admitQueued(null, at(4))).toBe(0);
+      await store().cancelPipeline(first.id, at(5));
+      expect(await store().admitQueued(null, at(6))).toBe(1);
+      expect((await wf.claim('r', at(7))).map((c) => c.pipeline.id)).toEqual([second.id]);
+    });
+
+    it('admits by priority, then by runAt or creation', async () => {
+      const { wf, create } = limited(1);
+      const blocker = await create({ now: at(0) });
+      const low = await create({ now: at(1), priority: -5 });
+      const old = await create({ now: at(2) });
+      const delayed = await create({ now: at(3), runAt: at(-100) });
+      const urgent = await create({ now: at(4), priority: 7 });
+      const order: string[] = [];
+      let claimed = await wf.claim('r', at(10));
+      expect(claimed.map((c) => c.pipeline.id)).toEqual([blocker.id]);
+      for (let round = 0; round < 4; round += 1) {
+        await wf.finish(claimed[0]!, completed(), at(20 + round * 10));
+        await store().admitQueued(null, at(21 + round * 10));
+        claimed = await wf.claim('r', at(22 + round * 10));
+        expect(claimed).toHaveLength(1);
+        order.push(claimed[0]!.pipeline.id);
+      }
+      expect(order).toEqual([urgent.id, delayed.id, old.id, low.id]);
+    });
+
+    it('claims the ready tasks of higher-priority pipelines first, then the oldest', async () => {
+      const wf = workflowFixture(storage, SINGLE);
+      const old = await wf.create({ now: at(0) });
+      const low = await wf.create({ now: at(1), priority: -1 });
+      const high = await wf.create({ now: at(2), priority: 3 });
+      const higher = await wf.create({ now: at(3), priority: 9 });
+      const young = await wf.create({ now: at(4) });
+      const first = await wf.claim('r', at(10), { limit: 2 });
+      expect(first.map((c) => c.pipeline.id)).toEqual([higher.id, high.id]);
+      const rest = await wf.claim('r', at(10), { limit: 5 });
+      expect(rest.map((c) => c.pipeline.id)).toEqual([old.id, young.id, low.id]);
+    });
+
+    it('cancels a pipeline created over the limit with cancel_newest, naming the group', async () => {
+      const { group, create } = limited(1, 'cancel_newest');
+      const first = await create({ now: at(0) });
+      const second = await create({ now: at(1) });
+      expect(first.status).toBe('pending');
+      expect(second).toMatchObject({ status: 'cancelled', error: `concurrency limit ${group.group} reached` });
+      expect((await store().listTasks(second.id)).map((t) => t.status)).toEqual(['cancelled']);
+      expect(await store().listQueuedGroups([second.id])).toEqual([]);
+    });
+
+    it('cancels the oldest active pipeline with cancel_in_progress, and admits the new one at once', async () => {
+      const { wf, create } = limited(1, 'cancel_in_progress');
+      const first = await create({ now: at(0) });
+      await wf.claim('r', at(1));
+      const second = await create({ now: at(2) });
+      expect((await store().getPipeline(first.id))!).toMatchObject({
+        status: 'cancelled',
+        error: expect.stringMatching(/cancel_in_progress/),
+      });
+      expect(second.status).toBe('pending');
+      expect((await wf.claim('r', at(3))).map((c) => c.pipeline.id)).toEqual([second.id]);
+    });
+
+    it('puts a retried pipeline back in the queue of its groups', async () => {
+      const { wf, create } = limited(1, 'queue', CHAIN);
+      const first = await create({ now: at(0) });
+      const [a] = await wf.claim('r', at(1));
+      await wf.finish(a!, { status: 'failed', error: 'boom' }, at(2));
+      const [b] = await wf.claim('r', at(3));
+      const ended = await wf.finish(b!, { status: 'skipped', reason: 'a failed' }, at(4));
+      expect(ended.finishedPipeline?.status).toBe('failed');
+      const second = await create({ now: at(5) });
+      const [secondA] = await wf.claim('r', at(6));
+      expect(secondA!.pipeline.id).toBe(second.id);
+      const tasks = await store().listTasks(first.id);
+      const retried = await store().retryPipeline(
+        first.id,
+        tasks.map((t) => ({ id: t.id, pendingDeps: t.taskId === 'a' ? 0 : 1 })),
+        at(7),
+      );
+      expect(retried!.status).toBe('pending');
+      expect((await store().listTasks(first.id)).map((t) => t.status)).toEqual(['not_started', 'not_started']);
+      expect(await store().listQueuedGroups([first.id])).toEqual([
+        expect.objectContaining({ pipelineExecutionId: first.id, active: 1, limit: 1 }),
+      ]);
+      await wf.finish(secondA!, completed(), at(8));
+      const [secondB] = await wf.claim('r', at(9));
+      await wf.finish(secondB!, completed(), at(10));
+      expect(await store().admitQueued(null, at(11))).toBe(1);
+      expect((await wf.claim('r', at(12))).map((c) => `${c.pipeline.id}/${c.task.taskId}`)).toEqual([`${first.id}/a`]);
+    });
+
+    it('starts a pipeline of two groups only when both have room', async () => {
+      const wf = workflowFixture(storage, SINGLE);
+      const tenant: PipelineGroup = { group: `${wf.name}/tenant=t1`, limit: 1, onLimit: 'queue' };
+      const region: PipelineGroup = { group: `${wf.name}/region=eu`, limit: 5, onLimit: 'queue' };
+      const other: PipelineGroup = { group: `${wf.name}/tenant=t2`, limit: 1, onLimit: 'queue' };
+      const first = await wf.create({ now: at(0), concurrency: [tenant, region] });
+      const blocked = await wf.create({ now: at(1), concurrency: [tenant, region] });
+      const free = await wf.create({ now: at(2), concurrency: [other, region] });
+      const claimed = await wf.claim('r', at(3));
+      expect(claimed.map((c) => c.pipeline.id).sort()).toEqual([first.id, free.id].sort());
+      expect(await store().listQueuedGroups([blocked.id])).toEqual([
+        { pipelineExecutionId: blocked.id, group: tenant.group, active: 1, limit: 1 },
+      ]);
+    });
+
+    it('leaves workflows without rules as they were: ready at once, no slots', async () => {
+      const wf = workflowFixture(storage, SINGLE);
+      const created = await Promise.all([0, 1, 2].map((n) => wf.create({ now: at(n) })));
+      expect(created.map((p) => p.concurrency)).toEqual([null, null, null]);
+      expect(await store().listQueuedGroups(created.map((p) => p.id))).toEqual([]);
+      expect(await wf.claim('r', at(5))).toHaveLength(3);
+    });
+
+    if (openSecond !== undefined) {
+      it('never admits more than the limit when two storages create and admit at once', async () => {
+        const second = await openSecond();
+        try {
+          const name = uniqueName();
+          const group: PipelineGroup = { group: `${name}/k`, limit: 3, onLimit: 'queue' };
+          const wf = workflowFixture(storage, SINGLE);
+          const stores = [store(), second.executions];
+          // 40 pipelines created from two connections at once, then admissions racing.
+          await Promise.all(
+            Array.from({ length: 40 }, (_, n) =>
+              stores[n % 2]!.createPipelines([{ ...newPipelineOf(wf), concurrency: [group], now: at(n) }]),
+            ),
+          );
+          await Promise.all(Array.from({ length: 10 }, (_, n) => stores[n % 2]!.admitQueued([group.group], at(100))));
+          const claimed = await wf.claim('r', at(200));
+          expect(claimed).toHaveLength(3);
+        } finally {
+          await second.close();
+        }
+      });
+    }
+  });
+}
+
+/** A new pipeline of the fixture's workflow, as its `create` would write it. */
+function newPipelineOf(wf: WorkflowFixture) {
+  return {
+    id: crypto.randomUUID(),
+    workflowName: wf.name,
+    workflowVersion: 'v1',
+    input: {},
+    idempotencyKey: null,
+    scheduledTime: null,
+    now: at(0),
+    tasks: [{ id: crypto.randomUUID(), taskId: 'only', position: 0, pendingDeps: 0 }],
+  };
+}
