@@ -147,3 +147,89 @@ describe('defineWorkflow refuses malformed task fields', () => {
     );
   });
 });
+
+describe('defineWorkflow and flow control', () => {
+  const run = () => {};
+  const tasks = [{ id: 't', run }];
+
+  it('keeps the version of a workflow without rules, and gives rules their own', () => {
+    const plain = defineWorkflow({ name: 'w', tasks });
+    // The version this workflow had before flow control existed: rules join the hash only when present.
+    expect(plain.version).toBe('4ed70bd4dd407337');
+    expect(plain).toMatchObject({ concurrency: [], priority: 0 });
+    const limited = defineWorkflow({ name: 'w', tasks, concurrency: { key: 'customerId', limit: 2 } });
+    expect(limited.concurrency).toEqual([{ key: 'customerId', limit: 2, onLimit: 'queue' }]);
+    expect(limited.version).not.toBe(plain.version);
+    const urgent = defineWorkflow({ name: 'w', tasks, priority: 5 });
+    expect(urgent.priority).toBe(5);
+    expect(urgent.version).not.toBe(plain.version);
+  });
+
+  it('takes an array of rules, one of them workflow-wide', () => {
+    const wf = defineWorkflow({
+      name: 'w',
+      tasks,
+      concurrency: [{ limit: 10 }, { key: 'tenant.id', limit: 1, onLimit: 'cancel_newest' }],
+    });
+    expect(wf.concurrency).toEqual([
+      { limit: 10, onLimit: 'queue' },
+      { key: 'tenant.id', limit: 1, onLimit: 'cancel_newest' },
+    ]);
+  });
+
+  const refused: Array<[string, Record<string, unknown>, RegExp]> = [
+    ['limit 0', { concurrency: { limit: 0 } }, /concurrency\.limit must be an integer from 1 to 100000, got 0/],
+    ['limit above the range', { concurrency: { limit: 100_001 } }, /concurrency\.limit/],
+    ['limit not an integer', { concurrency: { limit: 1.5 } }, /concurrency\.limit/],
+    ['a key that is not a path', { concurrency: { key: 'a..b', limit: 1 } }, /concurrency\.key must be a context path/],
+    ['an empty key', { concurrency: { key: '', limit: 1 } }, /concurrency\.key/],
+    [
+      'an unknown onLimit',
+      { concurrency: { limit: 1, onLimit: 'drop' } },
+      /onLimit must be one of queue, cancel_newest, cancel_in_progress/,
+    ],
+    ['an unknown rule field', { concurrency: { limit: 1, max: 2 } }, /concurrency has unknown field "max"/],
+    ['a rule that is not an object', { concurrency: [3] }, /concurrency\[0\] must be an object/],
+    [
+      'two rules on one key',
+      {
+        concurrency: [
+          { key: 'k', limit: 1 },
+          { key: 'k', limit: 2 },
+        ],
+      },
+      /repeats the key "k"/,
+    ],
+    ['priority out of range', { priority: 1001 }, /priority must be an integer from -1000 to 1000/],
+    ['priority not a number', { priority: 'high' }, /priority must be an integer/],
+    [
+      'an unknown workflow key',
+      { concurency: { limit: 1 } },
+      /Unknown workflow "w" key "concurency": did you mean "concurrency"\?/,
+    ],
+  ];
+
+  it.each(refused)('refuses %s with a WorkflowValidationError', (_title, fields, message) => {
+    const define = () => defineWorkflow({ name: 'w', tasks, ...fields } as never);
+    expect(define).toThrow(WorkflowValidationError);
+    expect(define).toThrow(message);
+  });
+
+  it('refuses unknown task and retry keys, naming the nearest', () => {
+    expect(() => defineWorkflow({ name: 'w', tasks: [{ id: 't', run, timeout: 5 } as never] })).toThrow(
+      /Unknown task "t" key in workflow "w" "timeout": did you mean "timeoutMs"\?/,
+    );
+    expect(() => defineWorkflow({ name: 'w', tasks: [{ id: 't', run, retry: { attempts: 3 } } as never] })).toThrow(
+      /"attempts": did you mean "maxAttempts"\?/,
+    );
+  });
+
+  it.each(['rateLimit', 'delayMs', 'notBefore', 'waitFor', 'map'])(
+    'refuses the task field %s, which this version does not run yet, instead of ignoring it',
+    (field) => {
+      expect(() => defineWorkflow({ name: 'w', tasks: [{ id: 't', run, [field]: 1 } as never] })).toThrow(
+        new RegExp(`task "t" uses "${field}", which this version of Orrery does not support yet`),
+      );
+    },
+  );
+});
