@@ -154,8 +154,9 @@ export class ExecutionControl {
     const plan = planRetry(tasks, (taskId) => dependsOn.get(taskId) ?? []);
     const row = await this.#parts.storage.executions.retryPipeline(before.id, plan.tasks, this.#parts.clock.now());
     if (row === null) throw executionNotFound(executionId);
-    // Another call retried it (or cancelled the retry) in between: judge the status it has now.
-    if (row.status !== 'running') assertRetryable(row);
+    // Running again, or pending in its concurrency groups' queue; else another call retried it (or
+    // cancelled the retry) in between: judge the status it has now.
+    if (row.status !== 'running' && row.status !== 'pending') assertRetryable(row);
     this.#parts.emit('pipeline:retried', {
       executionId: row.id,
       workflowName: row.workflowName,
