@@ -67,8 +67,9 @@ pre{background:#f3f5f8;border:1px solid var(--line);border-radius:8px;padding:10
 .timeline{list-style:none;margin:0;padding:0 0 0 6px}
 .timeline li{position:relative;padding:6px 0 10px 22px;border-left:2px solid var(--line)}
 .timeline li::before{content:"";position:absolute;left:-7px;top:11px;width:12px;height:12px;border-radius:50%;background:var(--idle);border:2px solid #fff}
-.timeline li.t-handed_off::before{background:var(--ok)}.timeline li.t-abandoned::before{background:var(--bad)}
-.timeline li.t-missed::before,.timeline li.t-skipped::before,.timeline li.t-buffered::before{background:var(--warn)}.timeline li.t-claimed::before{background:var(--run)}
+.timeline li.t-handed_off::before,.timeline li.t-completed::before{background:var(--ok)}.timeline li.t-abandoned::before,.timeline li.t-failed::before{background:var(--bad)}
+.timeline li.t-missed::before,.timeline li.t-skipped::before,.timeline li.t-buffered::before,.timeline li.t-cancelled::before,.timeline li.t-paused::before{background:var(--warn)}
+.timeline li.t-claimed::before,.timeline li.t-pending::before,.timeline li.t-running::before{background:var(--run)}
 .timeline .when{font-weight:600}.timeline .meta{color:var(--muted);font-size:.88em;display:flex;gap:12px;flex-wrap:wrap}
 .dag-scroll{overflow:auto;margin-bottom:16px;background:var(--panel);border:1px solid var(--line);border-radius:10px;padding:8px}
 svg.dag .edge{fill:none;stroke:#8b96a8;stroke-width:1.5}svg.dag .arrowhead{fill:#8b96a8}

@@ -600,6 +600,30 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     expect(failedPage).toMatch(/Stack trace \(\d+ lines?\)/);
   });
 
+  it('shows a handed-off slot whose pipeline failed as failed in the timeline, and links the execution its note names', async () => {
+    await runner.addCronSchedule({
+      name: 'fragile',
+      workflowName: 'etl',
+      cronExpression: '@hourly',
+      context: { fail: true },
+    });
+    const execution = await runner.triggerCronSchedule('fragile');
+    expect((await execution.wait()).status).toBe('failed');
+    await runner.setCronScheduleEnabled('fragile', false, {
+      note: `paused after failure of execution ${execution.id}`,
+    });
+    const page = await (await dashboard.fetch(new Request(`${ORIGIN}/schedules/fragile`))).text();
+    const timeline = page.slice(page.indexOf('aria-label="Ledger"'));
+    expect(timeline).toMatch(/<li class="t-failed" data-status="handed_off" data-outcome="failed">/);
+    expect(timeline).toContain('<span class="badge st-failed">failed</span>');
+    expect(timeline).not.toContain('st-handed_off');
+    const executionLink = `paused after failure of execution <a href="/executions/${execution.id}" class="mono">${execution.id}</a>`;
+    expect(page).toContain(`<strong>Note:</strong> ${executionLink}</p>`);
+    const list = await (await dashboard.fetch(new Request(`${ORIGIN}/schedules`))).text();
+    expect(list).toContain(executionLink);
+    await runner.deleteCronSchedule('fragile');
+  });
+
   it('reports the overview: health, executions by status and cron counts', async () => {
     const overview = await getJson(dashboard, '/api/overview');
     expect(overview.status).toBe(200);
@@ -676,7 +700,7 @@ describe.each(BACKENDS)('dashboard ledger on $name', (backend) => {
       clock.set(new Date('2026-03-02T10:02:00Z'));
       await waitFor(async () => (await ledger()).some((r) => r.status === 'buffered'));
       const page = await (await dashboard.fetch(new Request(`${ORIGIN}/schedules/one-at-a-time`))).text();
-      expect(page).toMatch(/<li class="t-buffered" data-status="buffered">/);
+      expect(page).toMatch(/<li class="t-buffered" data-status="buffered" data-outcome="buffered">/);
       expect(page).toContain('waits for the active run to end');
       expect(page).toContain('overlap buffer one');
     } finally {
