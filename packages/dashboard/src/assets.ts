@@ -79,7 +79,8 @@ svg.dag .st-running rect,svg.dag .st-ready rect{fill:var(--runbg);stroke:var(--r
 svg.dag .st-not_started rect{fill:#fff;stroke-dasharray:4 3}
 .task{border-left:4px solid var(--line)}.task.st-failed{border-left-color:var(--bad)}.task.st-completed{border-left-color:var(--ok)}
 .task h3{margin:0 0 6px;font-size:1em;display:flex;gap:8px;align-items:center;flex-wrap:wrap}
-.task.st-failed,.task.st-completed,.task.st-skipped,.task.st-running{background:var(--panel);color:var(--ink)}
+/* A task's section is a panel whatever its status: only the badge and the left border are coloured. */
+.panel.task{background:var(--panel);color:var(--ink)}
 .error-msg{margin:0 0 6px;color:var(--bad);font-weight:600;overflow-wrap:anywhere}details.stack summary{cursor:pointer;color:var(--muted);margin-bottom:4px}
 .note-panel{background:var(--warnbg);border-color:#f0d9a8;color:var(--ink)}.note{overflow-wrap:anywhere}
 .sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}

@@ -398,7 +398,7 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     expect(optionsOf('dst\\.gap')).toEqual(['', 'shift', 'skip']);
     expect(form).toContain('<option value="allow" selected>');
     expect(form).toContain('<option value="run_once" selected>');
-    expect(form).toContain('<select name="workflowName" required><option>etl</option></select>');
+    expect(form).toContain('<select name="workflowName" required><option>etl</option><option>gated</option></select>');
     for (const field of ['maxRuns', 'note', 'pauseOnFailure', 'enabled', 'jitterMs', 'startAt', 'endAt', 'context'])
       expect(form).toContain(`name="${field}"`);
   });
@@ -532,6 +532,19 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     expect(page).toMatch(/<g class="node st-failed" data-task="load" data-status="failed">/);
     expect(page).toMatch(/<g class="node st-completed" data-task="extract"/);
     expect(page).toContain('warehouse refused the batch');
+  });
+
+  it('shows a skipped task as skipped with its reason, never as an error', async () => {
+    const result = await runner.execute('gated', {});
+    expect(result.status).toBe('completed');
+    expect(result.tasks.find((t) => t.taskId === 'optional')?.status).toBe('skipped');
+    const page = await (await dashboard.fetch(new Request(`${ORIGIN}/executions/${result.executionId}`))).text();
+    expect(page).toMatch(/<g class="node st-skipped" data-task="optional" data-status="skipped">/);
+    expect(page).not.toContain('Failed tasks');
+    const optional = page.slice(page.indexOf('id="task-optional"'), page.indexOf('id="task-report"'));
+    expect(optional).toContain('<p class="small muted skip-reason">Skipped: when returned false.</p>');
+    expect(optional).not.toContain('error-msg');
+    expect(optional).not.toContain('>Error<');
   });
 
   it('retries a failed execution through the API, which runs its failed task again', async () => {
