@@ -58,6 +58,7 @@ details.form-panel{margin-bottom:14px}form.schedule-form{display:block;margin:10
 .schedule-form .fields{display:grid;grid-template-columns:repeat(auto-fill,minmax(250px,1fr));gap:10px 14px;margin-bottom:10px}
 .schedule-form label{display:flex;flex-direction:column;gap:3px;font-size:.84em;color:var(--muted)}.schedule-form label.wide{grid-column:1/-1}
 .schedule-form input,.schedule-form select,.schedule-form textarea{color:var(--ink);width:100%}
+.schedule-form .cron-preview{grid-column:1/-1;min-height:2.2em;padding:6px 10px;border:1px dashed var(--line);border-radius:8px}.cron-preview p{margin:0 0 4px}.cron-preview ol.runs{margin:0}
 .schedule-form label.check{flex-direction:row;align-items:center;gap:6px;color:var(--ink)}.schedule-form label.check input{width:auto}
 .filters{display:flex;flex-wrap:wrap;gap:8px;align-items:end;margin-bottom:12px}.filters label{display:flex;flex-direction:column;font-size:.82em;color:var(--muted);gap:2px}
 .pager{display:flex;gap:12px;align-items:center;margin:12px 0}
@@ -134,6 +135,40 @@ export const APP_JS = `
     }).catch(function(e){flash('The action failed: '+e.message);})
     .then(function(){if(button)button.disabled=false;});
   });
+  // The schedule forms' live preview: the next runs of the expression being typed, asked of
+  // api/preview (read-only, so it works in read-only mode and under any base path), debounced
+  // so a burst of keys sends one request; a stale answer never overwrites a newer one.
+  var PREVIEWED=['cronExpression','timezone','dst.repeated','dst.gap','startAt'];
+  function el(tag,cls,text){var e=document.createElement(tag);if(cls)e.className=cls;if(text!==undefined)e.textContent=text;return e;}
+  function showPreview(box,res){
+    box.textContent='';
+    if(!res.ok){box.setAttribute('data-state','error');box.appendChild(el('p','small error-msg',(res.j.error&&res.j.error.message)||'This expression cannot be previewed.'));return;}
+    var p=res.j;box.setAttribute('data-state','ok');
+    box.appendChild(el('p','small',(p.description?p.description+' · ':'')+'next runs in '+p.timezone+(p.timezone==='UTC'?'':' and UTC')));
+    if(p.shown.length===0){box.appendChild(el('p','small muted','No run ahead: the expression has no occurrence after now.'));return;}
+    var list=el('ol','runs small');
+    p.shown.forEach(function(run){var li=el('li');li.appendChild(el('span','mono',run.local));
+      if(p.timezone==='UTC')li.appendChild(document.createTextNode(' UTC'));else{li.appendChild(document.createTextNode(' '));li.appendChild(el('span','muted mono','· '+run.utc));}
+      list.appendChild(li);});
+    box.appendChild(list);
+  }
+  function preview(form){
+    var box=form.querySelector('[data-cron-preview]');if(!box)return;
+    if(!box.hasAttribute('data-hint'))box.setAttribute('data-hint',box.textContent);
+    var value=function(n){var f=form.elements.namedItem(n);return f&&typeof f.value==='string'?f.value:'';};
+    var q=new URLSearchParams();PREVIEWED.forEach(function(n){if(value(n).trim())q.set(n==='cronExpression'?'expression':n,value(n));});
+    var seq=String(Number(box.getAttribute('data-seq')||0)+1);box.setAttribute('data-seq',seq);
+    if(!q.get('expression')){box.textContent='';box.removeAttribute('data-state');box.appendChild(el('p','small muted',box.getAttribute('data-hint')));return;}
+    fetch(base+'api/preview?'+q.toString(),{headers:{'Accept':'application/json'},credentials:'same-origin'})
+    .then(function(r){return r.json().catch(function(){return {}}).then(function(j){return {ok:r.ok,j:j}})})
+    .then(function(res){if(box.getAttribute('data-seq')===seq)showPreview(box,res);}).catch(function(){});
+  }
+  var previewTimer;
+  ['input','change'].forEach(function(type){document.addEventListener(type,function(ev){
+    var t=ev.target;var form=t.closest&&t.closest('form.schedule-form');if(!form||PREVIEWED.indexOf(t.name)<0)return;
+    clearTimeout(previewTimer);previewTimer=setTimeout(function(){preview(form);},250);});});
+  // An opened form previews what it holds already (the Edit form: the schedule's own expression).
+  document.addEventListener('toggle',function(ev){var form=ev.target.open&&ev.target.querySelector&&ev.target.querySelector('form.schedule-form');if(form)preview(form);},true);
   if(window.EventSource){
     var live=document.getElementById('live');
     var es=new EventSource(base+'api/events');

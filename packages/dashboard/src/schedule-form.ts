@@ -20,6 +20,12 @@ import { actionForm, type PageContext } from './layout.js';
 // Every check of the values themselves is the engine's: this file only turns form text into
 // the input's types, so the forms, the JSON API and the runner refuse the same things.
 
+/**
+ * What the preview area says before app.js fills it (and when the expression is emptied):
+ * the runs come from `api/preview` as the expression, zone, DST rules or start are changed.
+ */
+const PREVIEW_HINT = 'The next runs appear here as you type the expression.';
+
 /** The form's names of the two DST rules; a JSON body may send `dst` as an object instead. */
 const DST_FIELDS = { repeated: 'dst.repeated', gap: 'dst.gap' } as const;
 
@@ -138,6 +144,7 @@ function fields(workflows: readonly string[], schedule: CronSchedule | null): Sa
   }</label>
 <label>Cron expression <input name="cronExpression" class="mono" required value="${s?.cronExpression ?? ''}" placeholder="30 2 * * *"></label>
 <label>Time zone <input name="timezone" value="${s?.timezone ?? SCHEDULE_DEFAULTS.timezone}" placeholder="Europe/Paris"></label>
+<div class="wide cron-preview" data-cron-preview aria-live="polite"><p class="small muted">${PREVIEW_HINT}</p></div>
 <label>Overlap, when a slot comes while an earlier one is active <select name="overlapPolicy">${options(
     OVERLAP_POLICIES,
     OVERLAP_POLICY_DESCRIPTIONS,

@@ -119,7 +119,7 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await expect(nightly.textContent()).resolves.toContain('At 02:30 AM');
     await expect(nightly.locator('ol li').count()).resolves.toBe(5);
     await expect(nightly.locator('ol li').first().textContent()).resolves.toMatch(
-      /^\d{4}-\d\d-\d\d 02:30 · 0[67]:30 UTC$/,
+      /^\d{4}-\d\d-\d\d 02:30:00 · 0[67]:30:00 UTC$/,
     );
     await expect(page.getByRole('link', { name: HOSTILE_NAME }).isVisible()).resolves.toBe(true);
     await expect(
@@ -233,6 +233,37 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     );
     await expect(definition.textContent()).resolves.toContain('0 of 4 scheduled runs');
     await expect(page.locator('.note-panel').textContent()).resolves.toContain('owned by the data team');
+  });
+
+  it('previews the next runs while an expression is typed, without reloading, showing an error as text', async () => {
+    await page.goto(`${origin}/ops/schedules`);
+    await page.evaluate(() => {
+      (globalThis as unknown as { sameDocument: boolean }).sameDocument = true;
+    });
+    await page.getByText('Add a schedule').click();
+    const form = page.locator('form.schedule-form');
+    const preview = form.locator('[data-cron-preview]');
+    await form.getByLabel('Time zone').fill('America/New_York');
+    await form.getByLabel('Cron expression').pressSequentially('30 2 * * *', { delay: 15 });
+    await preview.locator('ol li').nth(4).waitFor();
+    await expect(preview.locator('p').first().textContent()).resolves.toBe(
+      'At 02:30 AM · next runs in America/New_York and UTC',
+    );
+    await expect(preview.locator('ol li').first().textContent()).resolves.toMatch(
+      /^\d{4}-\d\d-\d\d 02:30:00 · 0[67]:30:00 UTC$/,
+    );
+    await form.getByLabel('Cron expression').fill('15 0 12 * * ? 2099');
+    await preview.locator('ol li', { hasText: '2099-01-01 12:00:15' }).waitFor();
+    await form.getByLabel('Cron expression').fill('<img src=x> * * * *');
+    await preview.locator('[data-state="error"], .error-msg').first().waitFor();
+    await expect(preview.textContent()).resolves.toContain('Invalid cron expression "<img src=x> * * * *"');
+    await expect(preview.locator('img').count()).resolves.toBe(0);
+    await screenshots('schedule-preview');
+    await form.getByLabel('Cron expression').fill('');
+    await preview.locator('p.muted', { hasText: 'appear here as you type' }).waitFor();
+    await expect(page.evaluate(() => (globalThis as unknown as { sameDocument?: boolean }).sameDocument)).resolves.toBe(
+      true,
+    );
   });
 
   it('edits a schedule through its form, and shows a refused value as text without saving it', async () => {
