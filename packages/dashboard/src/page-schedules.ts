@@ -145,7 +145,7 @@ export async function renderSchedules(ctx: PageContext, window: PageWindow): Pro
     (view) => html`<tr data-schedule="${scheduleName(view)}">
 <td data-label="Name"><div><a class="name" href="${link(ctx, schedulePath(view))}">${scheduleName(view)}</a><div class="small muted">${view.schedule.workflowName}</div></div></td>
 <td data-label="Schedule"><div>${expressionCell(view)}<div class="small muted">${view.schedule.timezone}</div><div class="small muted policies">${policiesText(view.schedule, true)}</div></div></td>
-<td data-label="Next runs"><div>${nextRunsList(view)}</div></td>
+<td data-label="Next runs" class="wide"><div>${nextRunsList(view)}</div></td>
 <td data-label="Last run"><div>${lastRunCell(ctx, view)}</div></td>
 <td data-label="State"><div>${stateCell(ctx, view)}<div class="small muted runs">${runsText(view.schedule)}</div></div></td>
 <td data-label="Actions" class="${ctx.readOnly ? '' : 'wide'}"><div><div class="actions">${primaryActions(ctx, view)}</div>${
