@@ -279,6 +279,11 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await form.getByLabel('Cron expression').fill('30 2 * * *');
     await form.getByLabel('Time zone').fill('America/New_York');
     await form.getByLabel('Overlap').selectOption('buffer_all');
+    // The option shows the policy's name only; the hint under it says what it does.
+    await form
+      .locator('label', { hasText: 'Overlap' })
+      .locator('.choice-hint', { hasText: 'keep every one waiting, then run them one at a time, oldest first' })
+      .waitFor();
     await form.getByLabel('Max runs').fill('4');
     await form.getByLabel('a repeated wall time').selectOption('last');
     await form.getByLabel('a wall time in a gap').selectOption('skip');
@@ -341,6 +346,11 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await page.goto(`${origin}/ops/schedules/guarded`);
     await page.getByText('Edit schedule').click();
     const form = page.locator('form.schedule-form');
+    // Opened, the form previews the schedule's own expression.
+    await form.locator('[data-cron-preview] ol li').nth(4).waitFor();
+    await expect(form.locator('[data-cron-preview] ol li').first().textContent()).resolves.toMatch(
+      /^\d{4}-\d\d-\d\d 02:30:00 · 0[67]:30:00 UTC$/,
+    );
     await expect(form.getByLabel('Max runs').inputValue()).resolves.toBe('4');
     await form.getByLabel('Overlap').selectOption('cancel_other');
     await form.getByLabel('Max runs').fill('');
