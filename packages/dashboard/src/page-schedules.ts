@@ -124,7 +124,7 @@ function nextRunsList(view: ScheduleView): SafeHtml {
 function lastRunCell(ctx: PageContext, view: ScheduleView): SafeHtml {
   const last = view.lastOccurrence;
   if (last === null) return html`<span class="muted">never</span>`;
-  const outcome = last.pipelineStatus ?? last.status;
+  const outcome = slotOutcome(last);
   const target = last.pipelineExecutionId === null ? null : link(ctx, `executions/${last.pipelineExecutionId}`);
   return html`<span class="mono small">${formatInstant(last.scheduledTime)} UTC</span><br>${
     target === null ? badge(outcome) : html`<a href="${target}">${badge(outcome)}</a>`
