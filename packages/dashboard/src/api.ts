@@ -5,6 +5,7 @@ import type { DashboardClient } from './client.js';
 import { loadExecutions, loadLedger, loadOverview, loadScheduleDetail, loadSchedules } from './data.js';
 import type { ChangeWatcher } from './events.js';
 import { parseInstant, parseStatus, parseText, parseWindow } from './input.js';
+import { previewRuns } from './preview.js';
 import { readScheduleBody } from './schedule-form.js';
 
 /** How often the event stream sends a keep-alive comment. */
@@ -35,6 +36,8 @@ export function mountReadApi(app: Hono, client: DashboardClient, watcher: Change
     return c.json(await loadExecutions(client, filter, parseWindow(q, 50)));
   });
   app.get('/api/executions/:id', async (c) => c.json(await client.getExecutionResult(c.req.param('id'))));
+  // Read-only like the rest of this side: the forms' live preview of an expression's next runs.
+  app.get('/api/preview', (c) => c.json(previewRuns(query(c.req.url), now())));
   app.get('/api/workflows', async (c) => c.json(await client.listWorkflows()));
   app.get('/api/runners', async (c) => c.json(await client.listRunners({ includeStopped: true })));
   app.get('/api/events', (c) =>

@@ -19,6 +19,9 @@ export interface Page<T> {
   hasMore: boolean;
 }
 
+/** A ledger row and the status of the pipeline it handed off, if any (null: none, or deleted since). */
+export type LedgerRow = CronExecution & { pipelineStatus: PipelineStatus | null };
+
 /** A schedule with what the Schedules page shows beside it. */
 export interface ScheduleView {
   schedule: CronSchedule;
@@ -27,7 +30,7 @@ export interface ScheduleView {
   /** The next 5 runs (UTC instants; pages show them in the schedule's zone and in UTC). */
   nextRuns: Date[];
   /** The newest ledger row and the status of its pipeline, if any. */
-  lastOccurrence: (CronExecution & { pipelineStatus: PipelineStatus | null }) | null;
+  lastOccurrence: LedgerRow | null;
 }
 
 /** Counts and fire lag of a set of ledger rows. */
@@ -52,14 +55,21 @@ async function page<T>(
   };
 }
 
-async function lastOccurrence(client: DashboardClient, scheduleId: string): Promise<ScheduleView['lastOccurrence']> {
-  const [row] = await client.getCronExecutionHistory(scheduleId, { limit: 1 });
-  if (row === undefined) return null;
+/**
+ * The row with its pipeline's status: a slot handed off to a pipeline that failed must not
+ * read as a success. A pipeline deleted by retention has no status (null).
+ */
+async function withPipelineStatus(client: DashboardClient, row: CronExecution): Promise<LedgerRow> {
   const pipelineStatus =
     row.pipelineExecutionId === null
       ? null
       : await client.getExecutionStatus(row.pipelineExecutionId).catch(() => null);
   return { ...row, pipelineStatus };
+}
+
+async function lastOccurrence(client: DashboardClient, scheduleId: string): Promise<LedgerRow | null> {
+  const [row] = await client.getCronExecutionHistory(scheduleId, { limit: 1 });
+  return row === undefined ? null : withPipelineStatus(client, row);
 }
 
 /** Describes one schedule: words, next runs and its latest occurrence. */
@@ -108,20 +118,24 @@ export function ledgerStats(rows: CronExecution[]): LedgerStats {
 /** How many recent ledger rows the schedule detail's stats cover. */
 export const STATS_WINDOW = 1000;
 
-/** A schedule, its stats over its latest {@link STATS_WINDOW} slots, and one page of its ledger. */
+/**
+ * A schedule, its stats over its latest {@link STATS_WINDOW} slots, and one page of its
+ * ledger, each row with its pipeline's status.
+ */
 export async function loadScheduleDetail(
   client: DashboardClient,
   idOrName: string,
   window: PageWindow,
   now: Date,
-): Promise<{ view: ScheduleView; stats: LedgerStats; ledger: Page<CronExecution> }> {
+): Promise<{ view: ScheduleView; stats: LedgerStats; ledger: Page<LedgerRow> }> {
   const schedule = await client.getCronSchedule(idOrName);
   const [view, recent, ledger] = await Promise.all([
     viewSchedule(client, schedule, now),
     client.getCronExecutionHistory(schedule.id, { limit: STATS_WINDOW }),
     page(window, (limit, offset) => client.getCronExecutionHistory(schedule.id, { limit, offset })),
   ]);
-  return { view, stats: ledgerStats(recent), ledger };
+  const rows = await Promise.all(ledger.items.map((row) => withPipelineStatus(client, row)));
+  return { view, stats: ledgerStats(recent), ledger: { ...ledger, items: rows } };
 }
 
 /** A page of a schedule's ledger alone. */

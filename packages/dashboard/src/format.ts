@@ -29,19 +29,31 @@ export function describeCron(expression: string): string | null {
   }
 }
 
+/** What the next runs of a schedule (or of a form being filled in) depend on. */
+export interface RunSource {
+  cronExpression: string;
+  timezone: string;
+  dst: DstRules | null;
+  /** An `@every` interval counts from here. */
+  startAt?: Date | null;
+}
+
 /**
- * The next `count` fire times of a schedule after `after` (UTC instants), by its DST choices
- * and, for an `@every` interval, counted from its `startAt`; [] for an unreadable one.
+ * The next `count` fire times after `after` (UTC instants), by the DST choices and, for an
+ * `@every` interval, counted from `startAt`.
+ * @throws InvalidCronExpressionError, InvalidTimezoneError or ValidationError (dst) from the
+ * engine, whose messages the preview shows as they are.
  */
-export function nextRuns(
-  schedule: { cronExpression: string; timezone: string; dst: DstRules | null; startAt?: Date | null },
-  after: Date,
-  count = 5,
-): Date[] {
+export function upcomingRuns(source: RunSource, after: Date, count = 5): Date[] {
+  const dst = source.dst ?? undefined;
+  const anchor = source.startAt ?? undefined;
+  return nextOccurrences(source.cronExpression, { timezone: source.timezone, after, count, dst, anchor });
+}
+
+/** {@link upcomingRuns} of a stored schedule; [] for an unreadable one, so that one bad row never breaks a page. */
+export function nextRuns(schedule: RunSource, after: Date, count = 5): Date[] {
   try {
-    const dst = schedule.dst ?? undefined;
-    const anchor = schedule.startAt ?? undefined;
-    return nextOccurrences(schedule.cronExpression, { timezone: schedule.timezone, after, count, dst, anchor });
+    return upcomingRuns(schedule, after, count);
   } catch {
     return [];
   }
@@ -75,15 +87,14 @@ export function formatInstant(at: Date | null | undefined, timeZone = 'UTC'): st
 }
 
 /**
- * One upcoming run, short: `2026-11-24 02:30` in the schedule's zone and `07:30 UTC` (with the
- * UTC date when it differs); seconds only when they are not zero.
+ * One upcoming run: `2026-11-24 02:30:00` in the schedule's zone and `07:30:00 UTC` (with the
+ * UTC date, `11-25 07:30:00 UTC`, when it differs), seconds always shown as everywhere else.
  */
 export function formatRun(at: Date, timeZone: string): { local: string; utc: string } {
-  const trim = (text: string) => text.replace(/:00$/, '');
   const local = formatInstant(at, timeZone);
   const utc = formatInstant(at);
   const sameDay = local.slice(0, 10) === utc.slice(0, 10);
-  return { local: trim(local), utc: `${sameDay ? '' : `${utc.slice(5, 10)} `}${trim(utc.slice(11))} UTC` };
+  return { local, utc: `${sameDay ? '' : `${utc.slice(5, 10)} `}${utc.slice(11)} UTC` };
 }
 
 /** A duration for people: `850 ms`, `12.3 s`, `4 min 05 s`, `2 h 10 min`. */

@@ -54,6 +54,7 @@ async function definitionOf(ctx: PageContext, result: PipelineResult): Promise<W
 }
 
 function taskDetail(task: TaskResult): string {
+  if (task.status === 'skipped') return 'skipped';
   const attempts = `${task.attempts} attempt${task.attempts === 1 ? '' : 's'}`;
   return task.durationMs === undefined ? attempts : `${attempts} · ${formatDuration(task.durationMs)}`;
 }
@@ -66,6 +67,14 @@ function taskError(error: string, open: boolean): SafeHtml {
       ? ''
       : html`<details class="stack"${open ? html` open` : ''}><summary class="small">Stack trace (${frames.length} line${frames.length === 1 ? '' : 's'})</summary><pre class="error">${frames.join('\n')}</pre></details>`
   }`;
+}
+
+/**
+ * Why a task did not run: a skip is the workflow working as written (`when` returned false,
+ * a trigger rule not met), not a failure, so it is told as a plain note, not as an error.
+ */
+function skipReason(task: TaskResult): SafeHtml {
+  return html`<p class="small muted skip-reason">Skipped${task.error ? html`: ${task.error}` : ''}.</p>`;
 }
 
 /** A completed task's own context delta: the keys it set, and those it deleted. */
@@ -97,7 +106,7 @@ function taskSection(task: TaskResult): SafeHtml {
 <dl class="kv small"><dt>Attempts</dt><dd>${task.attempts}</dd><dt>Started</dt><dd class="mono">${formatInstant(task.startedAt)}</dd>
 <dt>Finished</dt><dd class="mono">${formatInstant(task.completedAt)}</dd><dt>Duration</dt><dd>${formatDuration(task.durationMs)}</dd></dl>
 ${task.attemptHistory.length > 1 ? taskAttempts(task.attemptHistory) : ''}
-${task.error ? taskError(task.error, task.status === 'failed') : ''}
+${task.status === 'skipped' ? skipReason(task) : task.error ? taskError(task.error, task.status === 'failed') : ''}
 ${task.output === undefined ? '' : taskOutput(task.output)}
 </section>`;
 }

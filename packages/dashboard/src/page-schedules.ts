@@ -1,6 +1,6 @@
 import { SCHEDULE_DEFAULTS } from '@orreryjs/cron';
-import type { CronExecution } from '@orreryjs/runner';
 import {
+  type LedgerRow,
   type LedgerStats,
   loadScheduleDetail,
   loadSchedules,
@@ -60,10 +60,30 @@ function moreActions(ctx: PageContext, view: ScheduleView): SafeHtml {
   })}`;
 }
 
-function stateCell(view: ScheduleView): SafeHtml {
+/** An execution id named in a note: "paused after failure of execution <id>", "see execution <id>". */
+const NOTED_EXECUTION = /(\bexecution\s+)([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/gi;
+
+/**
+ * A schedule's note as text, with each execution it names linked to that execution's page:
+ * the note a failure pause writes leads straight to the pipeline that failed.
+ */
+function noteText(ctx: PageContext, note: string): SafeHtml {
+  const parts: SafeHtml[] = [];
+  let from = 0;
+  for (const match of note.matchAll(NOTED_EXECUTION)) {
+    const [whole, lead = '', id = ''] = match;
+    parts.push(
+      html`${note.slice(from, match.index)}${lead}<a href="${link(ctx, `executions/${id}`)}" class="mono">${id}</a>`,
+    );
+    from = match.index + whole.length;
+  }
+  return html`${parts}${note.slice(from)}`;
+}
+
+function stateCell(ctx: PageContext, view: ScheduleView): SafeHtml {
   const { schedule } = view;
   return html`${schedule.enabled ? badge('enabled') : badge('paused')}${
-    schedule.note ? html`<div class="small muted note">${schedule.note}</div>` : ''
+    schedule.note ? html`<div class="small muted note">${noteText(ctx, schedule.note)}</div>` : ''
   }`;
 }
 
@@ -104,7 +124,7 @@ function nextRunsList(view: ScheduleView): SafeHtml {
 function lastRunCell(ctx: PageContext, view: ScheduleView): SafeHtml {
   const last = view.lastOccurrence;
   if (last === null) return html`<span class="muted">never</span>`;
-  const outcome = last.pipelineStatus ?? last.status;
+  const outcome = slotOutcome(last);
   const target = last.pipelineExecutionId === null ? null : link(ctx, `executions/${last.pipelineExecutionId}`);
   return html`<span class="mono small">${formatInstant(last.scheduledTime)} UTC</span><br>${
     target === null ? badge(outcome) : html`<a href="${target}">${badge(outcome)}</a>`
@@ -125,9 +145,9 @@ export async function renderSchedules(ctx: PageContext, window: PageWindow): Pro
     (view) => html`<tr data-schedule="${scheduleName(view)}">
 <td data-label="Name"><div><a class="name" href="${link(ctx, schedulePath(view))}">${scheduleName(view)}</a><div class="small muted">${view.schedule.workflowName}</div></div></td>
 <td data-label="Schedule"><div>${expressionCell(view)}<div class="small muted">${view.schedule.timezone}</div><div class="small muted policies">${policiesText(view.schedule, true)}</div></div></td>
-<td data-label="Next runs"><div>${nextRunsList(view)}</div></td>
+<td data-label="Next runs" class="wide"><div>${nextRunsList(view)}</div></td>
 <td data-label="Last run"><div>${lastRunCell(ctx, view)}</div></td>
-<td data-label="State"><div>${stateCell(view)}<div class="small muted runs">${runsText(view.schedule)}</div></div></td>
+<td data-label="State"><div>${stateCell(ctx, view)}<div class="small muted runs">${runsText(view.schedule)}</div></div></td>
 <td data-label="Actions" class="${ctx.readOnly ? '' : 'wide'}"><div><div class="actions">${primaryActions(ctx, view)}</div>${
       ctx.readOnly
         ? ''
@@ -145,17 +165,32 @@ ${pager(ctx, list)}`;
   return layout(ctx, 'schedules', 'Schedules', body);
 }
 
-function ledgerEntry(ctx: PageContext, row: CronExecution, timezone: string): SafeHtml {
-  const label = row.status === 'missed' ? `missed ×${row.missedCount}` : row.status.replace('_', ' ');
+/**
+ * What a slot came to: for a slot handed off, its pipeline's status (a pipeline that failed
+ * shows red, not a green "handed off"); else the ledger status. A pipeline deleted since
+ * leaves the ledger status.
+ */
+function slotOutcome(row: LedgerRow): string {
+  return row.status === 'handed_off' && row.pipelineStatus !== null ? row.pipelineStatus : row.status;
+}
+
+function ledgerEntry(ctx: PageContext, row: LedgerRow, timezone: string): SafeHtml {
+  const outcome = slotOutcome(row);
+  const label =
+    row.status === 'missed'
+      ? `missed ×${row.missedCount}`
+      : outcome === row.status
+        ? row.status.replace('_', ' ')
+        : outcome;
   const onCadence = row.source === 'schedule' || row.source === 'catchup';
   const lag = row.handedOffAt === null || !onCadence ? null : row.handedOffAt.getTime() - row.scheduledTime.getTime();
   const local =
     timezone === 'UTC'
       ? ''
       : html` <span class="muted mono small">${formatRun(row.scheduledTime, timezone).local} ${timezone}</span>`;
-  return html`<li class="t-${row.status}" data-status="${row.status}"><span class="when mono">${formatInstant(row.scheduledTime)} UTC</span>${local}
-${badge(row.status, label)}${row.recovered ? html` ${badge('recovered')}` : ''}${row.source === 'schedule' ? '' : html` <span class="badge">${row.source}</span>`}
-<div class="meta">${row.status === 'buffered' ? html`<span>waits for the active run to end</span>` : ''}${row.abandonReason ? html`<span>${row.abandonReason}</span>` : ''}${lag === null ? (row.handedOffAt === null ? '' : html`<span>ran ${formatInstant(row.handedOffAt)} UTC</span>`) : html`<span>lag ${formatDuration(lag)}</span>`}${row.recoveryAttempts > 0 ? html`<span>recovery attempts ${row.recoveryAttempts}</span>` : ''}${
+  return html`<li class="t-${outcome}" data-status="${row.status}" data-outcome="${outcome}"><span class="when mono">${formatInstant(row.scheduledTime)} UTC</span>${local}
+${badge(outcome, label)}${row.recovered ? html` ${badge('recovered')}` : ''}${row.source === 'schedule' ? '' : html` <span class="badge">${row.source}</span>`}
+<div class="meta">${row.status === 'buffered' ? html`<span>waits for the active run to end</span>` : ''}${row.abandonReason ? html`<span>${row.abandonReason}</span>` : ''}${lag === null ? (row.handedOffAt === null ? '' : html`<span>handed off ${formatInstant(row.handedOffAt)} UTC</span>`) : html`<span>lag ${formatDuration(lag)}</span>`}${row.recoveryAttempts > 0 ? html`<span>recovery attempts ${row.recoveryAttempts}</span>` : ''}${
     row.pipelineExecutionId === null
       ? ''
       : html`<a href="${link(ctx, `executions/${row.pipelineExecutionId}`)}">pipeline ${row.pipelineExecutionId.slice(0, 8)}</a>`
@@ -181,7 +216,7 @@ export async function renderScheduleDetail(ctx: PageContext, idOrName: string, w
   const s = view.schedule;
   const body = html`<p class="small"><a href="${link(ctx, 'schedules')}">← Schedules</a></p>
 <h1>${scheduleName(view)} ${s.enabled ? badge('enabled') : badge('paused')}</h1>
-${s.note ? html`<p class="panel note-panel"><strong>Note:</strong> ${s.note}</p>` : ''}
+${s.note ? html`<p class="panel note-panel"><strong>Note:</strong> ${noteText(ctx, s.note)}</p>` : ''}
 <div class="panel"><dl class="kv">
 <dt>Workflow</dt><dd>${s.workflowName}</dd>
 <dt>Schedule</dt><dd>${expressionCell(view)}</dd>

@@ -20,6 +20,12 @@ import { actionForm, type PageContext } from './layout.js';
 // Every check of the values themselves is the engine's: this file only turns form text into
 // the input's types, so the forms, the JSON API and the runner refuse the same things.
 
+/**
+ * What the preview area says before app.js fills it (and when the expression is emptied):
+ * the runs come from `api/preview` as the expression, zone, DST rules or start are changed.
+ */
+const PREVIEW_HINT = 'The next runs appear here as you type the expression.';
+
 /** The form's names of the two DST rules; a JSON body may send `dst` as an object instead. */
 const DST_FIELDS = { repeated: 'dst.repeated', gap: 'dst.gap' } as const;
 
@@ -88,15 +94,25 @@ function localInputValue(at: Date | null): string {
   return at === null ? '' : at.toISOString().slice(0, 19);
 }
 
-function options<T extends string>(
+/**
+ * A select of policy choices. Each option shows only the choice's name, so that none is cut
+ * at any width; the hint under it says what the selected one does, and app.js updates it on
+ * change from `data-descriptions`. `unset` is a first option for "no choice: the default".
+ */
+function choiceSelect<T extends string>(
+  name: string,
   choices: readonly T[],
   descriptions: Readonly<Record<T, string>>,
   selected: string,
-): SafeHtml[] {
-  return choices.map(
-    (choice) =>
-      html`<option value="${choice}"${choice === selected ? html` selected` : ''}>${choice}: ${descriptions[choice]}</option>`,
-  );
+  unset?: { label: string; description: string },
+): SafeHtml {
+  const described: Record<string, string> =
+    unset === undefined ? { ...descriptions } : { '': unset.description, ...descriptions };
+  return html`<select name="${name}" data-descriptions="${JSON.stringify(described)}">${
+    unset === undefined ? '' : html`<option value="">${unset.label}</option>`
+  }${choices.map(
+    (choice) => html`<option value="${choice}"${choice === selected ? html` selected` : ''}>${choice}</option>`,
+  )}</select><span class="small muted choice-hint">${described[selected] ?? ''}</span>`;
 }
 
 /** A checkbox whose unchecked state is sent too (as "false"), so that an edit can turn it off. */
@@ -108,15 +124,14 @@ function checkbox(name: string, label: string, checked: boolean): SafeHtml {
 
 function dstSelect(rule: 'repeated' | 'gap', current: CronSchedule['dst']): SafeHtml {
   const { fixedHour, realClock } = DST_DEFAULTS;
-  const choices = rule === 'repeated' ? DST_REPEATED_CHOICES : DST_GAP_CHOICES;
-  const descriptions: Readonly<Record<string, string>> =
-    rule === 'repeated' ? DST_REPEATED_DESCRIPTIONS : DST_GAP_DESCRIPTIONS;
   const selected = current?.[rule] ?? '';
-  return html`<select name="${DST_FIELDS[rule]}"><option value="">default: ${fixedHour[rule]} for a fixed hour, ${realClock[rule]} for * hours</option>${options(
-    choices,
-    descriptions,
-    selected,
-  )}</select>`;
+  const unset = {
+    label: 'default',
+    description: `${fixedHour[rule]} for a fixed hour, ${realClock[rule]} for * hours`,
+  };
+  return rule === 'repeated'
+    ? choiceSelect(DST_FIELDS.repeated, DST_REPEATED_CHOICES, DST_REPEATED_DESCRIPTIONS, selected, unset)
+    : choiceSelect(DST_FIELDS.gap, DST_GAP_CHOICES, DST_GAP_DESCRIPTIONS, selected, unset);
 }
 
 /**
@@ -138,16 +153,19 @@ function fields(workflows: readonly string[], schedule: CronSchedule | null): Sa
   }</label>
 <label>Cron expression <input name="cronExpression" class="mono" required value="${s?.cronExpression ?? ''}" placeholder="30 2 * * *"></label>
 <label>Time zone <input name="timezone" value="${s?.timezone ?? SCHEDULE_DEFAULTS.timezone}" placeholder="Europe/Paris"></label>
-<label>Overlap, when a slot comes while an earlier one is active <select name="overlapPolicy">${options(
+<div class="wide cron-preview" data-cron-preview aria-live="polite"><p class="small muted">${PREVIEW_HINT}</p></div>
+<label>Overlap, when a slot comes while an earlier one is active ${choiceSelect(
+    'overlapPolicy',
     OVERLAP_POLICIES,
     OVERLAP_POLICY_DESCRIPTIONS,
     s?.overlapPolicy ?? SCHEDULE_DEFAULTS.overlapPolicy,
-  )}</select></label>
-<label>Catch-up, for slots missed while no runner ran <select name="catchupPolicy">${options(
+  )}</label>
+<label>Catch-up, for slots missed while no runner ran ${choiceSelect(
+    'catchupPolicy',
     CATCHUP_POLICIES,
     CATCHUP_POLICY_DESCRIPTIONS,
     s?.catchupPolicy ?? SCHEDULE_DEFAULTS.catchupPolicy,
-  )}</select></label>
+  )}</label>
 <label>Max runs (empty: no limit) <input name="maxRuns" type="number" min="1" step="1" value="${s?.maxRuns ?? ''}"></label>
 <label>Jitter (ms) <input name="jitterMs" type="number" min="0" step="1" value="${s?.jitterMs ?? SCHEDULE_DEFAULTS.jitterMs}"></label>
 <label>DST, a repeated wall time fires ${dstSelect('repeated', s?.dst ?? null)}</label>

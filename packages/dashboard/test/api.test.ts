@@ -398,7 +398,7 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     expect(optionsOf('dst\\.gap')).toEqual(['', 'shift', 'skip']);
     expect(form).toContain('<option value="allow" selected>');
     expect(form).toContain('<option value="run_once" selected>');
-    expect(form).toContain('<select name="workflowName" required><option>etl</option></select>');
+    expect(form).toContain('<select name="workflowName" required><option>etl</option><option>gated</option></select>');
     for (const field of ['maxRuns', 'note', 'pauseOnFailure', 'enabled', 'jitterMs', 'startAt', 'endAt', 'context'])
       expect(form).toContain(`name="${field}"`);
   });
@@ -534,6 +534,19 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     expect(page).toContain('warehouse refused the batch');
   });
 
+  it('shows a skipped task as skipped with its reason, never as an error', async () => {
+    const result = await runner.execute('gated', {});
+    expect(result.status).toBe('completed');
+    expect(result.tasks.find((t) => t.taskId === 'optional')?.status).toBe('skipped');
+    const page = await (await dashboard.fetch(new Request(`${ORIGIN}/executions/${result.executionId}`))).text();
+    expect(page).toMatch(/<g class="node st-skipped" data-task="optional" data-status="skipped">/);
+    expect(page).not.toContain('Failed tasks');
+    const optional = page.slice(page.indexOf('id="task-optional"'), page.indexOf('id="task-report"'));
+    expect(optional).toContain('<p class="small muted skip-reason">Skipped: when returned false.</p>');
+    expect(optional).not.toContain('error-msg');
+    expect(optional).not.toContain('>Error<');
+  });
+
   it('retries a failed execution through the API, which runs its failed task again', async () => {
     const result = await runner.execute('etl', { fail: true });
     expect(result.tasks.find((t) => t.taskId === 'load')?.attempts).toBe(1);
@@ -598,6 +611,30 @@ describe.each(BACKENDS)('dashboard API on $name', (backend) => {
     const failedPage = await (await dashboard.fetch(new Request(`${ORIGIN}/executions/${failed.executionId}`))).text();
     expect(failedPage).toContain('<p class="error-msg">');
     expect(failedPage).toMatch(/Stack trace \(\d+ lines?\)/);
+  });
+
+  it('shows a handed-off slot whose pipeline failed as failed in the timeline, and links the execution its note names', async () => {
+    await runner.addCronSchedule({
+      name: 'fragile',
+      workflowName: 'etl',
+      cronExpression: '@hourly',
+      context: { fail: true },
+    });
+    const execution = await runner.triggerCronSchedule('fragile');
+    expect((await execution.wait()).status).toBe('failed');
+    await runner.setCronScheduleEnabled('fragile', false, {
+      note: `paused after failure of execution ${execution.id}`,
+    });
+    const page = await (await dashboard.fetch(new Request(`${ORIGIN}/schedules/fragile`))).text();
+    const timeline = page.slice(page.indexOf('aria-label="Ledger"'));
+    expect(timeline).toMatch(/<li class="t-failed" data-status="handed_off" data-outcome="failed">/);
+    expect(timeline).toContain('<span class="badge st-failed">failed</span>');
+    expect(timeline).not.toContain('st-handed_off');
+    const executionLink = `paused after failure of execution <a href="/executions/${execution.id}" class="mono">${execution.id}</a>`;
+    expect(page).toContain(`<strong>Note:</strong> ${executionLink}</p>`);
+    const list = await (await dashboard.fetch(new Request(`${ORIGIN}/schedules`))).text();
+    expect(list).toContain(executionLink);
+    await runner.deleteCronSchedule('fragile');
   });
 
   it('reports the overview: health, executions by status and cron counts', async () => {
@@ -676,7 +713,7 @@ describe.each(BACKENDS)('dashboard ledger on $name', (backend) => {
       clock.set(new Date('2026-03-02T10:02:00Z'));
       await waitFor(async () => (await ledger()).some((r) => r.status === 'buffered'));
       const page = await (await dashboard.fetch(new Request(`${ORIGIN}/schedules/one-at-a-time`))).text();
-      expect(page).toMatch(/<li class="t-buffered" data-status="buffered">/);
+      expect(page).toMatch(/<li class="t-buffered" data-status="buffered" data-outcome="buffered">/);
       expect(page).toContain('waits for the active run to end');
       expect(page).toContain('overlap buffer one');
     } finally {

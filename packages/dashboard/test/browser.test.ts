@@ -9,10 +9,13 @@ import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';
 import { createDashboard } from '../src/index.js';
+import { layoutProblems } from './layout-checks.js';
 import { createRunner, HOSTILE_NAME, waitFor } from './support.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOTS = resolve(import.meta.dirname, '../../../test-output/screenshots');
+/** Every page the test visits, at each viewport (gitignored): look at them after a change of layout. */
+const SCREENSHOTS = resolve(import.meta.dirname, 'screenshots');
+const LONG_NAME = 'emea_warehouse_nightly_full_reload_v2';
 const VIEWPORTS = [
   { name: 'desktop', width: 1280, height: 800 },
   { name: 'phone', width: 390, height: 844 },
@@ -27,12 +30,16 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
   let page: Page;
   let origin = '';
   let failedId = '';
+  let fragileId = '';
+  let gatedId = '';
   const requested: string[] = [];
 
+  /** Checks that the open page fits each viewport (see layoutProblems), and saves a screenshot of it there. */
   async function screenshots(name: string): Promise<void> {
     for (const viewport of VIEWPORTS) {
       await page.setViewportSize({ width: viewport.width, height: viewport.height });
       await page.screenshot({ path: join(SCREENSHOTS, `${name}-${viewport.name}.png`), fullPage: true });
+      expect(await page.evaluate(layoutProblems), `${name} at ${viewport.width}×${viewport.height}`).toEqual([]);
     }
     await page.setViewportSize({ width: 1280, height: 800 });
   }
@@ -67,8 +74,31 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
       start: new Date('2024-03-08T00:00:00Z'),
       end: new Date('2024-03-12T00:00:00Z'),
     });
+    // A name with no place to break, in a zone whose UTC date differs from its own.
+    await runner.addCronSchedule({
+      name: LONG_NAME,
+      workflowName: 'etl',
+      cronExpression: '0 15 8 * * *',
+      timezone: 'Asia/Tokyo',
+    });
+    // Its pipeline fails, so it pauses itself with a note naming that execution.
+    await runner.addCronSchedule({
+      name: 'fragile-export',
+      workflowName: 'etl',
+      cronExpression: '@hourly',
+      context: { fail: true },
+      pauseOnFailure: true,
+    });
+    fragileId = (await runner.triggerCronSchedule('fragile-export')).id;
+    await waitFor(async () => !(await runner.getCronSchedule('fragile-export')).enabled);
     await (await runner.triggerCronSchedule('nightly')).wait();
     failedId = (await runner.execute('etl', { fail: true })).executionId;
+    // Run twice, so its page lists the attempts.
+    await runner.retryExecution(failedId);
+    await waitFor(
+      async () => (await runner.getExecutionResult(failedId)).tasks.find((t) => t.taskId === 'load')?.attempts === 2,
+    );
+    gatedId = (await runner.execute('gated', {})).executionId;
     await runner.execute('etl', { region: 'eu' });
 
     const dashboard = createDashboard({ client: runner, basePath: '/ops' });
@@ -108,7 +138,7 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await page.goto(`${origin}/ops/`);
     await expect(page.getByRole('heading', { name: 'Overview' }).isVisible()).resolves.toBe(true);
     const failedStat = page.locator('a.stat', { hasText: 'failed' });
-    await expect(failedStat.locator('.v').textContent()).resolves.toBe('1');
+    await expect(failedStat.locator('.v').textContent()).resolves.toBe('2');
     await page.locator('#live.on').waitFor();
     await screenshots('overview');
   });
@@ -119,7 +149,7 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await expect(nightly.textContent()).resolves.toContain('At 02:30 AM');
     await expect(nightly.locator('ol li').count()).resolves.toBe(5);
     await expect(nightly.locator('ol li').first().textContent()).resolves.toMatch(
-      /^\d{4}-\d\d-\d\d 02:30 · 0[67]:30 UTC$/,
+      /^\d{4}-\d\d-\d\d 02:30:00 · 0[67]:30:00 UTC$/,
     );
     await expect(page.getByRole('link', { name: HOSTILE_NAME }).isVisible()).resolves.toBe(true);
     await expect(
@@ -156,7 +186,7 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await page.getByRole('combobox', { name: 'Status' }).selectOption('failed');
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.waitForURL(/status=failed/);
-    await expect(page.locator('tbody tr').count()).resolves.toBe(1);
+    await expect(page.locator('tbody tr').count()).resolves.toBe(2);
     await page.getByRole('link', { name: failedId.slice(0, 8) }).click();
     const failedNode = page.locator('svg.dag g.node[data-status="failed"]');
     await failedNode.waitFor();
@@ -166,6 +196,47 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await expect(page.locator('#task-load details.stack[open] pre').isVisible()).resolves.toBe(true);
     await expect(page.getByRole('button', { name: 'Retry' }).isVisible()).resolves.toBe(true);
     await screenshots('execution-detail');
+  });
+
+  it('shows a slot whose pipeline failed as failed in the ledger, and links the execution the pause note names', async () => {
+    await page.goto(`${origin}/ops/schedules`);
+    const row = page.locator('tr', { has: page.getByRole('link', { name: 'fragile-export', exact: true }) });
+    await expect(row.locator('.note').textContent()).resolves.toBe(`paused after failure of execution ${fragileId}`);
+    await row.getByRole('link', { name: 'fragile-export', exact: true }).click();
+    const slot = page.getByRole('list', { name: 'Ledger' }).locator('li').first();
+    await slot.waitFor();
+    await expect(slot.getAttribute('data-status')).resolves.toBe('handed_off');
+    await expect(slot.getAttribute('data-outcome')).resolves.toBe('failed');
+    await expect(slot.locator('.badge').first().textContent()).resolves.toBe('failed');
+    // Red, as a failed pipeline is everywhere else: the badge and the slot's dot.
+    const red = await page.evaluate(() => {
+      const g = globalThis as unknown as {
+        getComputedStyle(el: unknown, pseudo?: string): { color: string; backgroundColor: string };
+        document: { querySelector(s: string): unknown };
+      };
+      const li = g.document.querySelector('ol.timeline li');
+      return [
+        g.getComputedStyle(g.document.querySelector('ol.timeline li .badge')).color,
+        g.getComputedStyle(li, '::before').backgroundColor,
+      ];
+    });
+    expect(red).toEqual(['rgb(180, 35, 24)', 'rgb(180, 35, 24)']);
+    await screenshots('schedule-failed');
+    await page.locator('.note-panel').getByRole('link', { name: fragileId }).click();
+    await page.waitForURL(new RegExp(`/ops/executions/${fragileId}$`));
+    await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toContain('failed');
+  });
+
+  it('shows a skipped task as skipped with its reason, not as an error', async () => {
+    await page.goto(`${origin}/ops/executions/${gatedId}`);
+    const node = page.locator('svg.dag g.node[data-task="optional"]');
+    await expect(node.getAttribute('data-status')).resolves.toBe('skipped');
+    await expect(page.locator('#task-optional .skip-reason').textContent()).resolves.toBe(
+      'Skipped: when returned false.',
+    );
+    await expect(page.locator('#task-optional .error-msg').count()).resolves.toBe(0);
+    await expect(page.locator('.error-msg').count()).resolves.toBe(0);
+    await screenshots('execution-skipped');
   });
 
   it('shows a new occurrence on the open ledger page without reloading (SSE)', async () => {
@@ -208,6 +279,11 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await form.getByLabel('Cron expression').fill('30 2 * * *');
     await form.getByLabel('Time zone').fill('America/New_York');
     await form.getByLabel('Overlap').selectOption('buffer_all');
+    // The option shows the policy's name only; the hint under it says what it does.
+    await form
+      .locator('label', { hasText: 'Overlap' })
+      .locator('.choice-hint', { hasText: 'keep every one waiting, then run them one at a time, oldest first' })
+      .waitFor();
     await form.getByLabel('Max runs').fill('4');
     await form.getByLabel('a repeated wall time').selectOption('last');
     await form.getByLabel('a wall time in a gap').selectOption('skip');
@@ -235,10 +311,46 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await expect(page.locator('.note-panel').textContent()).resolves.toContain('owned by the data team');
   });
 
+  it('previews the next runs while an expression is typed, without reloading, showing an error as text', async () => {
+    await page.goto(`${origin}/ops/schedules`);
+    await page.evaluate(() => {
+      (globalThis as unknown as { sameDocument: boolean }).sameDocument = true;
+    });
+    await page.getByText('Add a schedule').click();
+    const form = page.locator('form.schedule-form');
+    const preview = form.locator('[data-cron-preview]');
+    await form.getByLabel('Time zone').fill('America/New_York');
+    await form.getByLabel('Cron expression').pressSequentially('30 2 * * *', { delay: 15 });
+    await preview.locator('ol li').nth(4).waitFor();
+    await expect(preview.locator('p').first().textContent()).resolves.toBe(
+      'At 02:30 AM · next runs in America/New_York and UTC',
+    );
+    await expect(preview.locator('ol li').first().textContent()).resolves.toMatch(
+      /^\d{4}-\d\d-\d\d 02:30:00 · 0[67]:30:00 UTC$/,
+    );
+    await form.getByLabel('Cron expression').fill('15 0 12 * * ? 2099');
+    await preview.locator('ol li', { hasText: '2099-01-01 12:00:15' }).waitFor();
+    await form.getByLabel('Cron expression').fill('<img src=x> * * * *');
+    await preview.locator('[data-state="error"], .error-msg').first().waitFor();
+    await expect(preview.textContent()).resolves.toContain('Invalid cron expression "<img src=x> * * * *"');
+    await expect(preview.locator('img').count()).resolves.toBe(0);
+    await screenshots('schedule-preview');
+    await form.getByLabel('Cron expression').fill('');
+    await preview.locator('p.muted', { hasText: 'appear here as you type' }).waitFor();
+    await expect(page.evaluate(() => (globalThis as unknown as { sameDocument?: boolean }).sameDocument)).resolves.toBe(
+      true,
+    );
+  });
+
   it('edits a schedule through its form, and shows a refused value as text without saving it', async () => {
     await page.goto(`${origin}/ops/schedules/guarded`);
     await page.getByText('Edit schedule').click();
     const form = page.locator('form.schedule-form');
+    // Opened, the form previews the schedule's own expression.
+    await form.locator('[data-cron-preview] ol li').nth(4).waitFor();
+    await expect(form.locator('[data-cron-preview] ol li').first().textContent()).resolves.toMatch(
+      /^\d{4}-\d\d-\d\d 02:30:00 · 0[67]:30:00 UTC$/,
+    );
     await expect(form.getByLabel('Max runs').inputValue()).resolves.toBe('4');
     await form.getByLabel('Overlap').selectOption('cancel_other');
     await form.getByLabel('Max runs').fill('');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeCron, nextRuns } from '../src/format.js';
+import { describeCron, formatRun, nextRuns } from '../src/format.js';
 
 describe('describeCron', () => {
   it.each([
@@ -23,5 +23,18 @@ describe('nextRuns', () => {
       new Date('2026-01-01T01:37:00Z'),
       new Date('2026-01-01T03:07:00Z'),
     ]);
+  });
+});
+
+describe('formatRun', () => {
+  it('keeps the seconds, and names the UTC date when it differs from the zone date', () => {
+    expect(formatRun(new Date('2026-11-27T07:30:00Z'), 'America/New_York')).toEqual({
+      local: '2026-11-27 02:30:00',
+      utc: '07:30:00 UTC',
+    });
+    expect(formatRun(new Date('2026-11-27T23:15:05Z'), 'Asia/Tokyo')).toEqual({
+      local: '2026-11-28 08:15:05',
+      utc: '11-27 23:15:05 UTC',
+    });
   });
 });

@@ -46,6 +46,16 @@ export const etl = defineWorkflow({
   ],
 });
 
+/** check → optional (skipped: its `when` returns false) → report (runs once optional is done, whatever its outcome). */
+export const gated = defineWorkflow({
+  name: 'gated',
+  tasks: [
+    { id: 'check', run: () => {} },
+    { id: 'optional', dependsOn: ['check'], when: () => false, run: () => {} },
+    { id: 'report', dependsOn: ['optional'], trigger: 'all_done', run: () => {} },
+  ],
+});
+
 /** Resolves when `condition` holds, checking every 25 ms; rejects after `timeoutMs`. */
 export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const deadline = performance.now() + timeoutMs;
@@ -55,7 +65,7 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, timeo
   }
 }
 
-/** Creates a runner on the backend with the etl workflow, without starting it. */
+/** Creates a runner on the backend with the etl and gated workflows, without starting it. */
 export function createRunner(
   config: Pick<DefaultRunnerConfig, 'database' | 'schema'>,
   extra: DefaultRunnerConfig = {},
@@ -63,7 +73,7 @@ export function createRunner(
   // The tests backfill fixed 2024 ranges: keep the ledger (and so backfills) for 100 years.
   return DefaultRunner.create({
     ...config,
-    workflows: [etl],
+    workflows: [etl, gated],
     retention: { cronLedgerMs: 100 * 365 * 86_400_000 },
     ...extra,
   });
