@@ -189,6 +189,26 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
       ]);
     });
 
+    it('reports each group with its active and queued pipelines, leaving out ended ones', async () => {
+      const { wf, group, create } = limited(2);
+      const other = workflowFixture(storage, SINGLE);
+      const otherGroup: PipelineGroup = { group: other.name, limit: 1, onLimit: 'queue' };
+      const pipelines = [];
+      for (let n = 0; n < 5; n += 1) pipelines.push(await create({ now: at(n) }));
+      await other.create({ now: at(0), concurrency: [otherGroup] });
+      await store().cancelPipeline(pipelines[4]!.id, at(6));
+      expect(await store().listConcurrencyGroups(wf.name)).toEqual([
+        { group: group.group, workflowName: wf.name, active: 2, queued: 2, limit: 2 },
+      ]);
+      const all = await store().listConcurrencyGroups(null);
+      expect(all.filter((row) => [wf.name, other.name].includes(row.workflowName))).toEqual(
+        [
+          { group: group.group, workflowName: wf.name, active: 2, queued: 2, limit: 2 },
+          { group: other.name, workflowName: other.name, active: 1, queued: 0, limit: 1 },
+        ].sort((a, b) => a.workflowName.localeCompare(b.workflowName)),
+      );
+    });
+
     it('leaves workflows without rules as they were: ready at once, no slots', async () => {
       const wf = workflowFixture(storage, SINGLE);
       const created = await Promise.all([0, 1, 2].map((n) => wf.create({ now: at(n) })));

@@ -247,6 +247,18 @@ export interface QueuedGroup {
   limit: number;
 }
 
+/** A concurrency group's occupancy, as {@link ExecutionStore.listConcurrencyGroups} reports it. */
+export interface ConcurrencyGroupInfo {
+  group: string;
+  workflowName: string;
+  /** Pipelines admitted and not terminal. */
+  active: number;
+  /** Pipelines queued (not admitted, not terminal). */
+  queued: number;
+  /** The limit of the group's newest rule (pipelines of older versions may have another). */
+  limit: number;
+}
+
 /** Filter of {@link ExecutionStore.listPipelines}; newest first. */
 export interface PipelineFilter {
   workflowName?: string;
@@ -333,6 +345,11 @@ export interface ExecutionStore {
    * Returns how many pipelines it admitted.
    */
   admitQueued(groups: readonly string[] | null, now: Date): Promise<number>;
+  /**
+   * Every concurrency group with active or queued pipelines (of `workflowName`, or of all
+   * workflows when null), by workflow then group name: the dashboard's occupancy and the metrics.
+   */
+  listConcurrencyGroups(workflowName: string | null): Promise<ConcurrencyGroupInfo[]>;
   /** The full group each of these pipelines waits for, if it is queued; pipelines not queued are left out. */
   listQueuedGroups(pipelineExecutionIds: readonly string[]): Promise<QueuedGroup[]>;
   /** Cancels a non-terminal pipeline and its non-terminal tasks; null when unknown. */

@@ -75,6 +75,7 @@ export {
 export type {
   ClaimedTask,
   ClaimTasksRequest,
+  ConcurrencyGroupInfo,
   CreatePipelinesOptions,
   ExecutionStore,
   FinishTaskRequest,

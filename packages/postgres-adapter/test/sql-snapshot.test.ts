@@ -39,6 +39,7 @@ import {
   insertSlots,
   lockGroups,
   readyFirstTasks,
+  selectGroupOccupancy,
   selectOldestActive,
   selectQueued,
   selectQueuedGroupNames,
@@ -154,6 +155,7 @@ const stores = {
           { pipelineExecutionId: id, group: { group: 'g', limit: 1, onLimit: 'queue' }, priority: 0, queuedAt: now },
         ]),
         selectQueuedGroups: selectQueuedGroups(db, tables, [id]),
+        selectGroupOccupancy: selectGroupOccupancy(db, tables, 'w'),
       },
       control: {
         cancelPipelineRow: cancelPipelineRow(db, tables, id, now),

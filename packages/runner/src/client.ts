@@ -1,5 +1,6 @@
 import type { Span } from '@opentelemetry/api';
 import {
+  type ConcurrencyGroupInfo,
   ConfigurationError,
   type Context,
   type ExecuteOptions,
@@ -16,6 +17,7 @@ import {
   type Storage,
   systemClock,
   type TaskRow,
+  ValidationError,
   type WakeUp,
   type WorkflowInfo,
 } from '@orreryjs/core';
@@ -309,6 +311,21 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
   }
 
   /**
+   * The occupancy of every concurrency group with unfinished pipelines (of `workflowName` when
+   * given), by workflow then group: its active and queued pipelines and its limit.
+   * @throws ValidationError when `workflowName` is given and not a string.
+   * @throws DatabaseError when the tables cannot be read.
+   */
+  async listConcurrencyGroups(filter: { workflowName?: string } = {}): Promise<ConcurrencyGroupInfo[]> {
+    this.#assertOpen();
+    const { workflowName } = filter;
+    if (workflowName !== undefined && typeof workflowName !== 'string') {
+      throw new ValidationError(`workflowName must be a string, got ${JSON.stringify(workflowName)}.`);
+    }
+    return this.#storage.executions.listConcurrencyGroups(workflowName ?? null);
+  }
+
+  /**
    * Every workflow version some runner registered on this database, by name then oldest
    * first, with its definition (no code) and when a runner that has it was last seen.
    * @throws DatabaseError when the table cannot be read.
@@ -447,6 +464,7 @@ export const CLIENT_CALLS = [
   'getExecutionStatus',
   'getExecutionResult',
   'listExecutions',
+  'listConcurrencyGroups',
   'listWorkflows',
   'listRunners',
   ...CONTROL_CALLS,

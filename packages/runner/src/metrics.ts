@@ -1,4 +1,4 @@
-import { FIRE_LAG_SOURCES } from '@orreryjs/core';
+import { type ConcurrencyGroupInfo, FIRE_LAG_SOURCES } from '@orreryjs/core';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RunnerEvents } from './events.js';
 
@@ -21,6 +21,8 @@ export interface MetricsSources {
   countAbandoned(): Promise<number>;
   /** Enabled schedules due past the lost threshold whose workflow no live runner has, counting at most `limit`. */
   countStranded(limit: number): Promise<number>;
+  /** Every concurrency group with unfinished pipelines: its active and queued counts. */
+  concurrencyGroups(): Promise<ConcurrencyGroupInfo[]>;
 }
 
 /** The most stranded schedules the gauge counts per scrape (each is a row read): past it, it reads this value. */
@@ -148,8 +150,8 @@ export class RunnerMetrics {
 
 /**
  * Gauges read from the database at each scrape (so they hold for every runner of the
- * database, not this one alone): ready tasks, running pipelines, lost and abandoned
- * occurrences, stranded schedules. A failed read (the database is down or closed) leaves the last value.
+ * database, not this one alone): ready tasks, running pipelines, pipelines queued for a
+ * concurrency group and active in one, lost and abandoned occurrences, stranded schedules. A failed read (the database is down or closed) leaves the last value.
  */
 function registerDatabaseGauges(registers: Registry[], sources: MetricsSources): void {
   const gauge = (name: string, help: string, read: () => Promise<number>) =>
@@ -175,6 +177,41 @@ function registerDatabaseGauges(registers: Registry[], sources: MetricsSources):
     'Pipelines running now, of any runner',
     async () => (await sources.countWork()).runningPipelines,
   );
+  new Gauge({
+    name: 'orrery_pipelines_waiting',
+    help: 'Pending pipelines held back, by reason (concurrency: queued for a full concurrency group)',
+    labelNames: ['reason'] as const,
+    registers,
+    async collect() {
+      try {
+        const groups = await sources.concurrencyGroups();
+        this.set(
+          { reason: 'concurrency' },
+          groups.reduce((sum, group) => sum + group.queued, 0),
+        );
+      } catch {
+        // Keep the last value, as the other database gauges do.
+      }
+    },
+  });
+  new Gauge({
+    name: 'orrery_concurrency_active',
+    help: 'Pipelines active in concurrency groups, by workflow, of any runner',
+    labelNames: ['workflow'] as const,
+    registers,
+    async collect() {
+      try {
+        const active = new Map<string, number>();
+        for (const group of await sources.concurrencyGroups()) {
+          active.set(group.workflowName, (active.get(group.workflowName) ?? 0) + group.active);
+        }
+        this.reset();
+        for (const [workflow, count] of active) this.set({ workflow }, count);
+      } catch {
+        // Keep the last value, as the other database gauges do.
+      }
+    },
+  });
   gauge(
     'orrery_cron_lost_occurrences',
     'Ledger rows still claimed past cronLostThresholdMs (waiting for recovery)',

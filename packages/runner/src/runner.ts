@@ -94,6 +94,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> {
       countLost: () => storage.cron.countLostOccurrences(lostBefore()),
       countAbandoned: () => storage.cron.countAbandonedOccurrences(),
       countStranded: async (limit) => (await listStranded(this.#strandedSources(), lostBefore(), limit)).length,
+      concurrencyGroups: () => storage.executions.listConcurrencyGroups(null),
     });
     // Every event, the client's and the worker's, is recorded in the metrics and emitted by this runner.
     const emit: EmitEvent = (event, payload) => {

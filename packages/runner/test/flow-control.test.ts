@@ -64,6 +64,13 @@ describe.each(ADAPTERS)('flow control, on $name', (adapter) => {
       null,
       null,
     ]);
+    expect(await runner.listConcurrencyGroups({ workflowName: 'sync' })).toEqual([
+      { group: 'sync/customer=acme', workflowName: 'sync', active: 2, queued: 3, limit: 2 },
+      { group: 'sync/customer=globex', workflowName: 'sync', active: 1, queued: 0, limit: 2 },
+    ]);
+    const metrics = await runner.metrics();
+    expect(metrics).toContain('orrery_pipelines_waiting{reason="concurrency"} 3\n');
+    expect(metrics).toContain('orrery_concurrency_active{workflow="sync"} 3\n');
     release.open();
     const results = await Promise.all([...acme, globex].map((execution) => execution.wait()));
     expect(results.map((result) => result.status)).toEqual(Array(6).fill('completed'));

@@ -183,6 +183,30 @@ export function selectQueuedGroups(db: PostgresDb, tables: PostgresTables, ids: 
     );
 }
 
+/** Occupancy per group of unfinished pipelines, of one workflow or (null) all. */
+export function selectGroupOccupancy(db: PostgresDb, tables: PostgresTables, workflowName: string | null) {
+  const { concurrencySlots: s, pipelineExecutions: p } = tables;
+  return db
+    .select({
+      group: s.groupName,
+      workflowName: p.workflowName,
+      // Raw SQL: conditional counts, which drizzle's builder has no function for.
+      active: sql<number>`count(*) FILTER (WHERE ${s.admitted})::int`,
+      queued: sql<number>`count(*) FILTER (WHERE NOT ${s.admitted})::int`,
+      limit: sql<number>`max(${s.slotLimit})`,
+    })
+    .from(s)
+    .innerJoin(p, eq(p.id, s.pipelineExecutionId))
+    .where(
+      and(
+        statusNotIn(p.status, TERMINAL_PIPELINE_STATUSES),
+        workflowName === null ? undefined : eq(p.workflowName, workflowName),
+      ),
+    )
+    .groupBy(p.workflowName, s.groupName)
+    .orderBy(asc(p.workflowName), asc(s.groupName));
+}
+
 /**
  * Admits the queued pipelines of `groups` (every group with a queue when null) inside `tx`:
  * locks the groups, forgets ended pipelines' slots, counts, and admits in order while room

@@ -2,6 +2,7 @@ import {
   assertKeysHeldBySameWorkflow,
   type ClaimedTask,
   type ClaimTasksRequest,
+  type ConcurrencyGroupInfo,
   type CreatePipelinesOptions,
   claimsNothing,
   type ExecutionStore,
@@ -20,7 +21,7 @@ import {
   uuidPrefixRange,
 } from '@orreryjs/core';
 import { type PostgresDb, type PostgresHandle, statement, transaction } from '../transaction.js';
-import { admitQueuedIn, queuedGroupsOf, requeueRetried } from './admission.js';
+import { admitQueuedIn, queuedGroupsOf, requeueRetried, selectGroupOccupancy } from './admission.js';
 import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTasks, prepareFinish } from './finish.js';
@@ -170,6 +171,12 @@ export class PostgresExecutionStore implements ExecutionStore {
       admitQueuedIn(tx, this.#handle.tables, groups, now),
     );
     return admitted.length;
+  }
+
+  listConcurrencyGroups(workflowName: string | null): Promise<ConcurrencyGroupInfo[]> {
+    return statement('listConcurrencyGroups', () =>
+      selectGroupOccupancy(this.#handle.db, this.#handle.tables, workflowName),
+    );
   }
 
   listQueuedGroups(pipelineExecutionIds: readonly string[]): Promise<QueuedGroup[]> {

@@ -257,6 +257,14 @@ select "queued"."pipeline_execution_id", "queued"."group_name", "queued"."slot_l
   inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "queued"."pipeline_execution_id"
   where ("queued"."pipeline_execution_id" = ANY($1::uuid[]) and NOT "queued"."admitted" and "tenant"."pipeline_executions"."status" = 'pending');
 
+-- admission/selectGroupOccupancy
+select "tenant"."concurrency_slots"."group_name", "tenant"."pipeline_executions"."workflow_name", count(*) FILTER (WHERE "tenant"."concurrency_slots"."admitted")::int, count(*) FILTER (WHERE NOT "tenant"."concurrency_slots"."admitted")::int, max("tenant"."concurrency_slots"."slot_limit")
+  from "tenant"."concurrency_slots"
+  inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."concurrency_slots"."pipeline_execution_id"
+  where ("tenant"."pipeline_executions"."status" NOT IN ('completed', 'failed', 'cancelled') and "tenant"."pipeline_executions"."workflow_name" = $1)
+  group by "tenant"."pipeline_executions"."workflow_name", "tenant"."concurrency_slots"."group_name"
+  order by "tenant"."pipeline_executions"."workflow_name" asc, "tenant"."concurrency_slots"."group_name" asc;
+
 -- control/cancelPipelineRow
 update "tenant"."pipeline_executions"
   set "status" = $1, "remaining_tasks" = $2, "completed_at" = $3, "updated_at" = $4

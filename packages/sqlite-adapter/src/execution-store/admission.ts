@@ -123,6 +123,27 @@ export function prepareAdmission({ db, tables }: SqliteHandle) {
       .innerJoin(p, eq(p.id, queued.pipelineExecutionId))
       .where(and(ofPipelines(queued.pipelineExecutionId), sql`NOT ${queued.admitted}`, sql`${p.status} = 'pending'`))
       .prepare(),
+    // Occupancy per group of unfinished pipelines, of one workflow or (null) all.
+    selectGroupOccupancy: db
+      .select({
+        group: s.groupName,
+        workflowName: p.workflowName,
+        // Raw SQL: conditional counts, which drizzle's builder has no function for.
+        active: sql<number>`count(*) FILTER (WHERE ${s.admitted})`,
+        queued: sql<number>`count(*) FILTER (WHERE NOT ${s.admitted})`,
+        limit: sql<number>`max(${s.slotLimit})`,
+      })
+      .from(s)
+      .innerJoin(p, eq(p.id, s.pipelineExecutionId))
+      .where(
+        and(
+          statusNotIn(p.status, TERMINAL_PIPELINE_STATUSES),
+          sql`(${bind(p.workflowName, 'workflowName')} IS NULL OR ${p.workflowName} = ${bind(p.workflowName, 'workflowName')})`,
+        ),
+      )
+      .groupBy(p.workflowName, s.groupName)
+      .orderBy(asc(p.workflowName), asc(s.groupName))
+      .prepare(),
   };
 }
 

@@ -2,6 +2,7 @@ import {
   assertKeysHeldBySameWorkflow,
   type ClaimedTask,
   type ClaimTasksRequest,
+  type ConcurrencyGroupInfo,
   type CreatePipelinesOptions,
   claimsNothing,
   type ExecutionStore,
@@ -166,6 +167,12 @@ export class SqliteExecutionStore implements ExecutionStore {
   admitQueued(groups: readonly string[] | null, now: Date): Promise<number> {
     if (groups !== null && groups.length === 0) return Promise.resolve(0);
     return writeTransaction(this.#handle, 'admitQueued', () => admitQueuedIn(this.#q.admission, groups, now).length);
+  }
+
+  listConcurrencyGroups(workflowName: string | null): Promise<ConcurrencyGroupInfo[]> {
+    return readTransaction(this.#handle, 'listConcurrencyGroups', () =>
+      this.#q.admission.selectGroupOccupancy.all({ workflowName }),
+    );
   }
 
   listQueuedGroups(pipelineExecutionIds: readonly string[]): Promise<QueuedGroup[]> {

@@ -219,6 +219,14 @@ select "queued"."pipeline_execution_id", "queued"."group_name", "queued"."slot_l
   inner join "pipeline_executions" on "pipeline_executions"."id" = "queued"."pipeline_execution_id"
   where ("queued"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?)) and NOT "queued"."admitted" and "pipeline_executions"."status" = 'pending');
 
+-- admission/selectGroupOccupancy
+select "concurrency_slots"."group_name", "pipeline_executions"."workflow_name", count(*) FILTER (WHERE "concurrency_slots"."admitted"), count(*) FILTER (WHERE NOT "concurrency_slots"."admitted"), max("concurrency_slots"."slot_limit")
+  from "concurrency_slots"
+  inner join "pipeline_executions" on "pipeline_executions"."id" = "concurrency_slots"."pipeline_execution_id"
+  where ("pipeline_executions"."status" NOT IN ('completed', 'failed', 'cancelled') and (? IS NULL OR "pipeline_executions"."workflow_name" = ?))
+  group by "pipeline_executions"."workflow_name", "concurrency_slots"."group_name"
+  order by "pipeline_executions"."workflow_name" asc, "concurrency_slots"."group_name" asc;
+
 -- retention/deleteTerminalPipelines
 delete
   from "pipeline_executions"
