@@ -213,6 +213,39 @@ describe.each(ADAPTERS)('flow control, on $name', (adapter) => {
     expect((await retried.wait()).status).toBe('completed');
   });
 
+  it('drains a backfill of 50 slots at the workflow limit instead of starting them all', async () => {
+    const seen = occupancy();
+    const nightly = defineWorkflow({
+      name: 'nightly',
+      concurrency: { limit: 2 },
+      tasks: [
+        {
+          id: 't',
+          run: async () => {
+            seen.enter('nightly');
+            await new Promise((resolve) => setTimeout(resolve, 5));
+            seen.leave('nightly');
+          },
+        },
+      ],
+    });
+    const runner = await runners.open({ workflows: [nightly], maxConcurrentTasks: 10 });
+    await runner.start();
+    await runner.addCronSchedule({
+      name: 'hourly',
+      workflowName: 'nightly',
+      cronExpression: '0 * * * *',
+      overlapPolicy: 'allow',
+    });
+    const end = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3_600_000);
+    const start = new Date(end.getTime() - 50 * 3_600_000);
+    expect(await runner.backfillCronSchedule('hourly', { start, end })).toEqual({ created: 50, existing: 0 });
+    await waitFor(
+      async () => (await runner.listExecutions({ workflowName: 'nightly', status: 'completed' })).length === 50,
+    );
+    expect(seen.highest('nightly')).toBe(2);
+  });
+
   it('says a delayed pipeline waits for its runAt', async () => {
     const later = defineWorkflow({ name: 'later', tasks: [{ id: 't', run: () => {} }] });
     const runner = await runners.open({ workflows: [later] });
