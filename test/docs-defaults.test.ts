@@ -4,6 +4,7 @@
  * each value in TSDoc, so this keeps the documents and the values together.
  */
 import { readFileSync } from 'node:fs';
+import { DEFAULT_ON_LIMIT } from '@orreryjs/core';
 import { CRON_DEFAULTS } from '@orreryjs/cron';
 import { RUNNER_DEFAULTS } from '@orreryjs/runner';
 import { describe, expect, it } from 'vitest';
@@ -41,5 +42,10 @@ describe('documented defaults', () => {
       expect(documented.has(field), field).toBe(true);
     }
     for (const [field, value] of documented) expect({ field, value: values[field] }).toEqual({ field, value });
+  });
+
+  it('documents the default onLimit of a concurrency rule with DEFAULT_ON_LIMIT', () => {
+    const documented = documentedDefaults('packages/core/src/flow-control.ts', 'ConcurrencyRule');
+    expect(Object.fromEntries(documented)).toEqual({ onLimit: DEFAULT_ON_LIMIT });
   });
 });

@@ -7,6 +7,8 @@
 // Core names a runner user needs, so that one import is enough.
 export {
   type Clock,
+  type ConcurrencyGroupInfo,
+  type ConcurrencyRule,
   ConfigurationError,
   Context,
   ContextError,
@@ -23,6 +25,7 @@ export {
   type Logger,
   ManualClock,
   NonRetryableError,
+  type OnLimit,
   OrreryError,
   type PipelineExecution,
   type PipelineExecutor,
@@ -41,6 +44,7 @@ export {
   type TaskStatus,
   type TriggerRule,
   ValidationError,
+  type WaitingFor,
   type Workflow,
   type WorkflowDefinition,
   type WorkflowInfo,
@@ -71,6 +75,7 @@ export type {
   SyncSchedulesResult,
   TriggerOptions,
 } from '@orreryjs/cron';
+export { ADMISSION_SWEEP_INTERVAL_MS } from './admission.js';
 export { OrreryClient } from './client.js';
 export type { OrreryClientConfig } from './client-config.js';
 export { type DefaultRunnerConfig, type RetentionConfig, RUNNER_DEFAULTS } from './config.js';
