@@ -209,6 +209,46 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
       );
     });
 
+    it('keeps a delayed task unclaimable until its delay after it became ready has passed', async () => {
+      const wf = workflowFixture(storage, CHAIN);
+      const request = newPipelineOf(wf);
+      const created = await store().createPipeline({
+        ...request,
+        now: at(0),
+        tasks: [
+          { id: crypto.randomUUID(), taskId: 'a', position: 0, pendingDeps: 0, delayMs: 100 },
+          { id: crypto.randomUUID(), taskId: 'b', position: 1, pendingDeps: 1, delayMs: 1_000 },
+        ],
+      });
+      expect(await wf.claim('r', at(99))).toEqual([]);
+      const [a] = await wf.claim('r', at(100));
+      expect(a!.task.taskId).toBe('a');
+      await wf.finish(a!, completed(), at(150));
+      const tasks = await store().listTasks(created.pipeline.id);
+      expect(tasks.map((t) => [t.taskId, t.status, t.availableAt])).toEqual([
+        ['a', 'completed', at(100)],
+        ['b', 'ready', at(1_150)],
+      ]);
+      expect(await wf.claim('r', at(1_149))).toEqual([]);
+      expect((await wf.claim('r', at(1_150))).map((c) => c.task.taskId)).toEqual(['b']);
+    });
+
+    it('counts a delayed first task of a queued pipeline from its admission', async () => {
+      const { wf, group } = limited(1);
+      const first = await wf.create({ now: at(0), concurrency: [group] });
+      const second = await store().createPipeline({
+        ...newPipelineOf(wf),
+        now: at(1),
+        concurrency: [group],
+        tasks: [{ id: crypto.randomUUID(), taskId: 'only', position: 0, pendingDeps: 0, delayMs: 500 }],
+      });
+      const [claimed] = await wf.claim('r', at(2));
+      expect(claimed!.pipeline.id).toBe(first.id);
+      await wf.finish(claimed!, completed(), at(3));
+      await store().admitQueued(null, at(1_000));
+      expect((await store().listTasks(second.pipeline.id))[0]!.availableAt).toEqual(at(1_500));
+    });
+
     it('leaves workflows without rules as they were: ready at once, no slots', async () => {
       const wf = workflowFixture(storage, SINGLE);
       const created = await Promise.all([0, 1, 2].map((n) => wf.create({ now: at(n) })));

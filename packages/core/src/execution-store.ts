@@ -111,8 +111,11 @@ export interface NewPipeline {
    */
   concurrency?: readonly PipelineGroup[];
   now: Date;
-  /** One per task, in canonical order; `pendingDeps` = number of dependencies. */
-  tasks: ReadonlyArray<{ id: string; taskId: string; position: number; pendingDeps: number }>;
+  /**
+   * One per task, in canonical order; `pendingDeps` = number of dependencies; `delayMs` (0 or
+   * absent for none) is how long after becoming ready it stays unclaimable.
+   */
+  tasks: ReadonlyArray<{ id: string; taskId: string; position: number; pendingDeps: number; delayMs?: number }>;
 }
 
 /** Options of {@link ExecutionStore.createPipelines}. */

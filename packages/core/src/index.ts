@@ -197,6 +197,7 @@ export { isTriggerMet, type TerminalTaskStatus } from './trigger.js';
 export { newId, occurrenceId, UniversalUuid, uuidPrefixRange } from './uuid.js';
 export {
   defineWorkflow,
+  MAX_TASK_DELAY_MS,
   type TaskDefinition,
   type TaskRunInfo,
   type TriggerRule,

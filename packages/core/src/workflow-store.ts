@@ -13,6 +13,8 @@ export interface WorkflowTaskInfo {
   timeoutMs: number | null;
   /** True when the task has a `when` guard (code, not stored). */
   hasWhen: boolean;
+  /** Its `delayMs`; absent or null for none (definitions stored before delays existed have none). */
+  delayMs?: number | null;
 }
 
 /**
@@ -77,6 +79,7 @@ export function workflowDefinitionRow(workflow: Workflow): WorkflowDefinitionRow
       },
       timeoutMs: task.timeoutMs ?? null,
       hasWhen: task.when !== undefined,
+      ...(task.delayMs === undefined ? {} : { delayMs: task.delayMs }),
     })),
   };
 }

@@ -43,6 +43,13 @@ export interface TaskDefinition {
   trigger?: TriggerRule;
   /** Returning false skips the task. */
   when?: (ctx: Context) => boolean;
+  /**
+   * A durable sleep: the task starts no earlier than `delayMs` after it becomes ready (its
+   * dependencies done; a first task: its pipeline's start, or its admission to a concurrency
+   * group). A positive integer of milliseconds, at most MAX_TASK_DELAY_MS. No slot, lease or
+   * process is held while it waits.
+   */
+  delayMs?: number;
 }
 
 /** A validated workflow: its tasks in canonical (topological, then declaration) order. */
@@ -94,6 +101,7 @@ const TASK_KEYS = Object.keys({
   timeoutMs: true,
   trigger: true,
   when: true,
+  delayMs: true,
 } satisfies Record<keyof TaskDefinition, true>);
 
 /** Every key of RetryPolicy. */
@@ -110,7 +118,10 @@ const RETRY_KEYS = Object.keys({
  * Task fields of DESIGN.md that this version does not run yet: refused by name, so that a
  * workflow never silently runs without the limit or the wait it declares.
  */
-const NOT_YET_SUPPORTED_TASK_KEYS = ['rateLimit', 'delayMs', 'notBefore', 'waitFor', 'map'];
+const NOT_YET_SUPPORTED_TASK_KEYS = ['rateLimit', 'notBefore', 'waitFor', 'map'];
+
+/** The longest `delayMs`: a year of 366 days. */
+export const MAX_TASK_DELAY_MS = 366 * 24 * 3_600_000;
 
 const TASK_ID = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 const TRIGGERS = new Set<TriggerRule>(['all_success', 'all_done', 'one_success', 'one_failed', 'none_failed']);
@@ -205,7 +216,10 @@ function checkTask(name: string, task: TaskDefinition): void {
   if (typeof task.run !== 'function') {
     throw new WorkflowValidationError(`Workflow "${name}": task "${task.id}" has no run function.`);
   }
-  const { dependsOn, trigger, when, timeoutMs, retry } = task;
+  const { dependsOn, trigger, when, timeoutMs, retry, delayMs } = task;
+  if (delayMs !== undefined && !(isPositiveInteger(delayMs) && (delayMs as number) <= MAX_TASK_DELAY_MS)) {
+    fail('delayMs', `a positive integer of milliseconds, at most ${MAX_TASK_DELAY_MS} (366 days)`, delayMs);
+  }
   if (dependsOn !== undefined && (!Array.isArray(dependsOn) || dependsOn.some((dep) => typeof dep !== 'string'))) {
     fail('dependsOn', 'an array of task ids (strings)', dependsOn);
   }
@@ -323,6 +337,8 @@ function structureHash(
     // JSON would write Infinity as null, the same as "no own limit": name it.
     timeoutMs: t.timeoutMs === Number.POSITIVE_INFINITY ? 'Infinity' : (t.timeoutMs ?? null),
     when: t.when ? 'custom' : null,
+    // Only when set, so that tasks without a delay keep the versions they had.
+    ...(t.delayMs === undefined ? {} : { delayMs: t.delayMs }),
   }));
   const rules = {
     ...(concurrency.length === 0 ? {} : { concurrency }),

@@ -136,6 +136,7 @@ export function workflowFromInfo(info: WorkflowInfo): Workflow {
       retry: task.retry,
       ...(task.timeoutMs === null ? {} : { timeoutMs: task.timeoutMs }),
       ...(task.hasWhen ? { when: () => true } : {}),
+      ...(task.delayMs == null ? {} : { delayMs: task.delayMs }),
       run: () => {
         throw new NonRetryableError(`Task "${task.id}" of workflow "${info.name}" has no code in this process.`);
       },

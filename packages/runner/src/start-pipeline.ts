@@ -162,6 +162,7 @@ export function newPipelineRows(
       position,
       // Distinct dependencies: finishing a dependency counts down its dependents once, however often it is listed.
       pendingDeps: new Set(task.dependsOn).size,
+      delayMs: task.delayMs ?? 0,
     })),
   };
 }

@@ -80,6 +80,8 @@ export const taskExecutions = sqliteTable(
     failedAttempts: integer('failed_attempts').notNull(),
     pendingDeps: integer('pending_deps').notNull(),
     availableAt: timestamp('available_at').notNull(),
+    /** Its task's `delayMs`: readied, it becomes claimable this long after (0 for none). */
+    delayMs: integer('delay_ms').notNull().default(0),
     /** The pipeline's priority, here so that the claim's index walk can order by it. */
     priority: integer('priority').notNull().default(0),
     leaseOwner: text('lease_owner'),

@@ -102,7 +102,7 @@ export function admitSlots(db: PostgresDb, { concurrencySlots: s }: PostgresTabl
     .where(inUuidList(s.pipelineExecutionId, encodeUuidList(ids)));
 }
 
-/** Readies the admitted pipelines' tasks without dependencies, no earlier than now (their runAt kept). */
+/** Readies the admitted pipelines' tasks without dependencies, no earlier than their delay from now (their runAt kept). */
 export function readyFirstTasks(
   db: PostgresDb,
   { taskExecutions: t }: PostgresTables,
@@ -113,7 +113,7 @@ export function readyFirstTasks(
     .update(t)
     .set({
       status: 'ready',
-      availableAt: sql`greatest(${t.availableAt}, ${sql.param(now, t.availableAt)})`,
+      availableAt: sql`greatest(${t.availableAt}, ${sql.param(now, t.availableAt)}::timestamptz + ${t.delayMs} * interval '1 millisecond')`,
       updatedAt: now,
     })
     .where(

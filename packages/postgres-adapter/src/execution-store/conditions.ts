@@ -19,9 +19,10 @@ export function later(now: Date, ms: number): Date {
 
 /**
  * The columns of a task row as the port returns it: without the bookkeeping `updated_at`, nor
- * `priority`, the pipeline's, copied here only for the claim's index walk.
+ * `priority` (the pipeline's, copied here only for the claim's index walk) and `delay_ms`
+ * (read only by the statements that ready the task).
  */
 export function taskRowColumns({ taskExecutions: t }: PostgresTables) {
-  const { updatedAt: _updatedAt, priority: _priority, ...columns } = getTableColumns(t);
+  const { updatedAt: _updatedAt, priority: _priority, delayMs: _delayMs, ...columns } = getTableColumns(t);
   return columns;
 }

@@ -166,7 +166,8 @@ export function retryTasks(
     .set({
       status: sql`v.status`,
       pendingDeps: sql`v.pending_deps`,
-      availableAt: now,
+      // A task that sleeps before it starts sleeps again.
+      availableAt: sql`${sql.param(now, t.availableAt)}::timestamptz + ${t.delayMs} * interval '1 millisecond'`,
       leaseOwner: null,
       leaseExpiresAt: null,
       completedAt: null,

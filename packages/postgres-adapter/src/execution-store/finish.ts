@@ -65,7 +65,8 @@ function finishTasksSql({ pipelineExecutions: p, taskExecutions: t }: PostgresTa
 ), released AS (
   UPDATE ${t} t SET pending_deps = t.pending_deps - d.n,
     status = CASE WHEN t.pending_deps = d.n AND t.status = 'not_started' THEN 'ready' ELSE t.status END,
-    available_at = CASE WHEN t.pending_deps = d.n AND t.status = 'not_started' THEN $1 ELSE t.available_at END,
+    available_at = CASE WHEN t.pending_deps = d.n AND t.status = 'not_started'
+      THEN $1 + t.delay_ms * interval '1 millisecond' ELSE t.available_at END,
     updated_at = $1
   FROM deps d WHERE t.pipeline_execution_id = d.pipeline_id AND t.task_id = d.task_id AND t.pending_deps > 0
   RETURNING d.ord, t.status, t.pending_deps

@@ -13,11 +13,11 @@ WITH inserted AS (
       RETURNING *
     ), tasks AS (
       INSERT INTO "tenant"."task_executions" (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt,
-        failed_attempts, pending_deps, available_at, priority, updated_at)
+        failed_attempts, pending_deps, available_at, delay_ms, priority, updated_at)
       SELECT v.id, i.id, i.workflow_name, v.task_id, v.position, v.status, 0, 0, v.pending_deps,
-        coalesce(i.run_at, i.created_at), i.priority, i.created_at
-      FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::int[], $14::text[], $15::int[])
-        AS v(id, pipeline_id, task_id, position, status, pending_deps)
+        coalesce(i.run_at, i.created_at) + v.delay_ms * interval '1 millisecond', v.delay_ms, i.priority, i.created_at
+      FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::int[], $14::text[], $15::int[], $20::int[])
+        AS v(id, pipeline_id, task_id, position, status, pending_deps, delay_ms)
       JOIN inserted i ON i.id = v.pipeline_id
     )
     SELECT to_json(i) AS row FROM inserted i;
@@ -140,7 +140,8 @@ WITH req AS (
 ), released AS (
   UPDATE "tenant"."task_executions" t SET pending_deps = t.pending_deps - d.n,
     status = CASE WHEN t.pending_deps = d.n AND t.status = 'not_started' THEN 'ready' ELSE t.status END,
-    available_at = CASE WHEN t.pending_deps = d.n AND t.status = 'not_started' THEN $1 ELSE t.available_at END,
+    available_at = CASE WHEN t.pending_deps = d.n AND t.status = 'not_started'
+      THEN $1 + t.delay_ms * interval '1 millisecond' ELSE t.available_at END,
     updated_at = $1
   FROM deps d WHERE t.pipeline_execution_id = d.pipeline_id AND t.task_id = d.task_id AND t.pending_deps > 0
   RETURNING d.ord, t.status, t.pending_deps
@@ -233,7 +234,7 @@ update "tenant"."concurrency_slots"
 
 -- admission/readyFirstTasks
 update "tenant"."task_executions"
-  set "status" = $1, "available_at" = greatest("tenant"."task_executions"."available_at", $2), "updated_at" = $3
+  set "status" = $1, "available_at" = greatest("tenant"."task_executions"."available_at", $2::timestamptz + "tenant"."task_executions"."delay_ms" * interval '1 millisecond'), "updated_at" = $3
   where ("tenant"."task_executions"."pipeline_execution_id" = ANY($4::uuid[]) and "tenant"."task_executions"."status" = 'not_started' and "tenant"."task_executions"."pending_deps" = 0);
 
 -- admission/selectOldestActive
@@ -295,7 +296,7 @@ update "tenant"."pipeline_executions"
 
 -- control/retryTasks
 update "tenant"."task_executions"
-  set "status" = v.status, "pending_deps" = v.pending_deps, "available_at" = $1, "lease_owner" = $2, "lease_expires_at" = $3, "completed_at" = $4, "updated_at" = $5
+  set "status" = v.status, "pending_deps" = v.pending_deps, "available_at" = $1::timestamptz + "tenant"."task_executions"."delay_ms" * interval '1 millisecond', "lease_owner" = $2, "lease_expires_at" = $3, "completed_at" = $4, "updated_at" = $5
   from unnest($6::uuid[],
       $7::text[],
       $8::int[]) AS v(id, status, pending_deps)

@@ -68,12 +68,12 @@ export function prepareAdmission({ db, tables }: SqliteHandle) {
       .prepare(),
     // Marks the pipelines' slots admitted: from now on they count in every group they belong to.
     admitSlots: db.update(s).set({ admitted: true }).where(ofPipelines(s.pipelineExecutionId)).prepare(),
-    // Readies the admitted pipelines' tasks without dependencies, no earlier than now (their runAt kept).
+    // Readies the admitted pipelines' tasks without dependencies, no earlier than their delay from now (their runAt kept).
     readyFirstTasks: db
       .update(t)
       .set({
         status: 'ready',
-        availableAt: sql`max(${t.availableAt}, ${bind(t.availableAt, 'now')})`,
+        availableAt: sql`max(${t.availableAt}, ${bind(t.availableAt, 'now')} + ${t.delayMs})`,
         updatedAt: bind(t.updatedAt, 'now'),
       })
       .where(and(ofPipelines(t.pipelineExecutionId), sql`${t.status} = 'not_started'`, sql`${t.pendingDeps} = 0`))

@@ -88,7 +88,8 @@ export function prepareControl({ db, tables }: SqliteHandle) {
       .set({
         status: bind(t.status, 'status'),
         pendingDeps: bind(t.pendingDeps, 'pendingDeps'),
-        availableAt: now,
+        // A task that sleeps before it starts sleeps again.
+        availableAt: sql`${now} + ${t.delayMs}`,
         leaseOwner: null,
         leaseExpiresAt: null,
         completedAt: null,

@@ -53,7 +53,7 @@ export function prepareFinish({ db, tables }: SqliteHandle) {
     .set({
       pendingDeps: sql`${t.pendingDeps} - 1`,
       status: sql`CASE WHEN ${t.pendingDeps} = 1 AND ${t.status} = 'not_started' THEN 'ready' ELSE ${t.status} END`,
-      availableAt: sql`CASE WHEN ${t.pendingDeps} = 1 AND ${t.status} = 'not_started' THEN ${now} ELSE ${t.availableAt} END`,
+      availableAt: sql`CASE WHEN ${t.pendingDeps} = 1 AND ${t.status} = 'not_started' THEN ${now} + ${t.delayMs} ELSE ${t.availableAt} END`,
       updatedAt: now,
     })
     .where(

@@ -58,6 +58,7 @@ export function preparePipelines({ db, tables }: SqliteHandle) {
       pendingDeps: bind(t.pendingDeps, 'pendingDeps'),
       // A delayed start (runAt) keeps every task unclaimable until then.
       availableAt: bind(t.availableAt, 'availableAt'),
+      delayMs: bind(t.delayMs, 'delayMs'),
       priority: bind(t.priority, 'priority'),
       updatedAt: now,
     })
@@ -159,7 +160,8 @@ export function createPipelineIn(
       position: task.position,
       status: newTaskStatus(task.pendingDeps, isQueued(pipeline)),
       pendingDeps: task.pendingDeps,
-      availableAt: pipeline.runAt ?? pipeline.now,
+      availableAt: new Date((pipeline.runAt ?? pipeline.now).getTime() + (task.delayMs ?? 0)),
+      delayMs: task.delayMs ?? 0,
       priority: pipeline.priority ?? DEFAULT_PRIORITY,
       now: pipeline.now,
     });

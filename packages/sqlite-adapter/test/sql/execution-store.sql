@@ -5,8 +5,8 @@ insert into "pipeline_executions" ("id", "workflow_name", "workflow_version", "s
   returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at";
 
 -- pipelines/insertPipelines#2
-insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "priority", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "updated_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, null, null, null, null, ?);
+insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "delay_ms", "priority", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, null, null, null, null, ?);
 
 -- pipelines/selectPipeline
 select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at"
@@ -107,7 +107,7 @@ update "task_executions"
 
 -- finish/finishTasks#2
 update "task_executions"
-  set "status" = CASE WHEN "task_executions"."pending_deps" = 1 AND "task_executions"."status" = 'not_started' THEN 'ready' ELSE "task_executions"."status" END, "pending_deps" = "task_executions"."pending_deps" - 1, "available_at" = CASE WHEN "task_executions"."pending_deps" = 1 AND "task_executions"."status" = 'not_started' THEN ? ELSE "task_executions"."available_at" END, "updated_at" = ?
+  set "status" = CASE WHEN "task_executions"."pending_deps" = 1 AND "task_executions"."status" = 'not_started' THEN 'ready' ELSE "task_executions"."status" END, "pending_deps" = "task_executions"."pending_deps" - 1, "available_at" = CASE WHEN "task_executions"."pending_deps" = 1 AND "task_executions"."status" = 'not_started' THEN ? + "task_executions"."delay_ms" ELSE "task_executions"."available_at" END, "updated_at" = ?
   where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."pending_deps" > 0 and "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
   returning "status", "pending_deps";
 
@@ -159,7 +159,7 @@ update "pipeline_executions"
 
 -- control/retryTasks
 update "task_executions"
-  set "status" = ?, "pending_deps" = ?, "available_at" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "completed_at" = ?, "updated_at" = ?
+  set "status" = ?, "pending_deps" = ?, "available_at" = ? + "task_executions"."delay_ms", "lease_owner" = ?, "lease_expires_at" = ?, "completed_at" = ?, "updated_at" = ?
   where ("task_executions"."id" = ? and "task_executions"."pipeline_execution_id" = ?);
 
 -- admission/selectQueuedGroupNames
@@ -195,7 +195,7 @@ update "concurrency_slots"
 
 -- admission/readyFirstTasks
 update "task_executions"
-  set "status" = ?, "available_at" = max("task_executions"."available_at", ?), "updated_at" = ?
+  set "status" = ?, "available_at" = max("task_executions"."available_at", ? + "task_executions"."delay_ms"), "updated_at" = ?
   where ("task_executions"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?)) and "task_executions"."status" = 'not_started' and "task_executions"."pending_deps" = 0);
 
 -- admission/selectOldestActive

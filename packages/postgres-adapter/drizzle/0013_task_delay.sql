@@ -1,0 +1,1 @@
+ALTER TABLE "task_executions" ADD COLUMN "delay_ms" integer DEFAULT 0 NOT NULL;
