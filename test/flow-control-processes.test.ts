@@ -2,6 +2,7 @@ import { DefaultRunner } from '@orreryjs/runner';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LIMIT, limitedWorkflow } from './fixtures/flow-control-workflow.js';
+import { createRunLog, type RunRow } from './fixtures/run-log.js';
 import { dropSchema, freshSchemaName, postgresUrl } from './support/postgres.js';
 import { sleep, spawnFixture, stopWorker, until, type Worker } from './support/processes.js';
 
@@ -10,15 +11,6 @@ const PER_CUSTOMER = 60;
 const RUNNERS = 3;
 const KILLS = 3;
 
-/** One attempt's record: written by the task at its start and at its end, on the database's clock. */
-interface RunRow {
-  execution_id: string;
-  customer: string;
-  event: 'start' | 'end';
-  attempt: number;
-  at: Date;
-}
-
 /**
  * The most pipelines of one customer whose recorded spans overlap at any instant. A pipeline's
  * span runs from its first attempt's start to its completed attempt's end: inside the time it
@@ -26,7 +18,7 @@ interface RunRow {
  */
 function highestOverlap(rows: readonly RunRow[], customer: string): number {
   const spans = new Map<string, { from: number; to: number }>();
-  for (const row of rows.filter((r) => r.customer === customer)) {
+  for (const row of rows.filter((r) => r.label === customer)) {
     const span = spans.get(row.execution_id) ?? { from: Number.POSITIVE_INFINITY, to: Number.NEGATIVE_INFINITY };
     const at = row.at.getTime();
     if (row.event === 'start') span.from = Math.min(span.from, at);
@@ -76,9 +68,7 @@ describe('concurrency limits across three runner processes, with kill -9', () =>
     });
     client = new pg.Client({ connectionString: postgresUrl(), user: 'postgres' });
     await client.connect();
-    await client.query(
-      `CREATE TABLE "${schema}".fc_runs (execution_id uuid, customer text, event text, attempt int, runner_id text, at timestamptz)`,
-    );
+    await createRunLog(client, schema);
     let started = 0;
     const startWorker = async () => {
       started += 1;
@@ -108,9 +98,15 @@ describe('concurrency limits across three runner processes, with kill -9', () =>
       ).rows[0]!.n;
     await until('every pipeline completed', completed, (n) => n === executions.length, 180_000);
 
-    const { rows } = await client.query<RunRow>(`SELECT execution_id, customer, event, at FROM "${schema}".fc_runs`);
+    const { rows } = await client.query<RunRow>(
+      `SELECT execution_id, label, event, attempt, at FROM "${schema}".run_log`,
+    );
     const ended = new Set(rows.filter((row) => row.event === 'end').map((row) => row.execution_id));
     expect(ended.size).toBe(executions.length);
+    // The first kill lands while every process is busy: some attempt started and never ended.
+    const endedAttempts = new Set(rows.filter((r) => r.event === 'end').map((r) => `${r.execution_id}/${r.attempt}`));
+    const interrupted = rows.filter((r) => r.event === 'start' && !endedAttempts.has(`${r.execution_id}/${r.attempt}`));
+    expect(interrupted.length).toBeGreaterThan(0);
     expect(Object.fromEntries(CUSTOMERS.map((customer) => [customer, highestOverlap(rows, customer)]))).toEqual(
       Object.fromEntries(CUSTOMERS.map((customer) => [customer, LIMIT])),
     );

@@ -95,6 +95,9 @@ describe('defineWorkflow refuses malformed task fields', () => {
     ['run not a function', { run: 'go' as never }, /"t" has no run function/],
     ['retry.retryOn not a function', { retry: { retryOn: 'always' as never } }, /retry\.retryOn must be a function/],
     ['retry.jitter not a boolean', { retry: { jitter: 'yes' as never } }, /retry\.jitter must be true or false/],
+    ['delayMs 0', { delayMs: 0 }, /"t" delayMs must be a positive integer of milliseconds, at most 31622400000/],
+    ['delayMs fractional', { delayMs: 1.5 }, /delayMs/],
+    ['delayMs over a year', { delayMs: 366 * 24 * 3_600_000 + 1 }, /delayMs/],
   ];
 
   it.each(cases)('%s', (_title, fields, message) => {
@@ -151,6 +154,13 @@ describe('defineWorkflow refuses malformed task fields', () => {
 describe('defineWorkflow and flow control', () => {
   const run = () => {};
   const tasks = [{ id: 't', run }];
+
+  it('gives a delayed task its own version, and keeps the version of tasks without one', () => {
+    const plain = defineWorkflow({ name: 'w', tasks });
+    const delayed = defineWorkflow({ name: 'w', tasks: [{ id: 't', run, delayMs: 60_000 }] });
+    expect(delayed.taskById.get('t')?.delayMs).toBe(60_000);
+    expect(delayed.version).not.toBe(plain.version);
+  });
 
   it('keeps the version of a workflow without rules, and gives rules their own', () => {
     const plain = defineWorkflow({ name: 'w', tasks });
@@ -224,7 +234,7 @@ describe('defineWorkflow and flow control', () => {
     );
   });
 
-  it.each(['rateLimit', 'delayMs', 'notBefore', 'waitFor', 'map'])(
+  it.each(['rateLimit', 'notBefore', 'waitFor', 'map'])(
     'refuses the task field %s, which this version does not run yet, instead of ignoring it',
     (field) => {
       expect(() => defineWorkflow({ name: 'w', tasks: [{ id: 't', run, [field]: 1 } as never] })).toThrow(
