@@ -1,13 +1,14 @@
 import { DefaultRunner } from '@orreryjs/runner';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LIMIT, limitedWorkflow } from './fixtures/flow-control-workflow.js';
+import { LIMIT, limitedWorkflow, RATE, ratedWorkflow } from './fixtures/flow-control-workflow.js';
 import { createRunLog, type RunRow } from './fixtures/run-log.js';
 import { dropSchema, freshSchemaName, postgresUrl } from './support/postgres.js';
 import { sleep, spawnFixture, stopWorker, until, type Worker } from './support/processes.js';
 
 const CUSTOMERS = ['acme', 'globex', 'initech', 'umbrella'];
 const PER_CUSTOMER = 60;
+const RATED = 60;
 const RUNNERS = 3;
 const KILLS = 3;
 
@@ -41,7 +42,27 @@ function highestOverlap(rows: readonly RunRow[], customer: string): number {
   return highest;
 }
 
-describe('concurrency limits across three runner processes, with kill -9', () => {
+/** The most recorded starts (every attempt's, killed ones included) inside any window of `periodMs`. */
+function mostStartsPerWindow(rows: readonly RunRow[], periodMs: number): number {
+  const starts = rows
+    .filter((r) => r.event === 'start')
+    .map((r) => r.at.getTime())
+    .sort((a, b) => a - b);
+  let most = 0;
+  for (let first = 0, last = 0; last < starts.length; last += 1) {
+    while (starts[last]! - starts[first]! >= periodMs) first += 1;
+    most = Math.max(most, last - first + 1);
+  }
+  return most;
+}
+
+/** An attempt that recorded its start and never its end: its process died under it. */
+function interruptedAttempts(rows: readonly RunRow[]): number {
+  const ended = new Set(rows.filter((r) => r.event === 'end').map((r) => `${r.execution_id}/${r.attempt}`));
+  return rows.filter((r) => r.event === 'start' && !ended.has(`${r.execution_id}/${r.attempt}`)).length;
+}
+
+describe('flow control across three runner processes, with kill -9', () => {
   const workers: Worker[] = [];
   let submitter: DefaultRunner | undefined;
   let client: pg.Client | undefined;
@@ -54,61 +75,102 @@ describe('concurrency limits across three runner processes, with kill -9', () =>
     if (schema !== undefined) await dropSchema(schema);
   });
 
-  it('never runs more than the limit of one customer at once, reaches it, and completes every pipeline', {
-    timeout: 240_000,
-  }, async () => {
+  /**
+   * A fresh schema, the run log, three worker processes and a submitter that never starts (it
+   * writes pipelines; the processes run them); `chaos` kills one process at random instants
+   * while work runs (one with an attempt under way, when there is one), a new one taking its
+   * place each time, then waits for `total` pipelines to
+   * complete and returns every row the tasks recorded.
+   */
+  async function fleet() {
     schema = freshSchemaName();
     const env = { ORRERY_DATABASE: postgresUrl(), ORRERY_SCHEMA: schema };
-    // Never started: it migrates the schema and writes the pipelines; the processes run them.
     submitter = await DefaultRunner.create({
       database: postgresUrl(),
       schema,
-      workflows: [limitedWorkflow(async () => {})],
+      workflows: [limitedWorkflow(async () => {}), ratedWorkflow(async () => {})],
       enableCronScheduling: false,
     });
     client = new pg.Client({ connectionString: postgresUrl(), user: 'postgres' });
     await client.connect();
     await createRunLog(client, schema);
     let started = 0;
+    const runnerIds = new Map<Worker, string>();
     const startWorker = async () => {
       started += 1;
       const worker = spawnFixture('flow-control-worker.ts', [`fc-${started}`], env);
+      runnerIds.set(worker, `fc-${started}`);
       workers.push(worker);
       await worker.ready;
     };
     await Promise.all(Array.from({ length: RUNNERS }, startWorker));
+    // A process with an attempt under way (started, not ended), when there is one: its kill interrupts work.
+    const busyRunners = async () =>
+      (
+        await client!.query<{ runner_id: string }>(
+          `SELECT s.runner_id FROM "${schema}".run_log s WHERE s.event = 'start' AND NOT EXISTS (SELECT 1 FROM
+            "${schema}".run_log e WHERE e.event = 'end' AND e.execution_id = s.execution_id AND e.attempt = s.attempt)`,
+        )
+      ).rows.map((row) => row.runner_id);
+    const chaos = async (total: number): Promise<RunRow[]> => {
+      for (let kill = 0; kill < KILLS; kill += 1) {
+        await sleep(100 + Math.floor(Math.random() * 500));
+        // Wait (a little) for a process with an attempt under way, so that the kill interrupts work.
+        let candidates: Worker[] = [];
+        for (let look = 0; look < 100 && candidates.length === 0; look += 1) {
+          const busy = new Set(await busyRunners());
+          candidates = workers.filter((worker) => busy.has(runnerIds.get(worker)!));
+          if (candidates.length === 0) await sleep(20);
+        }
+        const pool = candidates.length > 0 ? candidates : workers;
+        const victim = pool[Math.floor(Math.random() * pool.length)]!;
+        workers.splice(workers.indexOf(victim), 1);
+        await stopWorker(victim, 'SIGKILL');
+        await startWorker();
+      }
+      const completed = async () =>
+        (
+          await client!.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM "${schema}".pipeline_executions WHERE status = 'completed'`,
+          )
+        ).rows[0]!.n;
+      await until('every pipeline completed', completed, (n) => n === total, 180_000);
+      return (await client!.query<RunRow>(`SELECT execution_id, label, event, attempt, at FROM "${schema}".run_log`))
+        .rows;
+    };
+    return { submitter, chaos };
+  }
 
+  it('never runs more than the limit of one customer at once, reaches it, and completes every pipeline', {
+    timeout: 240_000,
+  }, async () => {
+    const { submitter, chaos } = await fleet();
     const executions = await submitter.executeAsyncMany(
       CUSTOMERS.flatMap((customer) =>
         Array.from({ length: PER_CUSTOMER }, () => ({ workflowName: 'limited', context: { customer } })),
       ),
     );
-    // kill -9 at random instants while the pipelines run, a new process taking each one's place.
-    for (let kill = 0; kill < KILLS; kill += 1) {
-      await sleep(300 + Math.floor(Math.random() * 900));
-      const victim = workers.splice(Math.floor(Math.random() * workers.length), 1)[0]!;
-      await stopWorker(victim, 'SIGKILL');
-      await startWorker();
-    }
-    const completed = async () =>
-      (
-        await client!.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM "${schema}".pipeline_executions WHERE status = 'completed'`,
-        )
-      ).rows[0]!.n;
-    await until('every pipeline completed', completed, (n) => n === executions.length, 180_000);
-
-    const { rows } = await client.query<RunRow>(
-      `SELECT execution_id, label, event, attempt, at FROM "${schema}".run_log`,
+    const rows = await chaos(executions.length);
+    expect(new Set(rows.filter((row) => row.event === 'end').map((row) => row.execution_id)).size).toBe(
+      executions.length,
     );
-    const ended = new Set(rows.filter((row) => row.event === 'end').map((row) => row.execution_id));
-    expect(ended.size).toBe(executions.length);
     // The first kill lands while every process is busy: some attempt started and never ended.
-    const endedAttempts = new Set(rows.filter((r) => r.event === 'end').map((r) => `${r.execution_id}/${r.attempt}`));
-    const interrupted = rows.filter((r) => r.event === 'start' && !endedAttempts.has(`${r.execution_id}/${r.attempt}`));
-    expect(interrupted.length).toBeGreaterThan(0);
+    expect(interruptedAttempts(rows)).toBeGreaterThan(0);
     expect(Object.fromEntries(CUSTOMERS.map((customer) => [customer, highestOverlap(rows, customer)]))).toEqual(
       Object.fromEntries(CUSTOMERS.map((customer) => [customer, LIMIT])),
     );
+  });
+
+  it('never starts more than the rate limit in any window across the processes, and reaches it', {
+    timeout: 240_000,
+  }, async () => {
+    const { submitter, chaos } = await fleet();
+    const executions = await submitter.executeAsyncMany(
+      Array.from({ length: RATED }, () => ({ workflowName: 'rated' })),
+    );
+    const rows = await chaos(executions.length);
+    expect(new Set(rows.filter((row) => row.event === 'end').map((row) => row.execution_id)).size).toBe(RATED);
+    expect(interruptedAttempts(rows)).toBeGreaterThan(0);
+    expect(mostStartsPerWindow(rows, RATE.periodMs)).toBe(RATE.limit);
   });
 });

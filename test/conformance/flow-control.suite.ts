@@ -1,4 +1,11 @@
-import type { OnLimit, PipelineGroup, PipelineRow, Storage } from '@orreryjs/core';
+import {
+  leaseOfTask,
+  type OnLimit,
+  type PipelineGroup,
+  type PipelineRow,
+  rateWindowMs,
+  type Storage,
+} from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import {
   at,
@@ -247,6 +254,49 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
       await wf.finish(claimed!, completed(), at(3));
       await store().admitQueued(null, at(1_000));
       expect((await store().listTasks(second.pipeline.id))[0]!.availableAt).toEqual(at(1_500));
+    });
+
+    it('counts rate-limited starts per bucket and gives the rest back unstarted, spread by herds', async () => {
+      const wf = workflowFixture(storage, SINGLE);
+      for (let n = 0; n < 7; n += 1) await wf.create({ now: at(n) });
+      const other = await wf.create({ now: at(7) });
+      const claimed = await wf.claim('r', at(10));
+      expect(claimed).toHaveLength(8);
+      const gate = (c: (typeof claimed)[number], bucket = 'crm') =>
+        store().startRateLimited({
+          runnerId: 'r',
+          ...leaseOfTask(c.task),
+          bucket,
+          limit: 2,
+          periodMs: 60_000,
+          now: at(20),
+        });
+      const results = [];
+      for (const c of claimed.filter((c) => c.pipeline.id !== other.id)) results.push(await gate(c));
+      expect(results.map((r) => r.status)).toEqual(['started', 'started', ...Array(5).fill('deferred')]);
+      const times = results.slice(2).map((r) => (r.status === 'deferred' ? r.availableAt.getTime() : Number.NaN));
+      // Two per window: the herd waiting for one instant of room is spread a window apart per `limit` of it.
+      const window = rateWindowMs({ periodMs: 60_000 });
+      expect(times.map((t) => t - times[0]!)).toEqual([0, 0, window, window, 2 * window]);
+      // Another bucket has its own count.
+      expect(await gate(claimed.find((c) => c.pipeline.id === other.id)!, 'crm/customer=acme')).toEqual({
+        status: 'started',
+      });
+      const deferred = claimed.filter((c) => c.pipeline.id !== other.id).slice(2);
+      for (const [index, c] of deferred.entries()) {
+        const [row] = await store().listTasks(c.pipeline.id);
+        expect(row).toMatchObject({
+          status: 'ready',
+          attempt: 0,
+          leaseOwner: null,
+          leaseExpiresAt: null,
+          startedAt: null,
+          failedAttempts: 0,
+          availableAt: new Date(times[index]!),
+        });
+      }
+      // The lease is gone: a second word on it writes nothing.
+      expect(await gate(deferred[0]!)).toEqual({ status: 'lost' });
     });
 
     it('leaves workflows without rules as they were: ready at once, no slots', async () => {

@@ -241,6 +241,25 @@ export interface RetriedTask {
   pendingDeps: number;
 }
 
+/** Input of {@link ExecutionStore.startRateLimited}: a claimed task about to run, and its bucket. */
+export interface RateLimitedStart extends LeaseRef {
+  runnerId: string;
+  /** The bucket (see `rateLimitBucket`). */
+  bucket: string;
+  limit: number;
+  periodMs: number;
+  now: Date;
+}
+
+/** What {@link ExecutionStore.startRateLimited} decided. */
+export type RateLimitedStartResult =
+  /** The start is counted: run the attempt. */
+  | { status: 'started' }
+  /** The bucket is full: the task is `ready` again from `availableAt`, its claim undone. */
+  | { status: 'deferred'; availableAt: Date }
+  /** The lease is no longer this attempt's: nothing was written. */
+  | { status: 'lost' };
+
 /** A queued pipeline's full group, as {@link ExecutionStore.listQueuedGroups} reports it. */
 export interface QueuedGroup {
   pipelineExecutionId: string;
@@ -355,6 +374,17 @@ export interface ExecutionStore {
   listConcurrencyGroups(workflowName: string | null): Promise<ConcurrencyGroupInfo[]>;
   /** The full group each of these pipelines waits for, if it is queued; pipelines not queued are left out. */
   listQueuedGroups(pipelineExecutionIds: readonly string[]): Promise<QueuedGroup[]>;
+  /**
+   * Counts the start of a rate-limited attempt, exactly across runners: in one transaction
+   * serialized per bucket, when the bucket had fewer than `limit` starts in the last
+   * `periodMs`, records this one (`started`). Otherwise the task is given back unstarted —
+   * `ready` from the instant its bucket has room (a period later for each `limit` of tasks
+   * already given back for that instant), its lease dropped and its claim undone (`attempt`
+   * back, no start, no failure) — and `deferred` says when. Fenced on the lease: `lost`
+   * writes nothing. Postgres counts on the database's clock (one time line for every runner);
+   * SQLite on `now`.
+   */
+  startRateLimited(request: RateLimitedStart): Promise<RateLimitedStartResult>;
   /** Cancels a non-terminal pipeline and its non-terminal tasks; null when unknown. */
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null>;
   /** Pauses a pending or running pipeline; running tasks go back to ready (not a failure). */

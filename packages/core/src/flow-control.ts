@@ -25,6 +25,21 @@ export interface ConcurrencyRule {
   onLimit?: OnLimit;
 }
 
+/**
+ * At most `limit` starts of task attempts per sliding window of `periodMs`, counted in the
+ * database across every runner, per bucket: `name`, or `name/<value>` with a `key`.
+ */
+export interface RateLimit {
+  /** A bucket shared by every task and workflow that names it. */
+  name: string;
+  /** Context path: one bucket per (name, value). */
+  key?: string;
+  /** Integer 1..1,000,000: starts per window. */
+  limit: number;
+  /** The window, in milliseconds: an integer from 1 to 366 days. */
+  periodMs: number;
+}
+
 /** A concurrency group a pipeline belongs to, as stored with it: the group's name and its rule. */
 export interface PipelineGroup {
   /** `<workflow>` for a workflow-wide rule, `<workflow>/<key>=<value>` for a keyed one. */
@@ -42,6 +57,13 @@ export type WaitingFor =
 export const DEFAULT_PRIORITY = 0;
 /** The range of `priority` (workflow and ExecuteOptions). */
 export const PRIORITY_RANGE = Object.freeze({ min: -1000, max: 1000 });
+/** The largest `limit` of a rate limit. */
+export const MAX_RATE_LIMIT = 1_000_000;
+/** The longest `periodMs` of a rate limit: 366 days. */
+export const MAX_RATE_PERIOD_MS = 366 * 24 * 3_600_000;
+/** The longest rate-limit `name`, in characters. */
+const MAX_RATE_NAME_CHARS = 200;
+const RATE_LIMIT_KEYS = ['name', 'key', 'limit', 'periodMs'];
 /** The largest concurrency `limit`. */
 export const MAX_CONCURRENCY_LIMIT = 100_000;
 /** The longest `concurrencyKey`, in UTF-8 bytes (an idempotency key's bound). */
@@ -104,6 +126,56 @@ export function checkConcurrencyRules(workflowName: string, value: unknown): Con
     seen.add(identity);
     return { ...(key === undefined ? {} : { key }), limit, onLimit: onLimit ?? DEFAULT_ON_LIMIT };
   });
+}
+
+/**
+ * Checks a task's `rateLimit`.
+ * @throws WorkflowValidationError naming the workflow, the task and the field.
+ */
+export function checkRateLimit(workflowName: string, taskId: string, value: unknown): RateLimit | undefined {
+  if (value === undefined) return undefined;
+  const where = `Workflow "${workflowName}": task "${taskId}" rateLimit`;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new WorkflowValidationError(
+      `${where} must be an object such as { name: 'crm-api', limit: 10, periodMs: 1000 }.`,
+    );
+  }
+  for (const field of Object.keys(value)) {
+    if (!RATE_LIMIT_KEYS.includes(field)) {
+      throw new WorkflowValidationError(
+        `${where} has unknown field "${field}"; the fields are ${RATE_LIMIT_KEYS.join(', ')}.`,
+      );
+    }
+  }
+  const { name, key, limit, periodMs } = value as RateLimit;
+  if (typeof name !== 'string' || name.trim() === '' || hasNul(name) || name.length > MAX_RATE_NAME_CHARS) {
+    throw new WorkflowValidationError(
+      `${where}.name must be a non-empty string of at most ${MAX_RATE_NAME_CHARS} characters without NUL, got ${JSON.stringify(name) ?? String(name)}.`,
+    );
+  }
+  if (key !== undefined && !(typeof key === 'string' && CONTEXT_PATH.test(key) && !hasNul(key))) {
+    throw new WorkflowValidationError(
+      `${where}.key must be a context path such as "customerId" or "tenant.id", got ${JSON.stringify(key)}.`,
+    );
+  }
+  if (!(typeof limit === 'number' && Number.isSafeInteger(limit) && limit >= 1 && limit <= MAX_RATE_LIMIT)) {
+    throw new WorkflowValidationError(
+      `${where}.limit must be an integer from 1 to ${MAX_RATE_LIMIT}, got ${JSON.stringify(limit) ?? String(limit)}.`,
+    );
+  }
+  if (
+    !(typeof periodMs === 'number' && Number.isSafeInteger(periodMs) && periodMs >= 1 && periodMs <= MAX_RATE_PERIOD_MS)
+  ) {
+    throw new WorkflowValidationError(
+      `${where}.periodMs must be an integer of milliseconds from 1 to ${MAX_RATE_PERIOD_MS}, got ${JSON.stringify(periodMs) ?? String(periodMs)}.`,
+    );
+  }
+  return { name, ...(key === undefined ? {} : { key }), limit, periodMs };
+}
+
+/** The bucket an attempt of a task with `rule` counts in: its name, and the value its key reads from the context. */
+export function rateLimitBucket(rule: RateLimit, context: JsonObject): string {
+  return rule.key === undefined ? rule.name : `${rule.name}/${rule.key}=${groupValue(readPath(context, rule.key))}`;
 }
 
 /**
@@ -187,4 +259,27 @@ export function limitReachedError(group: string): string {
 /** The error of the pipeline `cancel_in_progress` cancelled to make room for a newer one. */
 export function replacedError(group: string): string {
   return `cancelled for a newer pipeline: concurrency limit ${group} reached (onLimit: cancel_in_progress)`;
+}
+
+/**
+ * How much longer than its `periodMs` a start counts in its bucket: the time between the count
+ * and the task's first instruction varies by a few milliseconds (a commit, a GC pause), and
+ * without this margin two starts counted a full period apart could reach the task's code, or
+ * the API it calls, slightly less than a period apart.
+ */
+export const RATE_LIMIT_GUARD_MS = 25;
+
+/** How long a start counts in its bucket: its period and the guard. */
+export function rateWindowMs(rule: Pick<RateLimit, 'periodMs'>): number {
+  return rule.periodMs + RATE_LIMIT_GUARD_MS;
+}
+
+/**
+ * When a task given back by a full bucket may be claimed again: `roomAt` (the instant the
+ * bucket has room for one more start), a period later for each `limit` of tasks already given
+ * back for that same instant (`herd`: how many), so that a backlog is not claimed whole at
+ * every instant of room.
+ */
+export function deferredUntil(roomAt: Date, herd: number, rule: Pick<RateLimit, 'limit' | 'periodMs'>): Date {
+  return new Date(roomAt.getTime() + Math.floor(herd / rule.limit) * rateWindowMs(rule));
 }

@@ -1,4 +1,4 @@
-import type { ConcurrencyRule } from './flow-control.js';
+import type { ConcurrencyRule, RateLimit } from './flow-control.js';
 import { RETRY_DEFAULTS, type RetryPolicy } from './retry.js';
 import type { TriggerRule, Workflow } from './workflow.js';
 
@@ -15,6 +15,8 @@ export interface WorkflowTaskInfo {
   hasWhen: boolean;
   /** Its `delayMs`; absent or null for none (definitions stored before delays existed have none). */
   delayMs?: number | null;
+  /** Its `rateLimit`; absent or null for none. */
+  rateLimit?: RateLimit | null;
 }
 
 /**
@@ -80,6 +82,7 @@ export function workflowDefinitionRow(workflow: Workflow): WorkflowDefinitionRow
       timeoutMs: task.timeoutMs ?? null,
       hasWhen: task.when !== undefined,
       ...(task.delayMs === undefined ? {} : { delayMs: task.delayMs }),
+      ...(task.rateLimit === undefined ? {} : { rateLimit: { ...task.rateLimit } }),
     })),
   };
 }

@@ -1,7 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Context } from './context.js';
 import { WorkflowValidationError } from './errors.js';
-import { type ConcurrencyRule, checkConcurrencyRules, checkPriority } from './flow-control.js';
+import {
+  type ConcurrencyRule,
+  checkConcurrencyRules,
+  checkPriority,
+  checkRateLimit,
+  type RateLimit,
+} from './flow-control.js';
 import type { RetryPolicy } from './retry.js';
 import { assertKnownKeys } from './suggest.js';
 import { hasNul } from './text.js';
@@ -50,6 +56,12 @@ export interface TaskDefinition {
    * process is held while it waits.
    */
   delayMs?: number;
+  /**
+   * At most `limit` starts per `periodMs` across every runner, in the bucket `name` (per
+   * context value with `key`). An attempt over its bucket does not start: the task stays
+   * `ready` with a later availableAt, using no attempt and holding no slot.
+   */
+  rateLimit?: RateLimit;
 }
 
 /** A validated workflow: its tasks in canonical (topological, then declaration) order. */
@@ -102,6 +114,7 @@ const TASK_KEYS = Object.keys({
   trigger: true,
   when: true,
   delayMs: true,
+  rateLimit: true,
 } satisfies Record<keyof TaskDefinition, true>);
 
 /** Every key of RetryPolicy. */
@@ -118,7 +131,7 @@ const RETRY_KEYS = Object.keys({
  * Task fields of DESIGN.md that this version does not run yet: refused by name, so that a
  * workflow never silently runs without the limit or the wait it declares.
  */
-const NOT_YET_SUPPORTED_TASK_KEYS = ['rateLimit', 'notBefore', 'waitFor', 'map'];
+const NOT_YET_SUPPORTED_TASK_KEYS = ['notBefore', 'waitFor', 'map'];
 
 /** The longest `delayMs`: a year of 366 days. */
 export const MAX_TASK_DELAY_MS = 366 * 24 * 3_600_000;
@@ -217,6 +230,7 @@ function checkTask(name: string, task: TaskDefinition): void {
     throw new WorkflowValidationError(`Workflow "${name}": task "${task.id}" has no run function.`);
   }
   const { dependsOn, trigger, when, timeoutMs, retry, delayMs } = task;
+  checkRateLimit(name, task.id, task.rateLimit);
   if (delayMs !== undefined && !(isPositiveInteger(delayMs) && (delayMs as number) <= MAX_TASK_DELAY_MS)) {
     fail('delayMs', `a positive integer of milliseconds, at most ${MAX_TASK_DELAY_MS} (366 days)`, delayMs);
   }
@@ -339,6 +353,7 @@ function structureHash(
     when: t.when ? 'custom' : null,
     // Only when set, so that tasks without a delay keep the versions they had.
     ...(t.delayMs === undefined ? {} : { delayMs: t.delayMs }),
+    ...(t.rateLimit === undefined ? {} : { rateLimit: t.rateLimit }),
   }));
   const rules = {
     ...(concurrency.length === 0 ? {} : { concurrency }),

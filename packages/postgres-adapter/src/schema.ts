@@ -255,7 +255,42 @@ function defineTables(table: TableFn) {
     ],
   );
 
-  return { pipelineExecutions, taskExecutions, cronSchedules, cronExecutions, runners, workflows, concurrencySlots };
+  /**
+   * The starts of rate-limited attempts, one row each, kept while some window may still count
+   * them (`expires_at` = start + the period of the task that started): what a bucket's limit counts.
+   */
+  const rateLimitStarts = table(
+    'rate_limit_starts',
+    {
+      bucket: text('bucket').notNull(),
+      startedAt: timestamp('started_at').notNull(),
+      expiresAt: timestamp('expires_at').notNull(),
+    },
+    (t) => [index('rate_limit_starts_bucket_idx').on(t.bucket, t.startedAt)],
+  );
+
+  /**
+   * Per bucket, the tasks given back to wait for the same instant of room (a herd): the next
+   * one waits a period more for every `limit` of them, so that a backlog is not claimed again
+   * whole at each instant of room.
+   */
+  const rateLimitBuckets = table('rate_limit_buckets', {
+    bucket: text('bucket').primaryKey(),
+    herdAt: timestamp('herd_at').notNull(),
+    herdSize: integer('herd_size').notNull(),
+  });
+
+  return {
+    pipelineExecutions,
+    taskExecutions,
+    cronSchedules,
+    cronExecutions,
+    runners,
+    workflows,
+    concurrencySlots,
+    rateLimitStarts,
+    rateLimitBuckets,
+  };
 }
 
 /** Every table of the Postgres dialect, as the stores receive them. */
@@ -270,6 +305,8 @@ export const {
   runners,
   workflows,
   concurrencySlots,
+  rateLimitStarts,
+  rateLimitBuckets,
 } = defineTables(pgTable);
 
 /**

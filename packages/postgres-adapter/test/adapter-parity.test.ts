@@ -21,8 +21,17 @@ function queriesOf(folder: string, file: string): string[] {
  */
 const EXPECTED_DIFFERENCES: Record<string, { postgresOnly: string[]; sqliteOnly: string[] }> = {
   'runner-store.sql': { postgresOnly: ['index/selectDatabaseNow'], sqliteOnly: [] },
-  // Concurrency groups' advisory locks: SQLite's writers take turns (BEGIN IMMEDIATE) and need none.
-  'execution-store.sql': { postgresOnly: ['admission/lockGroups', 'admission/tryLockGroup'], sqliteOnly: [] },
+  // Advisory locks of concurrency groups and rate buckets: SQLite's writers take turns (BEGIN IMMEDIATE) and
+  // need none; and the database's clock, which rate limits count on (SQLite has one host's clock).
+  'execution-store.sql': {
+    postgresOnly: [
+      'admission/lockGroups',
+      'admission/tryLockGroup',
+      'buckets/lockBucket',
+      'buckets/selectDatabaseTime',
+    ],
+    sqliteOnly: [],
+  },
 };
 
 describe('adapter parity: the same queries in both dialects', () => {

@@ -64,6 +64,8 @@ describe('openPostgresStorage', () => {
       'cron_executions',
       'cron_schedules',
       'pipeline_executions',
+      'rate_limit_buckets',
+      'rate_limit_starts',
       'runners',
       'task_executions',
       'workflows',

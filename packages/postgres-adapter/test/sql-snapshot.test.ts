@@ -47,6 +47,17 @@ import {
   tryLockGroup,
 } from '../src/execution-store/admission.js';
 import {
+  countStarts,
+  deferTask,
+  deleteExpiredStarts,
+  insertStart,
+  joinHerd,
+  lockBucket,
+  selectDatabaseTime,
+  selectHeldLease,
+  selectNthStart,
+} from '../src/execution-store/buckets.js';
+import {
   cancelPipelineRow,
   cancelTasks,
   pausePipelineRow,
@@ -83,6 +94,17 @@ const occurrence: NewCronExecution = {
   missedCount: 0,
 };
 const page = { limit: 10, offset: 0 };
+const rateLimited = {
+  taskExecutionId: id,
+  pipelineExecutionId: id,
+  taskId: 't',
+  attempt: 1,
+  runnerId: 'r',
+  bucket: 'b',
+  limit: 1,
+  periodMs: 1000,
+  now,
+};
 const release = { now, runnerId: 'r', workflowNames: ['w'], limit: 10 };
 
 // The cron store's `handoff/insertPipelines` is the execution store's `pipelines/insertPipelines`, in execution-store.sql already.
@@ -156,6 +178,17 @@ const stores = {
         ]),
         selectQueuedGroups: selectQueuedGroups(db, tables, [id]),
         selectGroupOccupancy: selectGroupOccupancy(db, tables, 'w'),
+      },
+      buckets: {
+        lockBucket: lockBucket(db, tables, 'b'),
+        selectDatabaseTime: selectDatabaseTime(db),
+        selectHeldLease: selectHeldLease(db, tables, rateLimited),
+        deleteExpiredStarts: deleteExpiredStarts(db, tables, 'b', now),
+        countStarts: countStarts(db, tables, 'b', now),
+        selectNthStart: selectNthStart(db, tables, 'b', now, 1),
+        insertStart: insertStart(db, tables, 'b', now, 1000),
+        joinHerd: joinHerd(db, tables, 'b', now),
+        deferTask: deferTask(db, tables, rateLimited, now, now),
       },
       control: {
         cancelPipelineRow: cancelPipelineRow(db, tables, id, now),

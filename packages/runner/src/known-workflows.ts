@@ -137,6 +137,7 @@ export function workflowFromInfo(info: WorkflowInfo): Workflow {
       ...(task.timeoutMs === null ? {} : { timeoutMs: task.timeoutMs }),
       ...(task.hasWhen ? { when: () => true } : {}),
       ...(task.delayMs == null ? {} : { delayMs: task.delayMs }),
+      ...(task.rateLimit == null ? {} : { rateLimit: task.rateLimit }),
       run: () => {
         throw new NonRetryableError(`Task "${task.id}" of workflow "${info.name}" has no code in this process.`);
       },

@@ -246,6 +246,37 @@ describe.each(ADAPTERS)('flow control, on $name', (adapter) => {
     expect(seen.highest('nightly')).toBe(2);
   });
 
+  it('starts at most `limit` rate-limited tasks per window, reaches it, and uses no attempt for those held back', async () => {
+    const starts: number[] = [];
+    const attempts: number[] = [];
+    const PERIOD_MS = 300;
+    const crm = defineWorkflow({
+      name: 'crm',
+      tasks: [
+        {
+          id: 'call',
+          rateLimit: { name: 'crm-api', limit: 3, periodMs: PERIOD_MS },
+          run: (_ctx, info) => {
+            starts.push(Date.now());
+            attempts.push(info.attempt);
+          },
+        },
+      ],
+    });
+    const runner = await runners.open({ workflows: [crm], maxConcurrentTasks: 10 });
+    await runner.start();
+    const executions = await runner.executeAsyncMany(Array.from({ length: 12 }, () => ({ workflowName: 'crm' })));
+    const results = await Promise.all(executions.map((execution) => execution.wait()));
+    expect(results.map((result) => result.status)).toEqual(Array(12).fill('completed'));
+    expect(attempts).toEqual(Array(12).fill(1));
+    expect(results.flatMap((result) => result.tasks.map((task) => task.attempts))).toEqual(Array(12).fill(1));
+    starts.sort((a, b) => a - b);
+    // Any 4 consecutive starts span at least a period: never 4 in one window. The first 3 started together.
+    for (let i = 0; i + 3 < starts.length; i += 1)
+      expect(starts[i + 3]! - starts[i]!).toBeGreaterThanOrEqual(PERIOD_MS);
+    expect(starts[2]! - starts[0]!).toBeLessThan(PERIOD_MS);
+  });
+
   it('says a delayed pipeline waits for its runAt', async () => {
     const later = defineWorkflow({ name: 'later', tasks: [{ id: 't', run: () => {} }] });
     const runner = await runners.open({ workflows: [later] });

@@ -232,6 +232,31 @@ export const concurrencySlots = sqliteTable(
   ],
 );
 
+/**
+ * The starts of rate-limited attempts, one row each, kept while some window may still count
+ * them (`expires_at` = start + the period of the task that started): what a bucket's limit counts.
+ */
+export const rateLimitStarts = sqliteTable(
+  'rate_limit_starts',
+  {
+    bucket: text('bucket').notNull(),
+    startedAt: timestamp('started_at').notNull(),
+    expiresAt: timestamp('expires_at').notNull(),
+  },
+  (t) => [index('rate_limit_starts_bucket_idx').on(t.bucket, t.startedAt)],
+);
+
+/**
+ * Per bucket, the tasks given back to wait for the same instant of room (a herd): the next
+ * one waits a period more for every `limit` of them, so that a backlog is not claimed again
+ * whole at each instant of room.
+ */
+export const rateLimitBuckets = sqliteTable('rate_limit_buckets', {
+  bucket: text('bucket').primaryKey(),
+  herdAt: timestamp('herd_at').notNull(),
+  herdSize: integer('herd_size').notNull(),
+});
+
 /** Every table of the SQLite dialect, as the stores receive them. */
 export const tables = {
   pipelineExecutions,
@@ -241,6 +266,8 @@ export const tables = {
   runners,
   workflows,
   concurrencySlots,
+  rateLimitStarts,
+  rateLimitBuckets,
 };
 
 /** {@link tables}, as the stores receive them. */

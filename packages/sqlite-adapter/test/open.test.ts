@@ -48,6 +48,8 @@ describe('openSqliteStorage', () => {
       'cron_executions',
       'cron_schedules',
       'pipeline_executions',
+      'rate_limit_buckets',
+      'rate_limit_starts',
       'runners',
       'task_executions',
       'workflows',

@@ -14,10 +14,11 @@ import {
   TERMINAL_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
-import { alias, getTableConfig } from 'drizzle-orm/pg-core';
-import { arrayParam, encodeUuidList, inTextList, inUuidList, statusIn, statusNotIn } from '../codec.js';
+import { alias } from 'drizzle-orm/pg-core';
+import { encodeUuidList, inTextList, inUuidList, statusIn, statusNotIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
+import { lockKeys, tryLockKey } from './conditions.js';
 import { cancelPipeline } from './control.js';
 
 /*
@@ -29,30 +30,17 @@ import { cancelPipeline } from './control.js';
 /** How many queued slots one read of a group's queue takes. */
 const QUEUE_PAGE = 100;
 
-/** The advisory-lock key space of this schema's groups: tenants sharing a database never share a lock. */
-function lockScope(tables: PostgresTables): string {
-  return `orrery.concurrency:${getTableConfig(tables.concurrencySlots).schema ?? 'public'}:`;
-}
-
 /**
  * Differs by necessity: SQLite's writers take turns (BEGIN IMMEDIATE), Postgres's take the
- * groups' advisory locks, in name order so that two admissions sharing groups never deadlock,
- * held until the transaction ends.
+ * groups' advisory locks (see lockKeys), held until the transaction ends.
  */
 export function lockGroups(db: PostgresDb, tables: PostgresTables, groups: readonly string[]) {
-  // Raw SQL: advisory locks have no builder.
-  return db.execute(
-    sql`SELECT pg_advisory_xact_lock(hashtextextended(${lockScope(tables)} || g, 0))
-      FROM unnest(${arrayParam([...groups].sort())}::text[]) AS g ORDER BY g`,
-  );
+  return lockKeys(db, tables, 'concurrency', groups);
 }
 
 /** Differs by necessity (see {@link lockGroups}): a group outside the first set is tried, never waited for. */
 export function tryLockGroup(db: PostgresDb, tables: PostgresTables, group: string) {
-  // Raw SQL: advisory locks have no builder.
-  return db.execute<{ locked: boolean }>(
-    sql`SELECT pg_try_advisory_xact_lock(hashtextextended(${lockScope(tables) + group}, 0)) AS locked`,
-  );
+  return tryLockKey(db, tables, 'concurrency', group);
 }
 
 /** The groups with queued pipelines: what a periodic admission goes through. */

@@ -1,6 +1,8 @@
 import { getTableColumns, sql } from 'drizzle-orm';
-import { dateToIso } from '../codec.js';
+import { getTableConfig } from 'drizzle-orm/pg-core';
+import { arrayParam, dateToIso } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
+import type { PostgresDb } from '../transaction.js';
 
 /*
  * The execution store's shared predicates and helpers: every file of the port takes them from
@@ -25,4 +27,29 @@ export function later(now: Date, ms: number): Date {
 export function taskRowColumns({ taskExecutions: t }: PostgresTables) {
   const { updatedAt: _updatedAt, priority: _priority, delayMs: _delayMs, ...columns } = getTableColumns(t);
   return columns;
+}
+
+/** The advisory-lock key space of this schema: tenants sharing a database never share a lock. */
+function lockScope(tables: PostgresTables, space: string): string {
+  return `orrery.${space}:${getTableConfig(tables.concurrencySlots).schema ?? 'public'}:`;
+}
+
+/**
+ * Takes the advisory locks of `keys` in `space` (concurrency groups, rate buckets) for the
+ * transaction, in key order, so that two transactions sharing keys never deadlock.
+ */
+export function lockKeys(db: PostgresDb, tables: PostgresTables, space: string, keys: readonly string[]) {
+  // Raw SQL: advisory locks have no builder.
+  return db.execute(
+    sql`SELECT pg_advisory_xact_lock(hashtextextended(${lockScope(tables, space)} || k, 0))
+      FROM unnest(${arrayParam([...keys].sort())}::text[]) AS k ORDER BY k`,
+  );
+}
+
+/** Tries the advisory lock of `key` in `space` without waiting; its row says whether it was taken. */
+export function tryLockKey(db: PostgresDb, tables: PostgresTables, space: string, key: string) {
+  // Raw SQL: advisory locks have no builder.
+  return db.execute<{ locked: boolean }>(
+    sql`SELECT pg_try_advisory_xact_lock(hashtextextended(${lockScope(tables, space) + key}, 0)) AS locked`,
+  );
 }

@@ -15,6 +15,8 @@ import {
   type PipelineFilter,
   type PipelineRow,
   type QueuedGroup,
+  type RateLimitedStart,
+  type RateLimitedStartResult,
   type RenewLeasesOptions,
   type RetriedTask,
   type TaskRow,
@@ -22,6 +24,7 @@ import {
 } from '@orreryjs/core';
 import { type PostgresDb, type PostgresHandle, statement, transaction } from '../transaction.js';
 import { admitQueuedIn, queuedGroupsOf, requeueRetried, selectGroupOccupancy } from './admission.js';
+import { startRateLimitedIn } from './buckets.js';
 import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTasks, prepareFinish } from './finish.js';
@@ -171,6 +174,10 @@ export class PostgresExecutionStore implements ExecutionStore {
       admitQueuedIn(tx, this.#handle.tables, groups, now),
     );
     return admitted.length;
+  }
+
+  startRateLimited(request: RateLimitedStart): Promise<RateLimitedStartResult> {
+    return transaction(this.#handle, 'startRateLimited', (tx) => startRateLimitedIn(tx, this.#handle.tables, request));
   }
 
   listConcurrencyGroups(workflowName: string | null): Promise<ConcurrencyGroupInfo[]> {

@@ -196,8 +196,8 @@ select (SELECT count(*)::int FROM "tenant"."task_executions" WHERE "status" = 'r
   from (SELECT 1) AS one;
 
 -- admission/lockGroups
-SELECT pg_advisory_xact_lock(hashtextextended($1 || g, 0))
-      FROM unnest($2::text[]) AS g ORDER BY g;
+SELECT pg_advisory_xact_lock(hashtextextended($1 || k, 0))
+      FROM unnest($2::text[]) AS k ORDER BY k;
 
 -- admission/tryLockGroup
 SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked;
@@ -265,6 +265,52 @@ select "tenant"."concurrency_slots"."group_name", "tenant"."pipeline_executions"
   where ("tenant"."pipeline_executions"."status" NOT IN ('completed', 'failed', 'cancelled') and "tenant"."pipeline_executions"."workflow_name" = $1)
   group by "tenant"."pipeline_executions"."workflow_name", "tenant"."concurrency_slots"."group_name"
   order by "tenant"."pipeline_executions"."workflow_name" asc, "tenant"."concurrency_slots"."group_name" asc;
+
+-- buckets/lockBucket
+SELECT pg_advisory_xact_lock(hashtextextended($1 || k, 0))
+      FROM unnest($2::text[]) AS k ORDER BY k;
+
+-- buckets/selectDatabaseTime
+SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms;
+
+-- buckets/selectHeldLease
+select "attempt"
+  from "tenant"."task_executions"
+  where ("tenant"."task_executions"."pipeline_execution_id" = $1 and "tenant"."task_executions"."task_id" = $2 and "tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_owner" = $3 and "tenant"."task_executions"."attempt" = $4) for update;
+
+-- buckets/deleteExpiredStarts
+delete
+  from "tenant"."rate_limit_starts"
+  where ("tenant"."rate_limit_starts"."bucket" = $1 and "tenant"."rate_limit_starts"."expires_at" <= $2);
+
+-- buckets/countStarts
+select count(*)
+  from "tenant"."rate_limit_starts"
+  where ("tenant"."rate_limit_starts"."bucket" = $1 and "tenant"."rate_limit_starts"."started_at" > $2);
+
+-- buckets/selectNthStart
+select "started_at"
+  from "tenant"."rate_limit_starts"
+  where ("tenant"."rate_limit_starts"."bucket" = $1 and "tenant"."rate_limit_starts"."started_at" > $2)
+  order by "tenant"."rate_limit_starts"."started_at" asc
+  limit $3
+  offset $4;
+
+-- buckets/insertStart
+insert into "tenant"."rate_limit_starts" ("bucket", "started_at", "expires_at")
+  values ($1, $2, $3);
+
+-- buckets/joinHerd
+insert into "tenant"."rate_limit_buckets" ("bucket", "herd_at", "herd_size")
+  values ($1, $2, $3)
+  on conflict ("bucket") do
+  update set "herd_at" = excluded.herd_at, "herd_size" = CASE WHEN "tenant"."rate_limit_buckets"."herd_at" = excluded.herd_at THEN "tenant"."rate_limit_buckets"."herd_size" + 1 ELSE 1 END
+  returning "herd_size" - 1;
+
+-- buckets/deferTask
+update "tenant"."task_executions"
+  set "status" = $1, "attempt" = "tenant"."task_executions"."attempt" - 1, "available_at" = $2, "lease_owner" = $3, "lease_expires_at" = $4, "started_at" = $5, "updated_at" = $6
+  where ("tenant"."task_executions"."pipeline_execution_id" = $7 and "tenant"."task_executions"."task_id" = $8);
 
 -- control/cancelPipelineRow
 update "tenant"."pipeline_executions"

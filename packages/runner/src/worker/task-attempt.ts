@@ -9,6 +9,8 @@ import {
   type Logger,
   leaseOfTask,
   type PipelineRow,
+  type RateLimit,
+  rateLimitBucket,
   setLongTimeout,
   sleep,
   type TaskDefinition,
@@ -148,6 +150,13 @@ async function runTraced(
     if (definition.when !== undefined && !definition.when(context)) {
       return commit(env, claimed, entry, ref, span, { status: 'skipped', reason: 'when returned false' }, 0);
     }
+    if (
+      definition.rateLimit !== undefined &&
+      !(await rateLimitAdmits(env, entry, definition.rateLimit, context, ref))
+    ) {
+      span.setAttribute(SPAN_ATTRIBUTES.outcome, 'rate_limited');
+      return;
+    }
     env.emit('task:started', ref);
     await runWithSignal(definition, context, attemptInfo(ref, entry, pipeline), entry, env);
     outcome = completedOutcome(context, row.taskId, env.maxContextBytes);
@@ -172,6 +181,35 @@ async function runTraced(
     if (entry.abortCause === null && error instanceof Error && typeof error.stack === 'string') stack = error.stack;
   }
   return commit(env, claimed, entry, ref, span, outcome, env.clock.now().getTime() - startedMs, stack);
+}
+
+/**
+ * Counts this attempt's start in its rate-limit bucket, in the database (exact across runners):
+ * true when it may run. When the bucket is full the store gave the task back unstarted (no
+ * attempt used, no failure) and this runner wakes when it may be claimed again; a lost lease
+ * is someone else's task now. Either way the slot is free at once.
+ */
+async function rateLimitAdmits(
+  env: AttemptEnvironment,
+  entry: ActiveTask,
+  rule: RateLimit,
+  context: Context,
+  ref: AttemptRef,
+): Promise<boolean> {
+  const gate = await env.store.startRateLimited({
+    runnerId: env.runnerId,
+    ...leaseOf(entry),
+    bucket: rateLimitBucket(rule, context.toJSON()),
+    limit: rule.limit,
+    periodMs: rule.periodMs,
+    now: env.clock.now(),
+  });
+  if (gate.status === 'started') return true;
+  if (gate.status === 'deferred') {
+    env.logger.debug({ ...ref, availableAt: gate.availableAt }, 'rate limit reached: task given back until then');
+    env.wake(gate.availableAt.getTime());
+  }
+  return false;
 }
 
 function attemptInfo(ref: AttemptRef, entry: ActiveTask, pipeline: PipelineRow): TaskRunInfo {

@@ -14,6 +14,8 @@ import {
   type PipelineFilter,
   type PipelineRow,
   type QueuedGroup,
+  type RateLimitedStart,
+  type RateLimitedStartResult,
   type RenewLeasesOptions,
   type RetriedTask,
   type TaskRow,
@@ -21,6 +23,7 @@ import {
 } from '@orreryjs/core';
 import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
 import { admitQueuedIn, prepareAdmission, queueCreated, queuedGroupsOf, requeueRetried } from './admission.js';
+import { prepareRateLimits, startRateLimitedIn } from './buckets.js';
 import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTasks, prepareFinish } from './finish.js';
@@ -37,6 +40,7 @@ export function prepareExecutionStore(handle: SqliteHandle) {
     finish: prepareFinish(handle),
     control: prepareControl(handle),
     admission: prepareAdmission(handle),
+    buckets: prepareRateLimits(handle),
     retention: prepareRetention(handle),
   };
 }
@@ -167,6 +171,10 @@ export class SqliteExecutionStore implements ExecutionStore {
   admitQueued(groups: readonly string[] | null, now: Date): Promise<number> {
     if (groups !== null && groups.length === 0) return Promise.resolve(0);
     return writeTransaction(this.#handle, 'admitQueued', () => admitQueuedIn(this.#q.admission, groups, now).length);
+  }
+
+  startRateLimited(request: RateLimitedStart): Promise<RateLimitedStartResult> {
+    return writeTransaction(this.#handle, 'startRateLimited', () => startRateLimitedIn(this.#q.buckets, request));
   }
 
   listConcurrencyGroups(workflowName: string | null): Promise<ConcurrencyGroupInfo[]> {

@@ -227,6 +227,45 @@ select "concurrency_slots"."group_name", "pipeline_executions"."workflow_name", 
   group by "pipeline_executions"."workflow_name", "concurrency_slots"."group_name"
   order by "pipeline_executions"."workflow_name" asc, "concurrency_slots"."group_name" asc;
 
+-- buckets/selectHeldLease
+select "attempt"
+  from "task_executions"
+  where (("task_executions"."pipeline_execution_id" = ? and "task_executions"."task_id" = ?) and "task_executions"."status" = 'running' and "task_executions"."lease_owner" = ? and "task_executions"."attempt" = ?);
+
+-- buckets/deleteExpiredStarts
+delete
+  from "rate_limit_starts"
+  where ("rate_limit_starts"."bucket" = ? and "rate_limit_starts"."expires_at" <= ?);
+
+-- buckets/countStarts
+select count(*)
+  from "rate_limit_starts"
+  where ("rate_limit_starts"."bucket" = ? and "rate_limit_starts"."started_at" > ?);
+
+-- buckets/selectNthStart
+select "started_at"
+  from "rate_limit_starts"
+  where ("rate_limit_starts"."bucket" = ? and "rate_limit_starts"."started_at" > ?)
+  order by "rate_limit_starts"."started_at" asc
+  limit ?
+  offset ?;
+
+-- buckets/insertStart
+insert into "rate_limit_starts" ("bucket", "started_at", "expires_at")
+  values (?, ?, ?);
+
+-- buckets/joinHerd
+insert into "rate_limit_buckets" ("bucket", "herd_at", "herd_size")
+  values (?, ?, ?)
+  on conflict ("rate_limit_buckets"."bucket") do
+  update set "herd_at" = excluded.herd_at, "herd_size" = CASE WHEN "rate_limit_buckets"."herd_at" = excluded.herd_at THEN "rate_limit_buckets"."herd_size" + 1 ELSE 1 END
+  returning "herd_size" - 1;
+
+-- buckets/deferTask
+update "task_executions"
+  set "status" = ?, "attempt" = "task_executions"."attempt" - 1, "available_at" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "started_at" = ?, "updated_at" = ?
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."task_id" = ?);
+
 -- retention/deleteTerminalPipelines
 delete
   from "pipeline_executions"

@@ -1,0 +1,13 @@
+CREATE TABLE `rate_limit_buckets` (
+	`bucket` text PRIMARY KEY NOT NULL,
+	`herd_at` integer NOT NULL,
+	`herd_size` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE `rate_limit_starts` (
+	`bucket` text NOT NULL,
+	`started_at` integer NOT NULL,
+	`expires_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `rate_limit_starts_bucket_idx` ON `rate_limit_starts` (`bucket`,`started_at`);
