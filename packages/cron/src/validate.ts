@@ -6,6 +6,7 @@ import {
   ContextError,
   isJsonObject,
   type JsonObject,
+  jsonByteLength,
   type OverlapPolicy,
   type ScheduleDst,
   toJson,
@@ -79,6 +80,8 @@ const INPUT_KEYS = Object.keys({
 } satisfies Record<keyof CronScheduleInput, true>) as readonly (keyof CronScheduleInput)[];
 // Stands in for a schedule id when sizing the context before the schedule has one.
 const SAMPLE_ID = '00000000-0000-4000-8000-000000000000';
+// Stands in for an occurrence's time: every ISO time of a storable date has this length.
+const SAMPLE_TIME = new Date(0);
 
 /**
  * Checks a whole schedule input and returns its normalised definition and `enabled` flag.
@@ -139,20 +142,50 @@ export function validateScheduleInput(
     startAt,
     endAt,
   };
-  // The pipelines get the schedule keys on top of the context, and the recovery keys when a
-  // lost occurrence is handed off again: size the largest context they will see, so that a
-  // recovery is never refused for size after the first handoff was accepted.
-  const largest = recoveryContext(
-    occurrenceContext({ ...definition, id: SAMPLE_ID }, new Date(0)),
-    limits.maxRecoveryAttempts,
-  );
-  assertContextSize(largest, limits.maxContextBytes, 'Schedule context (with the schedule and recovery keys)');
+  assertOccurrenceContextSize(definition, limits);
   return {
     definition,
     enabled: checkBoolean('enabled', input.enabled ?? SCHEDULE_DEFAULTS.enabled),
     note: input.note === undefined ? undefined : checkNote(input.note),
   };
 }
+
+/**
+ * The pipelines get the schedule keys on top of the context, and the recovery keys when a
+ * lost occurrence is handed off again: refuses a context whose largest such form is over
+ * `maxContextBytes`, so that a recovery is never refused for size after the first handoff
+ * was accepted. The context's size plus that of the added keys alone is an upper bound (a
+ * key of both is counted twice): only a context near the limit is merged and sized exactly,
+ * so that a sync of 100,000 schedules builds no merged context per schedule.
+ * @throws ContextError when it is over the limit.
+ */
+function assertOccurrenceContextSize(definition: ScheduleDefinition, limits: ValidationLimits): void {
+  const { name, timezone, cronExpression, context } = definition;
+  const keysBytes =
+    ADDED_KEYS_BYTES +
+    jsonByteLength(name) +
+    jsonByteLength(timezone) +
+    jsonByteLength(cronExpression) +
+    jsonByteLength(limits.maxRecoveryAttempts);
+  if (jsonByteLength(context) + keysBytes <= limits.maxContextBytes) return;
+  const largest = recoveryContext(
+    occurrenceContext({ id: SAMPLE_ID, name, timezone, cronExpression, context }, SAMPLE_TIME),
+    limits.maxRecoveryAttempts,
+  );
+  assertContextSize(largest, limits.maxContextBytes, 'Schedule context (with the schedule and recovery keys)');
+}
+
+// The serialised size of the keys occurrenceContext and recoveryContext add, but for the
+// values of name, timezone, expression and attempt (each an empty string or 0 here).
+const ADDED_KEYS_BYTES =
+  jsonByteLength(
+    recoveryContext(
+      occurrenceContext({ id: SAMPLE_ID, name: '', timezone: '', cronExpression: '', context: {} }, SAMPLE_TIME),
+      0,
+    ),
+  ) -
+  3 * jsonByteLength('') -
+  jsonByteLength(0);
 
 /**
  * Refuses a definition that would never fire from `now` on: its window ends before its first
