@@ -28,9 +28,9 @@ import {
   applyScheduleSync,
   deleteSchedule,
   insertSchedule,
+  listSchedules,
   prepareSchedules,
   ScheduleSyncLost,
-  selectSchedules,
   selectStrandedSchedules,
   updateSchedule,
 } from './schedules.js';
@@ -83,7 +83,7 @@ export class SqliteCronStore implements CronStore {
 
   listSchedules(filter: ScheduleFilter): Promise<ScheduleRow[]> {
     return readTransaction(this.#handle, 'listSchedules', () =>
-      selectSchedules(this.#handle.db, this.#handle.tables, filter).all(),
+      listSchedules(this.#handle.client, this.#handle.db, this.#handle.tables, filter),
     );
   }
 
