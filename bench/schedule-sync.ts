@@ -7,7 +7,9 @@
  *
  * Scenarios, each one call over the whole list: create every schedule; sync the same list
  * again (all unchanged, nothing written); change every expression (all updated, re-timed);
- * prune every one by delete (an empty list). Results are printed as a table and written to
+ * prune every one by delete (an empty list). Each row also has this process's CPU seconds
+ * during the call, steadier than the wall time on a loaded machine (the database server's
+ * work is not in it). Results are printed as a table and written to
  * bench/results/sync-<date>.json. Nothing asserts a time (see README.md).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -40,6 +42,8 @@ interface Row {
   schedules: number;
   seconds: number;
   perSecond: number;
+  /** CPU time of this process during the call (user + system): less sensitive to the machine's load than `seconds`, but blind to the database server's work. */
+  cpuSeconds: number;
 }
 
 async function measure(adapter: string, config: DefaultRunnerConfig): Promise<Row[]> {
@@ -48,10 +52,13 @@ async function measure(adapter: string, config: DefaultRunnerConfig): Promise<Ro
   const timed = async (scenario: string, run: () => Promise<unknown>) => {
     // Progress: one call per scenario, so a line before and after it (a 100,000 call takes seconds).
     console.log(`  ${adapter}: ${scenario}, ${COUNT} schedules …`);
+    const cpuBefore = process.cpuUsage();
     const started = performance.now();
     await run();
     const seconds = (performance.now() - started) / 1000;
-    rows.push({ adapter, scenario, schedules: COUNT, seconds, perSecond: Math.round(COUNT / seconds) });
+    const cpu = process.cpuUsage(cpuBefore);
+    const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+    rows.push({ adapter, scenario, schedules: COUNT, seconds, perSecond: Math.round(COUNT / seconds), cpuSeconds });
     console.log(`  ${adapter}: ${scenario} done in ${seconds.toFixed(2)} s (${Math.round(COUNT / seconds)}/s)`);
   };
   try {
@@ -68,6 +75,8 @@ async function measure(adapter: string, config: DefaultRunnerConfig): Promise<Ro
   return rows;
 }
 
+// The load when the run began: the figures below move with it (see README.md).
+const loadAtStart = loadavg().map((load) => load.toFixed(2));
 const results: Row[] = [];
 for (const adapter of ADAPTERS) {
   if (adapter === 'sqlite') {
@@ -90,8 +99,15 @@ for (const adapter of ADAPTERS) {
   }
 }
 
-console.table(results.map((row) => ({ ...row, seconds: row.seconds.toFixed(2) })));
-const environment = { cpus: cpus().length, loadavg: loadavg().map((load) => load.toFixed(2)), scale: SCALE };
+console.table(
+  results.map((row) => ({ ...row, seconds: row.seconds.toFixed(2), cpuSeconds: row.cpuSeconds.toFixed(2) })),
+);
+const environment = {
+  cpus: cpus().length,
+  loadAtStart,
+  loadavg: loadavg().map((load) => load.toFixed(2)),
+  scale: SCALE,
+};
 mkdirSync(new URL('results/', import.meta.url), { recursive: true });
 // BENCH_LABEL names the run in the file, so that runs of one session (before/after) do not overwrite each other.
 const label = process.env.BENCH_LABEL === undefined ? '' : `-${process.env.BENCH_LABEL}`;

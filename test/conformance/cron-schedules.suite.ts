@@ -2,6 +2,7 @@ import {
   type ClaimDueRequest,
   type CronExecutionRow,
   type DueScheduleState,
+  type JsonObject,
   type NewCronExecution,
   newId,
   occurrenceId,
@@ -246,6 +247,32 @@ export function describeCronSchedules(open: OpenStorage): void {
 
           const stored = await store().listSchedules({ workflowName, limit: fresh.length + 1, offset: 0 });
           expect(stored.sort(byId)).toEqual([...fresh].sort(byId));
+        });
+
+        it('updates thousands of schedules in one sync, values shared by all and varied by row stored exactly', async () => {
+          const workflowName = uniqueName();
+          const rows = Array.from({ length: 2_345 }, (_, index) =>
+            scheduleRow({ name: uniqueName(`many-${index}`), workflowName }),
+          );
+          expect(await store().applyScheduleSync({ inserts: rows, updates: [], deletes: [] })).toBe(true);
+          // One set of columns, so one statement: some values the same in every row, the others varied.
+          const patchOf = (index: number) => ({
+            cronExpression: `${index % 60} * * * *`,
+            context: (index % 2 === 0 ? { index, quote: 'it\'s "q"', list: [1, null] } : {}) as JsonObject,
+            dst: index % 5 === 0 ? ({ repeated: 'both', gap: 'skip' } as const) : null,
+            enabled: index % 3 !== 0,
+            maxRuns: index % 4 === 0 ? null : index,
+            nextRunAt: index % 8 === 0 ? null : at(index),
+            note: null,
+            updatedAt: at(2),
+          });
+          const updates = rows.map((row, index) => ({ id: row.id, expectedVersion: 1, patch: patchOf(index) }));
+
+          expect(await store().applyScheduleSync({ inserts: [], updates, deletes: [] })).toBe(true);
+
+          const stored = await store().listSchedules({ workflowName, limit: rows.length + 1, offset: 0 });
+          const expected = rows.map((row, index) => ({ ...row, ...patchOf(index), version: 2 }));
+          expect(stored.sort(byId)).toEqual(expected.sort(byId));
         });
 
         it('applies an empty sync as a no-op', async () => {

@@ -22,7 +22,7 @@ import {
 } from './sync.js';
 import { type CronSchedule, type CronScheduleInput, toCronSchedule } from './types.js';
 import { assertCanFire, checkNote, type ScheduleDefinition, validateScheduleInput } from './validate.js';
-import { firstRunAt, sameTiming, timingChanges } from './window.js';
+import { firstRunAt, firstRunAtMemo, sameTiming, TIMING_FIELDS, timingChanges } from './window.js';
 
 /** Filter of {@link ScheduleManager.list}. */
 export interface ListSchedulesFilter {
@@ -80,7 +80,9 @@ export class ScheduleManager {
       if (existing !== null && sameDefinition(existing, definition)) return toCronSchedule(existing);
       throw error;
     }
-    const { schedule, created } = await this.#deps.store.insertSchedule(newRow(definition, enabled, note, now));
+    const { schedule, created } = await this.#deps.store.insertSchedule(
+      newRow(definition, enabled, note, now, firstRunAt(definition, now)),
+    );
     if (created) this.#onRetimed(schedule.nextRunAt);
     const fields = definitionChanges(schedule, definition);
     if (created || fields.length === 0) return toCronSchedule(schedule);
@@ -109,6 +111,7 @@ export class ScheduleManager {
       const existing = await this.#deps.store.listSchedules({ limit: Number.MAX_SAFE_INTEGER, offset: 0 });
       const byName = new Map(existing.map((row) => [row.name, row]));
       const now = this.#deps.clock.now();
+      const firstRun = firstRunAtMemo(now);
       const result: SyncSchedulesResult = { created: [], updated: [], unchanged: [], pruned: [] };
       const writes: ScheduleSyncWrites = { inserts: [], updates: [], deletes: [] };
       entries.forEach(({ definition, enabled, note }, index) => {
@@ -116,8 +119,9 @@ export class ScheduleManager {
         try {
           if (row === undefined) {
             // A new schedule is refused as addCronSchedule refuses it: one that would never fire.
-            assertCanFire(definition, now);
-            writes.inserts.push(newRow(definition, enabled, note, now));
+            const nextRunAt = firstRun(definition);
+            if (nextRunAt === null) assertCanFire(definition, now);
+            writes.inserts.push(newRow(definition, enabled, note, now, nextRunAt));
             result.created.push(definition.name);
             return;
           }
@@ -126,7 +130,8 @@ export class ScheduleManager {
             result.unchanged.push(definition.name);
             return;
           }
-          writes.updates.push({ id: row.id, expectedVersion: row.version, patch: this.#retime(row, definition) });
+          const patch = syncPatch(row, definition, changed, now, firstRun);
+          writes.updates.push({ id: row.id, expectedVersion: row.version, patch });
           result.updated.push({ name: definition.name, changed });
         } catch (error) {
           throw atEntry(error, index);
@@ -336,7 +341,7 @@ function definitionChanges(row: ScheduleRow, definition: ScheduleDefinition): st
   if (row.name !== definition.name) changed.push('name');
   if (row.workflowName !== definition.workflowName) changed.push('workflowName');
   changed.push(...timingChanges(row, definition));
-  if (canonicalJson(row.context) !== canonicalJson(definition.context)) changed.push('context');
+  if (!sameJson(row.context, definition.context)) changed.push('context');
   if (row.catchupPolicy !== definition.catchupPolicy) changed.push('catchupPolicy');
   if (row.overlapPolicy !== definition.overlapPolicy) changed.push('overlapPolicy');
   if (row.jitterMs !== definition.jitterMs) changed.push('jitterMs');
@@ -345,8 +350,44 @@ function definitionChanges(row: ScheduleRow, definition: ScheduleDefinition): st
   return changed;
 }
 
-/** The row of a new schedule created `now`. */
-function newRow(definition: ScheduleDefinition, enabled: boolean, note: string | null | undefined, now: Date) {
+/**
+ * A sync's patch writing `definition` over `row`, which differs in the fields `changed`: only
+ * those fields (a sync that changes every expression then rewrites one column, not the whole
+ * definition), re-timed as {@link ScheduleManager.add}'s update re-times: when a timing
+ * field changed, the first occurrence from `now` (refused when there is none); and counting
+ * `pauseOnFailure` failures from now when it is switched on.
+ * @throws ValidationError when the new timing would never fire.
+ */
+function syncPatch(
+  row: ScheduleRow,
+  definition: ScheduleDefinition,
+  changed: readonly string[],
+  now: Date,
+  firstRun: (timing: ScheduleDefinition) => Date | null,
+): SchedulePatch {
+  const patch: Record<string, unknown> = { updatedAt: now };
+  let retimed = false;
+  for (const field of changed) {
+    patch[field] = definition[field as keyof ScheduleDefinition];
+    if (TIMING_FIELDS.has(field)) retimed = true;
+  }
+  if (definition.pauseOnFailure && !row.pauseOnFailure) patch.enabledAt = now;
+  if (retimed) {
+    const nextRunAt = firstRun(definition);
+    if (nextRunAt === null) assertCanFire(definition, now);
+    if (row.enabled) patch.nextRunAt = nextRunAt;
+  }
+  return patch as SchedulePatch;
+}
+
+/** The row of a new schedule created `now`, whose first occurrence from now is `firstRun` (see firstRunAt). */
+function newRow(
+  definition: ScheduleDefinition,
+  enabled: boolean,
+  note: string | null | undefined,
+  now: Date,
+  firstRun: Date | null,
+) {
   return {
     id: newId(),
     ...definition,
@@ -354,7 +395,7 @@ function newRow(definition: ScheduleDefinition, enabled: boolean, note: string |
     enabledAt: now,
     note: note ?? null,
     runCount: 0,
-    nextRunAt: enabled ? firstRunAt(definition, now) : null,
+    nextRunAt: enabled ? firstRun : null,
     lastRunAt: null,
     version: 1,
     createdAt: now,
@@ -364,6 +405,11 @@ function newRow(definition: ScheduleDefinition, enabled: boolean, note: string |
 
 function describeDefinition(row: ScheduleRow): string {
   return `workflow "${row.workflowName}", "${row.cronExpression}" in ${row.timezone}`;
+}
+
+/** True when two JSON values are equal whatever their objects' key order (the plain text first: usually enough). */
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b) || canonicalJson(a) === canonicalJson(b);
 }
 
 /** JSON with object keys sorted, so that key order does not make two contexts differ. */

@@ -5,8 +5,10 @@ import {
   assertStorableDate,
   type CatchupPolicy,
   ContextError,
+  hasNul,
   isJsonObject,
   type JsonObject,
+  jsonByteLength,
   type OverlapPolicy,
   type ScheduleDst,
   toJson,
@@ -79,6 +81,8 @@ const INPUT_KEYS = Object.keys({
 } satisfies Record<keyof CronScheduleInput, true>) as readonly (keyof CronScheduleInput)[];
 // Stands in for a schedule id when sizing the context before the schedule has one.
 const SAMPLE_ID = '00000000-0000-4000-8000-000000000000';
+// Stands in for an occurrence's time: every ISO time of a storable date has this length.
+const SAMPLE_TIME = new Date(0);
 
 /**
  * Checks a whole schedule input and returns its normalised definition and `enabled` flag.
@@ -104,7 +108,7 @@ export function validateScheduleInput(
       `cronExpression must be a string such as '*/5 * * * *', got ${describe(input.cronExpression)}.`,
     );
   }
-  assertNoNul(input.cronExpression, `cronExpression ${describe(input.cronExpression)}`);
+  withoutNul(input.cronExpression, () => `cronExpression ${describe(input.cronExpression)}`);
   const fields = parseExpressionFields(input.cronExpression);
   const cronExpression = fields.normalized;
   checkDst(input.dst);
@@ -139,20 +143,50 @@ export function validateScheduleInput(
     startAt,
     endAt,
   };
-  // The pipelines get the schedule keys on top of the context, and the recovery keys when a
-  // lost occurrence is handed off again: size the largest context they will see, so that a
-  // recovery is never refused for size after the first handoff was accepted.
-  const largest = recoveryContext(
-    occurrenceContext({ ...definition, id: SAMPLE_ID }, new Date(0)),
-    limits.maxRecoveryAttempts,
-  );
-  assertContextSize(largest, limits.maxContextBytes, 'Schedule context (with the schedule and recovery keys)');
+  assertOccurrenceContextSize(definition, limits);
   return {
     definition,
     enabled: checkBoolean('enabled', input.enabled ?? SCHEDULE_DEFAULTS.enabled),
     note: input.note === undefined ? undefined : checkNote(input.note),
   };
 }
+
+/**
+ * The pipelines get the schedule keys on top of the context, and the recovery keys when a
+ * lost occurrence is handed off again: refuses a context whose largest such form is over
+ * `maxContextBytes`, so that a recovery is never refused for size after the first handoff
+ * was accepted. The context's size plus that of the added keys alone is an upper bound (a
+ * key of both is counted twice): only a context near the limit is merged and sized exactly,
+ * so that a sync of 100,000 schedules builds no merged context per schedule.
+ * @throws ContextError when it is over the limit.
+ */
+function assertOccurrenceContextSize(definition: ScheduleDefinition, limits: ValidationLimits): void {
+  const { name, timezone, cronExpression, context } = definition;
+  const keysBytes =
+    ADDED_KEYS_BYTES +
+    jsonByteLength(name) +
+    jsonByteLength(timezone) +
+    jsonByteLength(cronExpression) +
+    jsonByteLength(limits.maxRecoveryAttempts);
+  if (jsonByteLength(context) + keysBytes <= limits.maxContextBytes) return;
+  const largest = recoveryContext(
+    occurrenceContext({ id: SAMPLE_ID, name, timezone, cronExpression, context }, SAMPLE_TIME),
+    limits.maxRecoveryAttempts,
+  );
+  assertContextSize(largest, limits.maxContextBytes, 'Schedule context (with the schedule and recovery keys)');
+}
+
+// The serialised size of the keys occurrenceContext and recoveryContext add, but for the
+// values of name, timezone, expression and attempt (each an empty string or 0 here).
+const ADDED_KEYS_BYTES =
+  jsonByteLength(
+    recoveryContext(
+      occurrenceContext({ id: SAMPLE_ID, name: '', timezone: '', cronExpression: '', context: {} }, SAMPLE_TIME),
+      0,
+    ),
+  ) -
+  3 * jsonByteLength('') -
+  jsonByteLength(0);
 
 /**
  * Refuses a definition that would never fire from `now` on: its window ends before its first
@@ -277,7 +311,7 @@ export function checkNote(value: unknown): string | null {
       `note must be a string of at most ${MAX_NOTE_LENGTH} characters, got ${describe(value)}.`,
     );
   }
-  return assertNoNul(value, `note ${describe(value)}`);
+  return withoutNul(value, () => `note ${describe(value)}`);
 }
 
 function checkMaxRuns(value: unknown): number | null {
@@ -308,7 +342,12 @@ function checkString(field: string, value: unknown): string {
   if (typeof value !== 'string' || value.length === 0) {
     throw new ValidationError(`${field} must be a non-empty string, got ${describe(value)}.`);
   }
-  return assertNoNul(value, `${field} ${describe(value)}`);
+  return withoutNul(value, () => `${field} ${describe(value)}`);
+}
+
+/** `text`, checked by assertNoNul; `what` names it, built only for the error (a sync checks 100,000 names). */
+function withoutNul(text: string, what: () => string): string {
+  return hasNul(text) ? assertNoNul(text, what()) : text;
 }
 
 export function checkBoolean(field: string, value: unknown): boolean {

@@ -25,6 +25,25 @@ export function firstRunAt(timing: ScheduleTiming, now: Date): Date | null {
   return beforeEnd(cron.next(after), timing.endAt);
 }
 
+/**
+ * {@link firstRunAt} at one `now`, memoised by timing: a sync of 100,000 schedules has a few
+ * distinct timings, and each would otherwise walk its expression once per schedule (twice
+ * with the can-fire check). The returned Dates are shared between the schedules of a timing;
+ * like every Date of a row, they are never mutated.
+ */
+export function firstRunAtMemo(now: Date): (timing: ScheduleTiming) => Date | null {
+  const memo = new Map<string, Date | null>();
+  return (timing) => {
+    const key = `${timing.cronExpression}\n${timing.timezone}\n${timing.dst?.repeated ?? ''}\n${timing.dst?.gap ?? ''}\n${timing.startAt?.getTime() ?? ''}\n${timing.endAt?.getTime() ?? ''}`;
+    let first = memo.get(key);
+    if (first === undefined) {
+      first = firstRunAt(timing, now);
+      memo.set(key, first);
+    }
+    return first;
+  };
+}
+
 /** `slot` when it lies before `endAt` (or there is no end), else null. */
 function beforeEnd(slot: Date | null, endAt: Date | null): Date | null {
   if (slot === null) return null;
@@ -35,6 +54,9 @@ function beforeEnd(slot: Date | null, endAt: Date | null): Date | null {
 export function sameTiming(a: ScheduleTiming, b: ScheduleTiming): boolean {
   return timingChanges(a, b).length === 0;
 }
+
+/** The names {@link timingChanges} gives the timing fields: a change of one moves nextRunAt. */
+export const TIMING_FIELDS: ReadonlySet<string> = new Set(['cronExpression', 'timezone', 'dst', 'startAt', 'endAt']);
 
 /** The timing fields in which `b` differs from `a`, in field order (expressions and zones are stored canonical). */
 export function timingChanges(a: ScheduleTiming, b: ScheduleTiming): string[] {

@@ -118,12 +118,17 @@ const stores = {
       schedules: {
         selectSchedules: selectSchedules(db, tables, { ...page, enabledOnly: true, workflowName: 'w' }),
         updateScheduleVersion: updateScheduleVersion(db, tables, id, 1, { enabled: false, updatedAt: now }),
-        insertScheduleChunk: insertScheduleChunk(db, tables, [schedule]),
+        // Two rows: the columns they share are one value, the others (id, name) an array each.
+        insertScheduleChunk: insertScheduleChunk(db, tables, [schedule, { ...schedule, id: newId(), name: 'n' }]),
+        // Two rows: a value both share, and one that differs by row.
         updateScheduleGroup: updateScheduleGroup(
           db,
           tables,
-          ['enabled'],
-          [{ id, expectedVersion: 1, patch: { enabled: false } }],
+          ['enabled', 'nextRunAt'],
+          [
+            { id, expectedVersion: 1, patch: { enabled: true, nextRunAt: now } },
+            { id: newId(), expectedVersion: 1, patch: { enabled: true, nextRunAt: null } },
+          ],
         ),
         deleteScheduleAtVersion: deleteScheduleAtVersion(db, tables, [{ id, expectedVersion: 1 }]),
         selectStrandedSchedules: selectStrandedSchedules(db, tables, now, ['w'], 10),

@@ -39,7 +39,16 @@ const stores = {
       schedules: {
         selectSchedules: selectSchedules(db, tables, { ...page, enabledOnly: true, workflowName: 'w' }),
         updateScheduleVersion: updateScheduleVersion(db, tables, id, 1, patch),
-        updateScheduleGroup: updateScheduleGroup(db, tables, ['enabled']),
+        // Two rows: a value both share, and one that differs by row.
+        updateScheduleGroup: updateScheduleGroup(
+          db,
+          tables,
+          ['enabled', 'nextRunAt'],
+          [
+            { id, expectedVersion: 1, patch: { enabled: true, nextRunAt: now } },
+            { id: newId(), expectedVersion: 1, patch: { enabled: true, nextRunAt: null } },
+          ],
+        ),
         selectStrandedSchedules: selectStrandedSchedules(db, tables, now, ['w'], 10),
       },
     }),

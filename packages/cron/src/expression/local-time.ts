@@ -2,7 +2,7 @@ import type { IANAZone } from 'luxon';
 import type { CronFields } from './cron-expression.js';
 import { YEAR_SPEC } from './cron-syntax.js';
 import { type DstGap, type DstRepeated, type DstRules, resolveDstRules } from './dst.js';
-import { daysInMonth, hasQuartzDays, type QuartzDays, quartzDaysOfMonth } from './quartz-days.js';
+import { daysInMonth, hasQuartzDays, hasQuartzItems, type QuartzDays, quartzDaysOfMonth } from './quartz-days.js';
 import { DAY_MS, dayOffsets, MIN_OFFSET_MS, SECOND_MS } from './timezone.js';
 
 /** Longer than the longest gap a valid expression can have: February 29, 2096 then 2104. */
@@ -17,11 +17,19 @@ export interface LocalMatcher {
   readonly nextSecond: Int8Array;
   readonly nextMinute: Int8Array;
   readonly nextHour: Int8Array;
-  readonly dayOfMonth: readonly boolean[];
+  /** The plain day-of-month values as a bit mask: bit `d - 1` for day d. */
+  readonly dayOfMonthMask: number;
   readonly month: readonly boolean[];
-  readonly dayOfWeek: readonly boolean[];
-  /** Quartz day items, or null when the expression has none (the common, faster case). */
-  readonly quartz: QuartzDays | null;
+  /**
+   * The plain day-of-week values as a mask of the days of a month, one per weekday of its 1st
+   * (`dayOfWeekMasks[0]`: the month begins on a Sunday), 31 days long: a month's days are then
+   * one index and one AND, never a pass over the month.
+   */
+  readonly dayOfWeekMasks: readonly number[];
+  /** The expression's Quartz items when day-of-month has one, else null (the common, faster case). */
+  readonly quartzDayOfMonth: QuartzDays | null;
+  /** The expression's Quartz items when day-of-week has one, else null. */
+  readonly quartzDayOfWeek: QuartzDays | null;
   /** The allowed years, ascending, or null for every year. */
   readonly years: readonly number[] | null;
   /** `isYear[year - 1970]`: whether a year is allowed (null for every year), so a day's check is one index. */
@@ -30,12 +38,6 @@ export interface LocalMatcher {
   readonly anyDayOfWeek: boolean;
   /** Every date matches the day fields (both `*`, no Quartz item): the walk never looks at the date. */
   readonly everyDay: boolean;
-  /**
-   * The matching days of the months seen so far, by `year * 12 + month - 1`: bit `d - 1` set
-   * when day d matches. A cache, filled as the walk reaches a month, so that a monthly rule
-   * (`L`, `15W`, `5#3`) costs one pass over a month's days per occurrence, not a check per day.
-   */
-  readonly monthDays: Map<number, number>;
   readonly followsRealClock: boolean;
   /** Which instances of a wall time repeated at fall-back fire. */
   readonly repeated: DstRepeated;
@@ -57,10 +59,11 @@ export function compileMatcher(fields: CronFields, dst?: DstRules | null): Local
     nextSecond: nextAllowed(fields.seconds, 59),
     nextMinute: nextAllowed(fields.minutes, 59),
     nextHour: nextAllowed(fields.hours, 23),
-    dayOfMonth: membership(fields.daysOfMonth, 31),
+    dayOfMonthMask: fields.daysOfMonth.reduce((mask, day) => mask | (1 << (day - 1)), 0),
     month: membership(fields.months, 12),
-    dayOfWeek: membership(fields.daysOfWeek, 6),
-    quartz: hasQuartzDays(fields.quartz) ? fields.quartz : null,
+    dayOfWeekMasks: Array.from({ length: 7 }, (_, firstWeekday) => weekdayMask(fields.daysOfWeek, firstWeekday)),
+    quartzDayOfMonth: hasQuartzItems(fields.quartz, 'day-of-month') ? fields.quartz : null,
+    quartzDayOfWeek: hasQuartzItems(fields.quartz, 'day-of-week') ? fields.quartz : null,
     years: fields.years,
     isYear:
       fields.years === null
@@ -72,7 +75,6 @@ export function compileMatcher(fields: CronFields, dst?: DstRules | null): Local
     anyDayOfMonth: fields.anyDayOfMonth,
     anyDayOfWeek: fields.anyDayOfWeek,
     everyDay: fields.anyDayOfMonth && fields.anyDayOfWeek && !hasQuartzDays(fields.quartz),
-    monthDays: new Map(),
     followsRealClock: fields.followsRealClock,
   };
 }
@@ -195,7 +197,8 @@ function nextMatchingDay(matcher: LocalMatcher, day: number, lastDay: number): n
       return candidate;
     } else {
       // The month's matching days from this one on; the lowest set bit is the next match.
-      const ahead = matchingDaysOf(matcher, year, month) >>> (date.getUTCDate() - 1);
+      const dayOfMonth = date.getUTCDate();
+      const ahead = matchingDaysOf(matcher, year, month, candidate - dayOfMonth + 1) >>> (dayOfMonth - 1);
       if (ahead !== 0) return candidate + 31 - Math.clz32(ahead & -ahead);
       candidate = Date.UTC(year, month, 1) / DAY_MS;
     }
@@ -208,47 +211,47 @@ function isMatchingDay(matcher: LocalMatcher, day: number): boolean {
   const year = date.getUTCFullYear();
   const month = date.getUTCMonth() + 1;
   if (!isAllowedYear(matcher, year) || !matcher.month[month]) return false;
-  return matcher.everyDay || ((matchingDaysOf(matcher, year, month) >>> (date.getUTCDate() - 1)) & 1) === 1;
+  if (matcher.everyDay) return true;
+  const dayOfMonth = date.getUTCDate();
+  return ((matchingDaysOf(matcher, year, month, day - dayOfMonth + 1) >>> (dayOfMonth - 1)) & 1) === 1;
 }
 
 function isAllowedYear(matcher: LocalMatcher, year: number): boolean {
   return matcher.isYear === null || matcher.isYear[year - FIRST_YEAR] === true;
 }
 
-// Twelve years of months: more than a nine-year search visits, and a cleared cache only costs
-// one pass per month again.
-const MONTH_CACHE_LIMIT = 144;
-
 /**
  * The days of `month` (1-12) of `year` that match the day fields, as a bit mask (bit `d - 1`
  * for day d), by cron's day rule: with both day fields restricted, a day matching either
  * fires; otherwise it must match both. A day field matches by its plain values or by one of
- * its Quartz items.
+ * its Quartz items. `firstDay` is the local day number of the month's 1st. A few mask
+ * operations (one step per Quartz rule), so the walk computes it afresh for each month it
+ * reaches: a cache lookup would cost more.
  */
-function matchingDaysOf(matcher: LocalMatcher, year: number, month: number): number {
-  const key = year * 12 + month - 1;
-  const cached = matcher.monthDays.get(key);
-  if (cached !== undefined) return cached;
+function matchingDaysOf(matcher: LocalMatcher, year: number, month: number, firstDay: number): number {
   const lastDay = daysInMonth(year, month);
-  const firstWeekday = new Date(Date.UTC(year, month - 1, 1)).getUTCDay();
-  let daysOfMonth = 0;
-  let daysOfWeek = 0;
-  for (let day = 1; day <= lastDay; day += 1) {
-    if (matcher.dayOfMonth[day]) daysOfMonth |= 1 << (day - 1);
-    if (matcher.dayOfWeek[(firstWeekday + day - 1) % 7]) daysOfWeek |= 1 << (day - 1);
+  // Day 0 (1970-01-01) was a Thursday.
+  const firstWeekday = (((firstDay + 4) % 7) + 7) % 7;
+  let daysOfMonth = matcher.dayOfMonthMask;
+  let daysOfWeek = matcher.dayOfWeekMasks[firstWeekday]!;
+  if (matcher.quartzDayOfMonth !== null) {
+    daysOfMonth |= quartzDaysOfMonth(matcher.quartzDayOfMonth, 'day-of-month', firstWeekday, lastDay);
   }
-  if (matcher.quartz !== null) {
-    daysOfMonth |= quartzDaysOfMonth(matcher.quartz, 'day-of-month', firstWeekday, lastDay);
-    daysOfWeek |= quartzDaysOfMonth(matcher.quartz, 'day-of-week', firstWeekday, lastDay);
+  if (matcher.quartzDayOfWeek !== null) {
+    daysOfWeek |= quartzDaysOfMonth(matcher.quartzDayOfWeek, 'day-of-week', firstWeekday, lastDay);
   }
   const wholeMonth = 2 ** lastDay - 1;
-  const days =
-    !matcher.anyDayOfMonth && !matcher.anyDayOfWeek
-      ? daysOfMonth | daysOfWeek
-      : (matcher.anyDayOfMonth ? wholeMonth : daysOfMonth) & (matcher.anyDayOfWeek ? wholeMonth : daysOfWeek);
-  if (matcher.monthDays.size >= MONTH_CACHE_LIMIT) matcher.monthDays.clear();
-  matcher.monthDays.set(key, days);
-  return days;
+  if (!matcher.anyDayOfMonth && !matcher.anyDayOfWeek) return (daysOfMonth | daysOfWeek) & wholeMonth;
+  return (matcher.anyDayOfMonth ? wholeMonth : daysOfMonth) & (matcher.anyDayOfWeek ? wholeMonth : daysOfWeek);
+}
+
+/** The days 1-31 of a month whose 1st is `firstWeekday` that fall on one of `weekdays`, as a bit mask. */
+function weekdayMask(weekdays: readonly number[], firstWeekday: number): number {
+  let mask = 0;
+  for (let day = 1; day <= 31; day += 1) {
+    if (weekdays.includes((firstWeekday + day - 1) % 7)) mask |= 1 << (day - 1);
+  }
+  return mask;
 }
 
 function nextAllowed(values: readonly number[], max: number): Int8Array {

@@ -83,36 +83,51 @@ export function readQuartzItem(field: DayField, item: string): QuartzItem | stri
 
 /** Days in `month` (1-12) of `year`, by the proleptic Gregorian calendar. */
 export function daysInMonth(year: number, month: number): number {
-  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (month !== 2) return MONTH_LENGTHS[month]!;
+  return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
 }
+
+// Index 1-12; February's 28 is corrected for leap years by daysInMonth.
+const MONTH_LENGTHS = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31] as const;
 
 /**
  * The days of a month that the Quartz items of day-of-month (`field`) or of day-of-week
  * match, as a bit mask (bit `d - 1` for day d): each rule names its day directly, so a month
  * costs one step per rule. `firstWeekday` is the weekday of the 1st (0 = Sunday), `lastDay`
- * the month's length.
+ * the month's length. Plain loops and no closure: the walk calls it once per month it reaches.
  */
 export function quartzDaysOfMonth(rules: QuartzDays, field: DayField, firstWeekday: number, lastDay: number): number {
-  const weekdayOf = (day: number) => (firstWeekday + day - 1) % 7;
   let days = 0;
   if (field === 'day-of-week') {
-    for (const code of rules.nthWeekdays) {
-      const day = 1 + ((Math.floor(code / 8) - firstWeekday + 7) % 7) + 7 * ((code % 8) - 1);
+    const nthWeekdays = rules.nthWeekdays;
+    for (let index = 0; index < nthWeekdays.length; index += 1) {
+      const code = nthWeekdays[index]!;
+      const day = 1 + ((((code / 8) | 0) - firstWeekday + 7) % 7) + 7 * ((code % 8) - 1);
       if (day <= lastDay) days |= 1 << (day - 1);
     }
-    for (const weekday of rules.lastWeekdays) {
-      days |= 1 << (lastDay - ((weekdayOf(lastDay) - weekday + 7) % 7) - 1);
+    const lastWeekdays = rules.lastWeekdays;
+    for (let index = 0; index < lastWeekdays.length; index += 1) {
+      days |= 1 << (lastDay - ((weekdayOf(firstWeekday, lastDay) - lastWeekdays[index]! + 7) % 7) - 1);
     }
     return days;
   }
-  for (const offset of rules.lastDayOffsets) {
+  const lastDayOffsets = rules.lastDayOffsets;
+  for (let index = 0; index < lastDayOffsets.length; index += 1) {
+    const offset = lastDayOffsets[index]!;
     if (offset < lastDay) days |= 1 << (lastDay - offset - 1);
   }
-  if (rules.lastWeekday) days |= 1 << (nearestWeekday(lastDay, lastDay, weekdayOf(lastDay)) - 1);
-  for (const target of rules.nearestWeekdays) {
-    if (target <= lastDay) days |= 1 << (nearestWeekday(target, lastDay, weekdayOf(target)) - 1);
+  if (rules.lastWeekday) days |= 1 << (nearestWeekday(lastDay, lastDay, weekdayOf(firstWeekday, lastDay)) - 1);
+  const nearestWeekdays = rules.nearestWeekdays;
+  for (let index = 0; index < nearestWeekdays.length; index += 1) {
+    const target = nearestWeekdays[index]!;
+    if (target <= lastDay) days |= 1 << (nearestWeekday(target, lastDay, weekdayOf(firstWeekday, target)) - 1);
   }
   return days;
+}
+
+/** The weekday (0 = Sunday) of `day` in a month whose 1st is `firstWeekday`. */
+function weekdayOf(firstWeekday: number, day: number): number {
+  return (firstWeekday + day - 1) % 7;
 }
 
 /**
@@ -143,11 +158,11 @@ export function renderQuartzItems(rules: QuartzDays, field: DayField): string[] 
 
 /** True when either day field has a Quartz item. */
 export function hasQuartzDays(rules: QuartzDays): boolean {
-  return (
-    rules.lastDayOffsets.length > 0 ||
-    rules.nearestWeekdays.length > 0 ||
-    rules.lastWeekday ||
-    rules.nthWeekdays.length > 0 ||
-    rules.lastWeekdays.length > 0
-  );
+  return hasQuartzItems(rules, 'day-of-month') || hasQuartzItems(rules, 'day-of-week');
+}
+
+/** True when `field` has a Quartz item. */
+export function hasQuartzItems(rules: QuartzDays, field: DayField): boolean {
+  if (field === 'day-of-week') return rules.nthWeekdays.length > 0 || rules.lastWeekdays.length > 0;
+  return rules.lastDayOffsets.length > 0 || rules.nearestWeekdays.length > 0 || rules.lastWeekday;
 }

@@ -26,9 +26,9 @@ import {
   applyScheduleSync,
   deleteSchedule,
   insertSchedule,
+  listSchedules,
   prepareSchedules,
   ScheduleSyncLost,
-  selectSchedules,
   selectStrandedSchedules,
   updateSchedule,
 } from './schedules.js';
@@ -71,7 +71,7 @@ export class PostgresCronStore implements CronStore {
   }
 
   listSchedules(filter: ScheduleFilter): Promise<ScheduleRow[]> {
-    return statement('listSchedules', () => selectSchedules(this.#handle.db, this.#handle.tables, filter));
+    return statement('listSchedules', () => listSchedules(this.#handle.db, this.#handle.tables, filter));
   }
 
   updateSchedule(

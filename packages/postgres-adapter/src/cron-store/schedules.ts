@@ -5,9 +5,9 @@ import {
   type ScheduleRow,
   type ScheduleSyncWrites,
 } from '@orreryjs/core';
-import { and, asc, eq, getTableColumns, lte, notInArray, sql } from 'drizzle-orm';
+import { and, asc, eq, getTableColumns, lte, notInArray, type SQL, sql } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
-import { arrayParam, bind, bindAllColumns, encodeUuidList } from '../codec.js';
+import { arrayParam, bind, bindAllColumns, DRIVER_TEXT_TYPES, decodeRow, encodeUuidList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import { type PostgresDb, type PostgresHandle, sqlState } from '../transaction.js';
 import { skipBufferedRows } from './claim.js';
@@ -94,8 +94,8 @@ export async function applyScheduleSync(
 ): Promise<void> {
   for (let start = 0; start < writes.inserts.length; start += SYNC_INSERT_CHUNK) {
     const chunk = writes.inserts.slice(start, start + SYNC_INSERT_CHUNK);
-    const inserted = await insertScheduleChunk(tx, tables, chunk);
-    if (inserted.length < chunk.length) throw new ScheduleSyncLost();
+    const inserted = (await insertScheduleChunk(tx, tables, chunk)).rowCount ?? 0;
+    if (inserted < chunk.length) throw new ScheduleSyncLost();
   }
   // One statement per set of patched columns (a sync has a few: definitions, re-timed ones, pauses).
   const groups = new Map<string, ScheduleSyncWrites['updates']>();
@@ -106,12 +106,12 @@ export async function applyScheduleSync(
     else group.push(update);
   }
   for (const [key, updates] of groups) {
-    const updated = await updateScheduleGroup(tx, tables, key === '' ? [] : key.split(','), updates);
-    if (updated.length < updates.length) throw new ScheduleSyncLost();
+    const updated = (await updateScheduleGroup(tx, tables, key === '' ? [] : key.split(','), updates)).rowCount ?? 0;
+    if (updated < updates.length) throw new ScheduleSyncLost();
   }
   if (writes.deletes.length > 0) {
-    const deleted = await deleteScheduleAtVersion(tx, tables, writes.deletes);
-    if (deleted.length < writes.deletes.length) throw new ScheduleSyncLost();
+    const deleted = (await deleteScheduleAtVersion(tx, tables, writes.deletes)).rowCount ?? 0;
+    if (deleted < writes.deletes.length) throw new ScheduleSyncLost();
     await skipBufferedRows(
       tx,
       tables,
@@ -120,7 +120,7 @@ export async function applyScheduleSync(
   }
 }
 
-/** Deletes schedules by compare-and-set on their versions, one statement; returns the ids it deleted. */
+/** Deletes schedules by compare-and-set on their versions, one statement; its `rowCount` says how many. */
 export function deleteScheduleAtVersion(
   db: PostgresDb,
   tables: PostgresTables,
@@ -129,45 +129,83 @@ export function deleteScheduleAtVersion(
   const s = tables.cronSchedules;
   const ids = arrayParam(encodeUuidList(deletes.map((write) => write.id)));
   const versions = arrayParam(deletes.map((write) => write.expectedVersion));
-  return db
-    .delete(s)
-    .where(sql`(${s.id}, ${s.version}) IN (SELECT * FROM unnest(${ids}::uuid[], ${versions}::int[]))`)
-    .returning({ id: s.id });
+  return db.delete(s).where(sql`(${s.id}, ${s.version}) IN (SELECT * FROM unnest(${ids}::uuid[], ${versions}::int[]))`);
 }
 
 /**
- * Inserts schedules ON CONFLICT DO NOTHING in one statement, whatever their number: each
- * column's values are one array parameter and the rows are their `unnest`. Returns the ids
- * inserted. Raw SQL for the source (drizzle's builder has no unnest): a multi-row VALUES
- * binds 23 parameters a row, and building it cost more than the server took to insert.
+ * Inserts schedules ON CONFLICT DO NOTHING in one statement, whatever their number: the rows
+ * are the `unnest` of one array parameter per column (see {@link columnValues}). Its
+ * `rowCount` says how many went in. Raw SQL for the source (drizzle's builder has no unnest):
+ * a multi-row VALUES binds 23 parameters a row, and building it cost more than the server
+ * took to insert.
  */
 export function insertScheduleChunk(db: PostgresDb, tables: PostgresTables, rows: readonly ScheduleRow[]) {
   const s = tables.cronSchedules;
   // In the table's column order, which is the order drizzle lists the INSERT's columns in.
-  const arrays = Object.entries(getTableColumns(s) as Record<string, PgColumn>).map(([field, column]) =>
-    columnArray(
+  const values = Object.entries(getTableColumns(s) as Record<string, PgColumn>).map(([field, column], index) =>
+    columnValues(
       column,
       rows.map((row) => (row as unknown as Record<string, unknown>)[field]),
+      `c${index}`,
+      field === 'id',
     ),
   );
   return db
     .insert(s)
-    .select(sql`select * from unnest(${sql.join(arrays, sql`, `)})`)
-    .onConflictDoNothing()
-    .returning({ id: s.id });
+    .select(
+      sql`select ${sql.join(
+        values.map((value) => value.expression),
+        sql`, `,
+      )} from ${unnestOf(values)}`,
+    )
+    .onConflictDoNothing();
 }
 
-/** One column's values as one `<type>[]` parameter, each encoded as the column encodes it. */
-function columnArray(column: PgColumn, values: readonly unknown[]) {
-  const encoded = values.map((value) =>
-    value === null || value === undefined ? null : column.mapToDriverValue(value),
-  );
-  return sql`${arrayParam(encoded)}::${sql.raw(column.getSQLType())}[]`;
+/** A column's values as the source of a set-based statement reads them: see {@link columnValues}. */
+interface ColumnValues {
+  /** What the statement reads: `v.<alias>`, or the one value all rows share. */
+  expression: SQL;
+  /** The array parameter `unnest` expands, named `alias`; absent for a shared value. */
+  array?: { alias: string; param: SQL };
+}
+
+/**
+ * One column's values, each encoded as the column encodes it: one `<type>[]` parameter, or a
+ * single `<type>` parameter when every row has the same value (unless `alwaysArray`, which
+ * the rows' key needs): a sync's rows share most columns (workflow, zone, policies, the
+ * instant they were created, nulls), and each array element costs the server a parse. A
+ * value that is the same object as the one before reuses its encoding.
+ */
+function columnValues(column: PgColumn, values: readonly unknown[], alias: string, alwaysArray = false): ColumnValues {
+  let previous: unknown = null;
+  let previousEncoded: unknown = null;
+  const encoded = values.map((value): unknown => {
+    if (value === null || value === undefined) return null;
+    if (value !== previous) {
+      previous = value;
+      previousEncoded = column.mapToDriverValue(value);
+    }
+    return previousEncoded;
+  });
+  const first = encoded[0] ?? null;
+  const shared = !alwaysArray && encoded.length > 0 && encoded.every((value) => value === first);
+  const type = sql.raw(column.getSQLType());
+  if (shared) return { expression: sql`${first}::${type}` };
+  return { expression: sql.raw(`v.${alias}`), array: { alias, param: sql`${arrayParam(encoded)}::${type}[]` } };
+}
+
+/** `unnest(<arrays>) AS v(<aliases>)`: the rows of the columns sent as arrays. */
+function unnestOf(values: readonly ColumnValues[]): SQL {
+  const arrays = values.flatMap((value) => (value.array === undefined ? [] : [value.array]));
+  return sql`unnest(${sql.join(
+    arrays.map((array) => array.param),
+    sql`, `,
+  )}) AS v(${sql.raw(arrays.map((array) => array.alias).join(', '))})`;
 }
 
 /**
  * Writes the same columns (`fields`) of many schedules by compare-and-set on their versions, one
- * statement; returns the ids it updated.
+ * statement; its `rowCount` says how many it updated.
  */
 export function updateScheduleGroup(
   tx: PostgresDb,
@@ -177,26 +215,48 @@ export function updateScheduleGroup(
 ) {
   const s = tables.cronSchedules;
   const columns = getTableColumns(s) as Record<string, PgColumn>;
-  const values = fields.map((field) =>
-    columnArray(
+  const key = [
+    columnValues(
+      s.id,
+      updates.map((update) => update.id),
+      'id',
+      true,
+    ),
+    columnValues(
+      s.version,
+      updates.map((update) => update.expectedVersion),
+      'expected_version',
+      true,
+    ),
+  ];
+  const values = fields.map((field, index) =>
+    columnValues(
       columns[field]!,
       updates.map(({ patch }) => (patch as Record<string, unknown>)[field]),
+      `f${index}`,
     ),
   );
   // Raw SQL: rows from parallel arrays (unnest), which drizzle's builder cannot name as an UPDATE source.
-  const source = sql`unnest(${arrayParam(encodeUuidList(updates.map((update) => update.id)))}::uuid[],
-      ${arrayParam(updates.map((update) => update.expectedVersion))}::int[]${sql.join(
-        values.map((value) => sql`, ${value}`),
-      )}) AS v(id, expected_version${sql.raw(fields.map((_, index) => `, f${index}`).join(''))})`;
   return tx
     .update(s)
     .set({
-      ...Object.fromEntries(fields.map((field, index) => [field, sql.raw(`v.f${index}`)])),
+      ...Object.fromEntries(fields.map((field, index) => [field, values[index]!.expression])),
       version: sql`${s.version} + 1`,
     })
-    .from(source)
-    .where(and(sql`${s.id} = v.id`, sql`${s.version} = v.expected_version`))
-    .returning({ id: s.id });
+    .from(unnestOf([...key, ...values]))
+    .where(and(sql`${s.id} = v.id`, sql`${s.version} = v.expected_version`));
+}
+
+/**
+ * {@link selectSchedules}, run, its rows decoded by the column codecs ({@link decodeRow})
+ * rather than drizzle's row mapping, which classifies every field of every row again: a sync
+ * reads every schedule, 100,000 rows of 23 columns.
+ */
+export async function listSchedules(db: PostgresDb, tables: PostgresTables, filter: ScheduleFilter) {
+  const { sql: text, params } = selectSchedules(db, tables, filter).toSQL();
+  const { rows } = await db.$client.query<Record<string, unknown>>({ text, values: params, types: DRIVER_TEXT_TYPES });
+  const columns = getTableColumns(tables.cronSchedules) as Record<string, PgColumn>;
+  return rows.map((row) => decodeRow<ScheduleRow>(columns, row));
 }
 
 /** One page of schedules, oldest first. */

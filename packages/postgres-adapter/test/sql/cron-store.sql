@@ -119,24 +119,20 @@ update "tenant"."cron_schedules"
 
 -- schedules/insertScheduleChunk
 insert into "tenant"."cron_schedules" ("id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at")
-  select *
-  from unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::jsonb[], $8::text[], $9::text[], $10::integer[], $11::boolean[], $12::timestamp (3) with time zone[], $13::integer[], $14::integer[], $15::jsonb[], $16::text[], $17::timestamp (3) with time zone[], $18::timestamp (3) with time zone[], $19::timestamp (3) with time zone[], $20::timestamp (3) with time zone[], $21::integer[], $22::timestamp (3) with time zone[], $23::timestamp (3) with time zone[])
-  on conflict do nothing
-  returning "id";
+  select v.c0, v.c1, $1::text, $2::text, $3::text, $4::boolean, $5::jsonb, $6::text, $7::text, $8::integer, $9::boolean, $10::timestamp (3) with time zone, $11::integer, $12::integer, $13::jsonb, $14::text, $15::timestamp (3) with time zone, $16::timestamp (3) with time zone, $17::timestamp (3) with time zone, $18::timestamp (3) with time zone, $19::integer, $20::timestamp (3) with time zone, $21::timestamp (3) with time zone
+  from unnest($22::uuid[], $23::text[]) AS v(c0, c1)
+  on conflict do nothing;
 
 -- schedules/updateScheduleGroup
 update "tenant"."cron_schedules"
-  set "enabled" = v.f0, "version" = "tenant"."cron_schedules"."version" + 1
-  from unnest($1::uuid[],
-      $2::int[], $3::boolean[]) AS v(id, expected_version, f0)
-  where ("tenant"."cron_schedules"."id" = v.id and "tenant"."cron_schedules"."version" = v.expected_version)
-  returning "tenant"."cron_schedules"."id";
+  set "enabled" = $1::boolean, "next_run_at" = v.f1, "version" = "tenant"."cron_schedules"."version" + 1
+  from unnest($2::uuid[], $3::integer[], $4::timestamp (3) with time zone[]) AS v(id, expected_version, f1)
+  where ("tenant"."cron_schedules"."id" = v.id and "tenant"."cron_schedules"."version" = v.expected_version);
 
 -- schedules/deleteScheduleAtVersion
 delete
   from "tenant"."cron_schedules"
-  where ("tenant"."cron_schedules"."id", "tenant"."cron_schedules"."version") IN (SELECT * FROM unnest($1::uuid[], $2::int[]))
-  returning "id";
+  where ("tenant"."cron_schedules"."id", "tenant"."cron_schedules"."version") IN (SELECT * FROM unnest($1::uuid[], $2::int[]));
 
 -- schedules/selectStrandedSchedules
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"

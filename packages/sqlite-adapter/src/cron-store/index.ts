@@ -29,9 +29,9 @@ import {
   applyScheduleSync,
   deleteSchedule,
   insertSchedule,
+  listSchedules,
   prepareSchedules,
   ScheduleSyncLost,
-  selectSchedules,
   selectStrandedSchedules,
   updateSchedule,
 } from './schedules.js';
@@ -86,7 +86,7 @@ export class SqliteCronStore implements CronStore {
 
   listSchedules(filter: ScheduleFilter): Promise<ScheduleRow[]> {
     return readTransaction(this.#handle, 'listSchedules', () =>
-      selectSchedules(this.#handle.db, this.#handle.tables, filter).all(),
+      listSchedules(this.#handle.client, this.#handle.db, this.#handle.tables, filter),
     );
   }
 

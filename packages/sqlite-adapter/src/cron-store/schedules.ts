@@ -7,7 +7,7 @@ import {
 } from '@orreryjs/core';
 import { and, asc, eq, getTableColumns, lte, notInArray, sql } from 'drizzle-orm';
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
-import { bind, bindAllColumns } from '../codec.js';
+import { bind, bindAllColumns, uuidToBytes } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
 import type { ClaimStatements } from './claim.js';
@@ -85,17 +85,17 @@ export function applyScheduleSync(
   writes: ScheduleSyncWrites,
 ): void {
   if (insertScheduleChunk(q.schedules, writes.inserts) < writes.inserts.length) throw new ScheduleSyncLost();
-  // One prepared statement per set of patched columns (a sync has a few: definitions, re-timed ones, pauses).
-  const updates = new Map<string, ReturnType<typeof updateScheduleGroup>>();
-  for (const { id, expectedVersion, patch } of writes.updates) {
-    const fields = Object.keys(patch).sort();
-    const key = fields.join(',');
-    let update = updates.get(key);
-    if (update === undefined) {
-      update = updateScheduleGroup(db, tables, fields);
-      updates.set(key, update);
-    }
-    if (update.run({ ...patch, id, expectedVersion }).changes === 0) throw new ScheduleSyncLost();
+  // One statement per set of patched columns (a sync has a few: definitions, re-timed ones, pauses).
+  const groups = new Map<string, ScheduleSyncWrites['updates']>();
+  for (const update of writes.updates) {
+    const key = Object.keys(update.patch).sort().join(',');
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, [update]);
+    else group.push(update);
+  }
+  for (const [key, updates] of groups) {
+    const updated = updateScheduleGroup(db, tables, key === '' ? [] : key.split(','), updates).run().changes;
+    if (updated < updates.length) throw new ScheduleSyncLost();
   }
   for (const { id, expectedVersion } of writes.deletes) {
     if (q.schedules.deleteScheduleAtVersion.run({ id, version: expectedVersion }).changes === 0) {
@@ -117,18 +117,65 @@ export function insertScheduleChunk(q: ScheduleStatements, rows: readonly Schedu
 }
 
 /**
- * A compare-and-set update of `fields` (placeholders named after them), bumping the version.
- * Differs by necessity: no unnest, so the group's statement is prepared once and runs per schedule.
+ * Writes the same columns (`fields`) of many schedules by compare-and-set on their versions, one
+ * statement; its `changes` say how many it updated. Differs by necessity: SQLite has no arrays
+ * to unnest, so the rows are one JSON parameter (`[id hex, expected version, values…]` each)
+ * read by `json_each`. Raw SQL for the source and the values, which drizzle's builder cannot name.
  */
-export function updateScheduleGroup(db: SqliteDb, tables: SqliteTables, fields: readonly string[]) {
+export function updateScheduleGroup(
+  db: SqliteDb,
+  tables: SqliteTables,
+  fields: readonly string[],
+  updates: ScheduleSyncWrites['updates'],
+) {
   const s = tables.cronSchedules;
   const columns = getTableColumns(s) as Record<string, SQLiteColumn>;
-  const set = Object.fromEntries(fields.map((field) => [field, bind(columns[field]!, field)]));
+  const encoders = fields.map((field) => columns[field]!);
+  const rows = updates.map(({ id, expectedVersion, patch }) => {
+    const row: unknown[] = [uuidToBytes(id).toString('hex'), expectedVersion];
+    for (let index = 0; index < fields.length; index += 1) {
+      const value = (patch as Record<string, unknown>)[fields[index]!];
+      row.push(value === null || value === undefined ? null : encoders[index]!.mapToDriverValue(value));
+    }
+    return row;
+  });
   return db
     .update(s)
-    .set({ ...set, version: sql`${s.version} + 1` })
-    .where(and(eq(s.id, bind(s.id, 'id')), eq(s.version, bind(s.version, 'expectedVersion'))))
-    .prepare();
+    .set({
+      ...Object.fromEntries(fields.map((field, index) => [field, sql.raw(`v.value ->> ${index + 2}`)])),
+      version: sql`${s.version} + 1`,
+    })
+    .from(sql`json_each(${JSON.stringify(rows)}) AS v`)
+    .where(and(sql`${s.id} = unhex(v.value ->> 0)`, sql`${s.version} = v.value ->> 1`));
+}
+
+/**
+ * {@link selectSchedules}, run, its rows read as arrays and decoded by the column codecs
+ * rather than drizzle's row mapping, which classifies every field of every row again: a sync
+ * reads every schedule, 100,000 rows of 23 columns.
+ */
+export function listSchedules(
+  client: SqliteHandle['client'],
+  db: SqliteDb,
+  tables: SqliteTables,
+  filter: ScheduleFilter,
+) {
+  const { sql: text, params } = selectSchedules(db, tables, filter).toSQL();
+  const rows = client
+    .prepare(text)
+    .raw()
+    .all(...params) as unknown[][];
+  // drizzle's select lists every column in the table's order.
+  const columns = Object.entries(getTableColumns(tables.cronSchedules) as Record<string, SQLiteColumn>);
+  return rows.map((values) => {
+    const row: Record<string, unknown> = {};
+    for (let index = 0; index < columns.length; index += 1) {
+      const [field, column] = columns[index]!;
+      const value = values[index];
+      row[field] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
+    }
+    return row as unknown as ScheduleRow;
+  });
 }
 
 /** One page of schedules, oldest first. */

@@ -250,8 +250,9 @@ update "cron_schedules"
 
 -- schedules/updateScheduleGroup
 update "cron_schedules"
-  set "enabled" = ?, "version" = "cron_schedules"."version" + 1
-  where ("cron_schedules"."id" = ? and "cron_schedules"."version" = ?);
+  set "enabled" = v.value ->> 2, "next_run_at" = v.value ->> 3, "version" = "cron_schedules"."version" + 1
+  from json_each(?) AS v
+  where ("cron_schedules"."id" = unhex(v.value ->> 0) and "cron_schedules"."version" = v.value ->> 1);
 
 -- schedules/selectStrandedSchedules
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
