@@ -158,7 +158,7 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
         ['ID', result.executionId],
         ['Workflow', result.workflowName],
         ['Version', result.workflowVersion],
-        // The status of the summary, read after the result's: with the reason it goes with.
+        // The summary's status, so that it and its reason were read together.
         ['Status', statusWithReason(summary)],
         ['Priority', summary.priority],
         ['Created (UTC)', formatInstant(result.createdAt)],
