@@ -29,6 +29,13 @@ export interface Column<T> {
   narrow?(row: T): string;
   /** Text of unbounded length (names, errors, notes): cut to fit without `--wide`. */
   shrinks?: boolean;
+  /**
+   * The narrowest a `shrinks` column is cut to, when more than its heading must stay
+   * readable (a status and the start of its reason); else {@link MIN_CUT_WIDTH}.
+   */
+  minWidth?: number;
+  /** How a `shrinks` cell is cut to `width`, when its end matters more than its middle; else the end goes. */
+  cut?(text: string, width: number): string;
 }
 
 /** The flags every command takes to switch from tables to JSON, and tables to every column. */
@@ -93,17 +100,21 @@ export function writeTable<T>(
   );
   const widths = wide ? undefined : fittedWidths(shown, cells);
   const table = newTable(shown.map((column) => column.header));
-  for (const line of cells) table.push(widths === undefined ? line : line.map((cell, i) => cut(cell, widths[i]!)));
+  for (const line of cells) {
+    table.push(widths === undefined ? line : line.map((cell, i) => fit(cell, widths[i]!, shown[i]!.cut ?? cut)));
+  }
   io.stdout(`${table.toString()}\n`);
 }
 
 /**
  * Column widths (without padding) that fit {@link TABLE_WIDTH}: the widest `shrinks` column
- * loses a character at a time, down to its heading or {@link MIN_CUT_WIDTH}, until the table fits.
+ * loses a character at a time, down to its heading or its `minWidth`, until the table fits.
  */
 function fittedWidths<T>(columns: readonly Column<T>[], cells: readonly string[][]): number[] {
   const widths = columns.map((column, i) => Math.max(column.header.length, ...cells.map((line) => line[i]!.length)));
-  const floors = columns.map((column) => (column.shrinks ? Math.max(column.header.length, MIN_CUT_WIDTH) : Infinity));
+  const floors = columns.map((column) =>
+    column.shrinks ? Math.max(column.header.length, column.minWidth ?? MIN_CUT_WIDTH) : Infinity,
+  );
   // Each column adds its padding and a border: "│ cell " is width + 3, plus the last "│".
   let excess = widths.reduce((total, width) => total + width + 3, 1) - TABLE_WIDTH;
   while (excess > 0) {
@@ -119,8 +130,13 @@ function fittedWidths<T>(columns: readonly Column<T>[], cells: readonly string[]
 }
 
 /** `text` in at most `width` characters, ending with `…` when cut. */
-function cut(text: string, width: number): string {
+export function cut(text: string, width: number): string {
   return text.length <= width ? text : `${text.slice(0, width - 1)}…`;
+}
+
+/** `text` as is when it fits `width`, else cut by `cutter`. */
+function fit(text: string, width: number, cutter: (text: string, width: number) => string): string {
+  return text.length <= width ? text : cutter(text, width);
 }
 
 /**

@@ -134,6 +134,7 @@ export {
   replacedError,
   type WaitingFor,
 } from './flow-control.js';
+export { describeConcurrencyRule, describeWaitingFor, effectivePriority } from './flow-control-text.js';
 export { deepMerge, isJsonObject, type Json, type JsonObject, jsonByteLength, toJson } from './json.js';
 export { type Logger, silentLogger } from './logger.js';
 export {

@@ -2,7 +2,14 @@ import { type CronScheduleInput, ValidationError } from '@orreryjs/runner';
 import type { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { DashboardClient } from './client.js';
-import { loadExecutions, loadLedger, loadOverview, loadScheduleDetail, loadSchedules } from './data.js';
+import {
+  loadExecutionDetail,
+  loadExecutions,
+  loadLedger,
+  loadOverview,
+  loadScheduleDetail,
+  loadSchedules,
+} from './data.js';
 import type { ChangeWatcher } from './events.js';
 import { parseInstant, parseStatus, parseText, parseWindow } from './input.js';
 import { previewRuns } from './preview.js';
@@ -35,10 +42,13 @@ export function mountReadApi(app: Hono, client: DashboardClient, watcher: Change
     };
     return c.json(await loadExecutions(client, filter, parseWindow(q, 50)));
   });
-  app.get('/api/executions/:id', async (c) => c.json(await client.getExecutionResult(c.req.param('id'))));
+  app.get('/api/executions/:id', async (c) => c.json(await loadExecutionDetail(client, c.req.param('id'))));
   // Read-only like the rest of this side: the forms' live preview of an expression's next runs.
   app.get('/api/preview', (c) => c.json(previewRuns(query(c.req.url), now())));
   app.get('/api/workflows', async (c) => c.json(await client.listWorkflows()));
+  app.get('/api/workflows/:name/groups', async (c) =>
+    c.json(await client.listConcurrencyGroups({ workflowName: c.req.param('name') })),
+  );
   app.get('/api/runners', async (c) => c.json(await client.listRunners({ includeStopped: true })));
   app.get('/api/events', (c) =>
     streamSSE(c, async (stream) => {

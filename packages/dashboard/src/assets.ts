@@ -42,6 +42,8 @@ th,td{text-align:left;padding:8px 10px;border-bottom:1px solid var(--line);verti
 th{font-size:.82em;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);background:#fafbfc}
 tr:last-child td{border-bottom:0}
 td ol{margin:0;padding-left:1.1em}ol.runs{list-style:none;padding-left:0}ol.runs li>span{white-space:nowrap}td .mono.small{white-space:nowrap}td>div{min-width:0}td .name{font-weight:600;overflow-wrap:break-word;display:inline-block;max-width:16em}
+/* A concurrency group's name may be one long word (a customer id): it breaks rather than stick out. */
+.group-name{overflow-wrap:anywhere}
 .badge{display:inline-block;padding:1px 8px;border-radius:999px;font-size:.82em;font-weight:600;white-space:nowrap;background:var(--idlebg);color:var(--idle)}
 .st-completed,.st-handed_off,.st-ok,.st-enabled{background:var(--okbg);color:var(--ok)}
 .st-failed,.st-abandoned,.st-unhealthy,.st-lost{background:var(--badbg);color:var(--bad)}

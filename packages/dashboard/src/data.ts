@@ -1,11 +1,14 @@
+import type { ConcurrencyGroupInfo } from '@orreryjs/core';
 import type {
   CronExecution,
   CronExecutionStats,
   CronSchedule,
+  PipelineResult,
   PipelineStatus,
   PipelineSummary,
   RunnerHealth,
   RunnerInfo,
+  WorkflowInfo,
 } from '@orreryjs/runner';
 import { type DashboardClient, runnerHealth } from './client.js';
 import { describeCron, nextRuns } from './format.js';
@@ -165,6 +168,31 @@ export async function loadExecutions(
   return page(window, (limit, offset) =>
     client.listExecutions({ status: filter.status, workflowName: filter.workflowName, scheduleId, limit, offset }),
   );
+}
+
+/** An execution's result with what its summary adds: its delayed start, its priority and what it waits for. */
+export type ExecutionDetail = PipelineResult & Pick<PipelineSummary, 'runAt' | 'priority' | 'waitingFor'>;
+
+/** One execution as its page and `api/executions/:id` show it. */
+export async function loadExecutionDetail(client: DashboardClient, id: string): Promise<ExecutionDetail> {
+  const [result, { runAt, priority, waitingFor }] = await Promise.all([
+    client.getExecutionResult(id),
+    client.getExecutionSummary(id),
+  ]);
+  return { ...result, runAt, priority, waitingFor };
+}
+
+/**
+ * The occupancy of the concurrency groups of each workflow that has rules in some stored
+ * version, by workflow name (a workflow without rules has no groups to ask about).
+ */
+export async function loadWorkflowGroups(
+  client: DashboardClient,
+  workflows: readonly WorkflowInfo[],
+): Promise<Map<string, ConcurrencyGroupInfo[]>> {
+  const limited = [...new Set(workflows.filter((w) => w.concurrency !== null).map((w) => w.name))];
+  const groups = await Promise.all(limited.map((workflowName) => client.listConcurrencyGroups({ workflowName })));
+  return new Map(limited.map((name, i) => [name, groups[i]!]));
 }
 
 /** What the Overview page shows. */

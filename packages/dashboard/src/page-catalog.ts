@@ -1,25 +1,34 @@
-import { RUNNER_FORGOTTEN_AFTER_MS } from '@orreryjs/runner';
+import { RUNNER_FORGOTTEN_AFTER_MS, type WorkflowInfo } from '@orreryjs/runner';
 import { renderDag } from './dag.js';
+import { loadWorkflowGroups } from './data.js';
+import { flowControlTerms, groupsTable } from './flow-control-view.js';
 import { formatInstant } from './format.js';
 import { html, type SafeHtml } from './html.js';
 import { badge, layout, link, type PageContext } from './layout.js';
 
-/** The Workflows page: every stored definition drawn as a graph. */
+/**
+ * The Workflows page: every stored definition drawn as a graph, with its priority and
+ * concurrency rules; the newest version of a workflow also shows its groups' occupancy.
+ */
 export async function renderWorkflows(ctx: PageContext): Promise<SafeHtml> {
   const workflows = await ctx.client.listWorkflows();
+  const groups = await loadWorkflowGroups(ctx.client, workflows);
+  // Listed by name, oldest registration first: the last of a name is its newest version.
+  const isNewest = (w: WorkflowInfo, i: number) => workflows[i + 1]?.name !== w.name;
   const body = html`<h1>Workflows</h1>
 ${workflows.length === 0 ? html`<p class="panel muted">No workflows registered yet.</p>` : ''}
-${workflows.map(
-  (
-    w,
-  ) => html`<section class="panel" data-workflow="${w.name}"><h2 style="margin-top:0">${w.name} <span class="mono small muted">${w.version}</span></h2>
+${workflows.map((w, i) => {
+  const occupancy = isNewest(w, i) ? groups.get(w.name) : undefined;
+  return html`<section class="panel" data-workflow="${w.name}"><h2 style="margin-top:0">${w.name} <span class="mono small muted">${w.version}</span></h2>
 ${w.description ? html`<p>${w.description}</p>` : ''}
 <p class="small muted">Last seen ${formatInstant(w.lastSeenAt)} UTC · <a href="${link(ctx, `executions?workflow=${encodeURIComponent(w.name)}`)}">executions →</a></p>
+<dl class="kv small">${flowControlTerms(w)}</dl>
+${occupancy === undefined ? '' : html`<h3 class="small">Concurrency groups</h3>${groupsTable(occupancy)}`}
 ${renderDag(
   w.tasks.map((t) => ({ id: t.id, dependsOn: t.dependsOn, detail: t.trigger })),
   `Task graph of ${w.name}`,
-)}</section>`,
-)}`;
+)}</section>`;
+})}`;
   return layout(ctx, 'workflows', 'Workflows', body);
 }
 

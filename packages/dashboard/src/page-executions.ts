@@ -1,6 +1,7 @@
 import type { PipelineResult, TaskAttempt, TaskResult, WorkflowTaskInfo } from '@orreryjs/runner';
 import { type DagNode, renderDag } from './dag.js';
-import { type ExecutionFilter, loadExecutions } from './data.js';
+import { type ExecutionFilter, loadExecutionDetail, loadExecutions } from './data.js';
+import { waitingNote, waitingText } from './flow-control-view.js';
 import { formatDuration, formatInstant } from './format.js';
 import { html, type SafeHtml } from './html.js';
 import { type PageWindow, PIPELINE_STATUSES } from './input.js';
@@ -17,7 +18,7 @@ export async function renderExecutions(
     (e) => html`<tr>
 <td data-label="Execution"><div><a class="mono" href="${link(ctx, `executions/${e.executionId}`)}">${e.executionId.slice(0, 8)}</a></div></td>
 <td data-label="Workflow"><div>${e.workflowName}</div></td>
-<td data-label="Status"><div>${badge(e.status)}</div></td>
+<td data-label="Status"><div>${badge(e.status)}${waitingNote(e)}</div></td>
 <td data-label="Created"><div class="mono small">${formatInstant(e.createdAt)} UTC</div></td>
 <td data-label="Duration"><div>${formatDuration(e.durationMs)}</div></td>
 <td data-label="Schedule"><div class="mono small">${
@@ -145,7 +146,8 @@ function executionActions(ctx: PageContext, result: PipelineResult): SafeHtml {
 
 /** The execution detail page: the task DAG as a graph, each task's attempts, error and output, the final context. */
 export async function renderExecutionDetail(ctx: PageContext, id: string): Promise<SafeHtml> {
-  const result = await ctx.client.getExecutionResult(id);
+  const result = await loadExecutionDetail(ctx.client, id);
+  const waiting = waitingText(result);
   const definition = await definitionOf(ctx, result);
   const deps = new Map((definition ?? []).map((t) => [t.id, t.dependsOn]));
   const nodes: DagNode[] = result.tasks.map((task) => ({
@@ -162,6 +164,8 @@ export async function renderExecutionDetail(ctx: PageContext, id: string): Promi
 <dt>Execution</dt><dd class="mono small">${result.executionId}</dd>
 <dt>Version</dt><dd class="mono small">${result.workflowVersion}</dd>
 <dt>Created</dt><dd class="mono">${formatInstant(result.createdAt)} UTC</dd>
+<dt>Priority</dt><dd data-priority>${result.priority}</dd>
+${waiting === null ? '' : html`<dt>Waiting</dt><dd data-waiting>${waiting}</dd>`}
 <dt>Duration</dt><dd>${formatDuration(result.durationMs)}</dd>
 ${scheduleRow(ctx, result)}
 ${result.error ? html`<dt>Error</dt><dd class="error-msg">${result.error.split('\n')[0]}</dd>` : ''}

@@ -5,12 +5,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { DefaultRunner } from '@orreryjs/runner';
+import { defineWorkflow } from '@orreryjs/runner';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';
 import { createDashboard } from '../src/index.js';
 import { layoutProblems } from './layout-checks.js';
-import { createRunner, HOSTILE_NAME, waitFor } from './support.js';
+import { createRunner, etl, gated, HOSTILE_NAME, waitFor } from './support.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 /** Every page the test visits, at each viewport (gitignored): look at them after a change of layout. */
@@ -50,7 +51,22 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
       execFileSync(resolve(import.meta.dirname, '../../../scripts/ensure-chromium.sh'), { stdio: 'inherit' });
     }
     mkdirSync(SCREENSHOTS, { recursive: true });
-    runner = await createRunner({ database: `sqlite:${file.filename}` }, { cronPollIntervalMs: 100 });
+    // One customer at a time, held until shutdown aborts it: its second pipeline waits, and the
+    // Workflows page has a group to show (its name one long word, as customer ids are).
+    const throttled = defineWorkflow({
+      name: 'throttled',
+      concurrency: { key: 'customer', limit: 1 },
+      tasks: [
+        {
+          id: 'hold',
+          run: (_ctx, info) => new Promise<void>((done) => info.signal.addEventListener('abort', () => done())),
+        },
+      ],
+    });
+    runner = await createRunner(
+      { database: `sqlite:${file.filename}` },
+      { cronPollIntervalMs: 100, workflows: [etl, gated, throttled] },
+    );
     await runner.start();
     await runner.addCronSchedule({
       name: 'nightly',
@@ -100,6 +116,11 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     );
     gatedId = (await runner.execute('gated', {})).executionId;
     await runner.execute('etl', { region: 'eu' });
+    for (let n = 0; n < 2; n += 1) await runner.executeAsync('throttled', { customer: LONG_NAME });
+    await runner.executeAsync('etl', {}, { runAt: new Date('2099-01-01T00:00:00Z') });
+    await waitFor(
+      async () => (await runner.listExecutions({ workflowName: 'throttled', status: 'running' })).length === 1,
+    );
 
     const dashboard = createDashboard({ client: runner, basePath: '/ops' });
     server = createServer((req, res) => dashboard.handle(req, res));
@@ -182,6 +203,10 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
 
   it('filters executions and finds the failed task in the DAG of a failed execution', async () => {
     await page.goto(`${origin}/ops/executions`);
+    await expect(page.locator('[data-waiting]').allTextContents()).resolves.toEqual([
+      'starts at 2099-01-01 00:00:00 UTC',
+      `waiting for throttled/customer=${LONG_NAME} (1/1 active)`,
+    ]);
     await screenshots('executions');
     await page.getByRole('combobox', { name: 'Status' }).selectOption('failed');
     await page.getByRole('button', { name: 'Filter' }).click();
@@ -266,6 +291,7 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
         .getByRole('link', { name: section, exact: false });
       await navLink.click();
       await page.getByRole('heading', { level: 1 }).waitFor();
+      if (section === 'workflows') await expect(page.locator('tr[data-group]').count()).resolves.toBe(1);
       await screenshots(section);
     }
     await expect(page.locator('tbody tr').first().textContent()).resolves.toContain('etl');

@@ -297,8 +297,21 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
    * @throws ValidationError for a bad status, limit (1–1000, default 100) or offset.
    */
   async listExecutions(filter: ListExecutionsFilter = {}): Promise<PipelineSummary[]> {
-    const rows = await this.#storage.executions.listPipelines(checkListFilter(filter));
-    // What the queued ones wait for: one more read, only when a listed pipeline may be queued.
+    return this.#summaries(await this.#storage.executions.listPipelines(checkListFilter(filter)));
+  }
+
+  /**
+   * One execution as {@link listExecutions} lists it (no context, no tasks): with its
+   * priority and, while it is pending, what it waits for; what an operator's detail view shows.
+   * @throws ExecutionNotFoundError for an unknown id.
+   */
+  async getExecutionSummary(executionId: string): Promise<PipelineSummary> {
+    const [summary] = await this.#summaries([await readPipeline(this.#storage.executions, executionId)]);
+    return summary!;
+  }
+
+  /** Rows as summaries; what the queued ones wait for is one more read, only when a row may be queued. */
+  async #summaries(rows: readonly PipelineRow[]): Promise<PipelineSummary[]> {
     const mayBeQueued = rows.filter((row) => row.status === 'pending' && row.concurrency !== null).map((row) => row.id);
     const queued = new Map(
       (mayBeQueued.length === 0 ? [] : await this.#storage.executions.listQueuedGroups(mayBeQueued)).map((group) => [
@@ -463,6 +476,7 @@ export const CLIENT_CALLS = [
   'execute',
   'getExecutionStatus',
   'getExecutionResult',
+  'getExecutionSummary',
   'listExecutions',
   'listConcurrencyGroups',
   'listWorkflows',

@@ -59,6 +59,7 @@ describe.each(ADAPTERS)('flow control, on $name', (adapter) => {
     for (const summary of queued) {
       expect(summary.waitingFor).toEqual({ kind: 'concurrency', group: 'sync/customer=acme', active: 2, limit: 2 });
     }
+    expect(await runner.getExecutionSummary(queued[0]!.executionId)).toEqual(queued[0]);
     expect(listed.filter((summary) => summary.status === 'running').map((s) => s.waitingFor)).toEqual([
       null,
       null,

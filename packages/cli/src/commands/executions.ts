@@ -9,6 +9,7 @@ import type { OrreryClient } from '@orreryjs/runner';
 import type { Command } from 'commander';
 import { integerAtLeast, oneOf } from '../arguments.js';
 import { oneLine, UsageError } from '../failure.js';
+import { cutStatus, STATUS_MIN_WIDTH, statusWithReason } from '../flow-control-view.js';
 import {
   addWideOption,
   type CliIo,
@@ -31,11 +32,11 @@ type CommonOptions = DatabaseOptions & OutputOptions;
 const STATUSES: readonly PipelineStatus[] = PIPELINE_STATUSES;
 
 // Without --wide: ids shortened to 8 characters (commands take them), no Started and
-// Scheduled columns, workflow and error cut to fit.
+// Scheduled columns, workflow, status reason and error cut to fit.
 const EXECUTION_COLUMNS: readonly Column<PipelineSummary>[] = [
   { header: 'ID', cell: (e) => e.executionId, narrow: (e) => shortId(e.executionId) },
   { header: 'Workflow', cell: (e) => e.workflowName, shrinks: true },
-  { header: 'Status', cell: (e) => e.status },
+  { header: 'Status', cell: statusWithReason, shrinks: true, minWidth: STATUS_MIN_WIDTH, cut: cutStatus },
   { header: 'Created (UTC)', cell: (e) => formatInstant(e.createdAt) },
   { header: 'Started (UTC)', cell: (e) => formatInstant(e.startedAt), wideOnly: true },
   { header: 'Scheduled (UTC)', cell: (e) => formatInstant(e.scheduledTime), wideOnly: true },
@@ -77,7 +78,7 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
 
   addWideOption(
     databaseCommand(executions, 'list', 'List executions, newest first'),
-    'ids shortened to 8 characters, no Started and Scheduled, workflow and error cut',
+    'ids shortened to 8 characters, no Started and Scheduled, workflow, why a pending one waits and error cut',
   )
     .option('--workflow <name>', 'only executions of this workflow')
     .option('--schedule <schedule>', 'only executions started by this schedule (id or name)')
@@ -137,23 +138,29 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
     .argument('<id>', ID_HELP)
     .action(async (id: string, options: CommonOptions) => {
       // Task rows keep states, not the DAG's edges: those come from the definitions runners stored.
-      const { result, workflow } = await withClient(options, {}, async (client) => {
-        const result = await client.getExecutionResult(await resolveId(client, id));
+      const { result, summary, workflow } = await withClient(options, {}, async (client) => {
+        const executionId = await resolveId(client, id);
+        const result = await client.getExecutionResult(executionId);
+        // Its priority and what it waits for, which the result does not carry.
+        const summary = await client.getExecutionSummary(executionId);
         const versions = (await client.listWorkflows()).filter((w) => w.name === result.workflowName);
         // The version that ran, else the latest one stored.
         const workflow = versions.find((w) => w.version === result.workflowVersion) ?? versions.at(-1);
-        return { result, workflow };
+        return { result, summary, workflow };
       });
       const tasks = attachDependencies(result.tasks, workflow);
       if (options.json) {
-        writeJson(io, { ...result, tasks });
+        const { runAt, priority, waitingFor } = summary;
+        writeJson(io, { ...result, runAt, priority, waitingFor, tasks });
         return;
       }
       writeRecord(io, [
         ['ID', result.executionId],
         ['Workflow', result.workflowName],
         ['Version', result.workflowVersion],
-        ['Status', result.status],
+        // The summary's status, so that it and its reason were read together.
+        ['Status', statusWithReason(summary)],
+        ['Priority', summary.priority],
         ['Created (UTC)', formatInstant(result.createdAt)],
         ['Started (UTC)', formatInstant(result.startedAt)],
         ['Completed (UTC)', formatInstant(result.completedAt)],
