@@ -241,6 +241,13 @@ export interface RetriedTask {
   pendingDeps: number;
 }
 
+/** Input of {@link ExecutionStore.deferTask}: a claimed task to give back unstarted until `availableAt`. */
+export interface DeferTaskRequest extends LeaseRef {
+  runnerId: string;
+  availableAt: Date;
+  now: Date;
+}
+
 /** Input of {@link ExecutionStore.startRateLimited}: a claimed task about to run, and its bucket. */
 export interface RateLimitedStart extends LeaseRef {
   runnerId: string;
@@ -385,6 +392,12 @@ export interface ExecutionStore {
    * SQLite on `now`.
    */
   startRateLimited(request: RateLimitedStart): Promise<RateLimitedStartResult>;
+  /**
+   * Gives a claimed task back unstarted (its `notBefore` lies ahead): `ready` from
+   * `availableAt`, its lease dropped and its claim undone (`attempt` back, no start, no
+   * failure). Fenced on the lease: false when it was lost, and nothing is written.
+   */
+  deferTask(request: DeferTaskRequest): Promise<boolean>;
   /** Cancels a non-terminal pipeline and its non-terminal tasks; null when unknown. */
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null>;
   /** Pauses a pending or running pipeline; running tasks go back to ready (not a failure). */

@@ -77,6 +77,7 @@ export type {
   ClaimTasksRequest,
   ConcurrencyGroupInfo,
   CreatePipelinesOptions,
+  DeferTaskRequest,
   ExecutionStore,
   FinishTaskRequest,
   FinishTaskResult,

@@ -62,6 +62,12 @@ export interface TaskDefinition {
    * `ready` with a later availableAt, using no attempt and holding no slot.
    */
   rateLimit?: RateLimit;
+  /**
+   * Reads from the context the instant before which the task must not start (null: no such
+   * instant). Called when an attempt is about to start; an instant ahead gives the task back
+   * unstarted until then (no attempt used, no slot held), a past one or null runs it.
+   */
+  notBefore?: (ctx: Context) => Date | null;
 }
 
 /** A validated workflow: its tasks in canonical (topological, then declaration) order. */
@@ -115,6 +121,7 @@ const TASK_KEYS = Object.keys({
   when: true,
   delayMs: true,
   rateLimit: true,
+  notBefore: true,
 } satisfies Record<keyof TaskDefinition, true>);
 
 /** Every key of RetryPolicy. */
@@ -131,7 +138,7 @@ const RETRY_KEYS = Object.keys({
  * Task fields of DESIGN.md that this version does not run yet: refused by name, so that a
  * workflow never silently runs without the limit or the wait it declares.
  */
-const NOT_YET_SUPPORTED_TASK_KEYS = ['notBefore', 'waitFor', 'map'];
+const NOT_YET_SUPPORTED_TASK_KEYS = ['waitFor', 'map'];
 
 /** The longest `delayMs`: a year of 366 days. */
 export const MAX_TASK_DELAY_MS = 366 * 24 * 3_600_000;
@@ -231,6 +238,9 @@ function checkTask(name: string, task: TaskDefinition): void {
   }
   const { dependsOn, trigger, when, timeoutMs, retry, delayMs } = task;
   checkRateLimit(name, task.id, task.rateLimit);
+  if (task.notBefore !== undefined && typeof task.notBefore !== 'function') {
+    fail('notBefore', 'a function (ctx) => Date | null', task.notBefore);
+  }
   if (delayMs !== undefined && !(isPositiveInteger(delayMs) && (delayMs as number) <= MAX_TASK_DELAY_MS)) {
     fail('delayMs', `a positive integer of milliseconds, at most ${MAX_TASK_DELAY_MS} (366 days)`, delayMs);
   }
@@ -354,6 +364,7 @@ function structureHash(
     // Only when set, so that tasks without a delay keep the versions they had.
     ...(t.delayMs === undefined ? {} : { delayMs: t.delayMs }),
     ...(t.rateLimit === undefined ? {} : { rateLimit: t.rateLimit }),
+    ...(t.notBefore === undefined ? {} : { notBefore: 'custom' }),
   }));
   const rules = {
     ...(concurrency.length === 0 ? {} : { concurrency }),

@@ -95,6 +95,32 @@ describe('defineWorkflow refuses malformed task fields', () => {
     ['run not a function', { run: 'go' as never }, /"t" has no run function/],
     ['retry.retryOn not a function', { retry: { retryOn: 'always' as never } }, /retry\.retryOn must be a function/],
     ['retry.jitter not a boolean', { retry: { jitter: 'yes' as never } }, /retry\.jitter must be true or false/],
+    ['notBefore not a function', { notBefore: new Date() as never }, /"t" notBefore must be a function/],
+    [
+      'rateLimit without a name',
+      { rateLimit: { limit: 1, periodMs: 1000 } as never },
+      /rateLimit\.name must be a non-empty string/,
+    ],
+    [
+      'rateLimit limit 0',
+      { rateLimit: { name: 'api', limit: 0, periodMs: 1000 } },
+      /rateLimit\.limit must be an integer from 1 to 1000000/,
+    ],
+    [
+      'rateLimit periodMs 0',
+      { rateLimit: { name: 'api', limit: 1, periodMs: 0 } },
+      /rateLimit\.periodMs must be an integer of milliseconds/,
+    ],
+    [
+      'rateLimit key not a path',
+      { rateLimit: { name: 'api', key: 'a.', limit: 1, periodMs: 1 } },
+      /rateLimit\.key must be a context path/,
+    ],
+    [
+      'rateLimit unknown field',
+      { rateLimit: { name: 'api', limit: 1, periodMs: 1, burst: 2 } as never },
+      /rateLimit has unknown field "burst"/,
+    ],
     ['delayMs 0', { delayMs: 0 }, /"t" delayMs must be a positive integer of milliseconds, at most 31622400000/],
     ['delayMs fractional', { delayMs: 1.5 }, /delayMs/],
     ['delayMs over a year', { delayMs: 366 * 24 * 3_600_000 + 1 }, /delayMs/],
@@ -234,7 +260,7 @@ describe('defineWorkflow and flow control', () => {
     );
   });
 
-  it.each(['rateLimit', 'notBefore', 'waitFor', 'map'])(
+  it.each(['waitFor', 'map'])(
     'refuses the task field %s, which this version does not run yet, instead of ignoring it',
     (field) => {
       expect(() => defineWorkflow({ name: 'w', tasks: [{ id: 't', run, [field]: 1 } as never] })).toThrow(

@@ -48,7 +48,6 @@ import {
 } from '../src/execution-store/admission.js';
 import {
   countStarts,
-  deferTask,
   deleteExpiredStarts,
   insertStart,
   joinHerd,
@@ -66,6 +65,7 @@ import {
   retryTasks,
 } from '../src/execution-store/control.js';
 import { prepareExecutionStore } from '../src/execution-store/index.js';
+import { deferTask } from '../src/execution-store/lease.js';
 import { countWork, selectPipelines } from '../src/execution-store/pipelines.js';
 import { prepareRunnerStore } from '../src/runner-store/index.js';
 import { tablesIn } from '../src/schema.js';
@@ -184,6 +184,9 @@ const stores = {
         selectQueuedGroups: selectQueuedGroups(db, tables, [id]),
         selectGroupOccupancy: selectGroupOccupancy(db, tables, 'w'),
       },
+      lease: {
+        deferTask: deferTask(db, tables, { ...rateLimited, availableAt: now }),
+      },
       buckets: {
         lockBucket: lockBucket(db, tables, 'b'),
         selectDatabaseTime: selectDatabaseTime(db),
@@ -193,7 +196,6 @@ const stores = {
         selectNthStart: selectNthStart(db, tables, 'b', now, 1),
         insertStart: insertStart(db, tables, 'b', now, 1000),
         joinHerd: joinHerd(db, tables, 'b', now),
-        deferTask: deferTask(db, tables, rateLimited, now, now),
       },
       control: {
         cancelPipelineRow: cancelPipelineRow(db, tables, id, now),

@@ -61,4 +61,31 @@ describe.each(ADAPTERS)('delayed tasks, on $name', (adapter) => {
     expect((await execution.wait()).status).toBe('completed');
     expect(events).toEqual(['nap']);
   });
+
+  it('starts a task no earlier than its notBefore, giving it back meanwhile without using an attempt', async () => {
+    const runs: number[] = [];
+    const reminder = defineWorkflow({
+      name: 'reminder',
+      tasks: [
+        {
+          id: 'remind',
+          notBefore: (ctx) => new Date(String(ctx.get('sendAt'))),
+          run: (_ctx, info) => void runs.push(info.attempt),
+        },
+      ],
+    });
+    const runner = await runners.open({ workflows: [reminder] });
+    await runner.start();
+    const sendAt = new Date(clock.now().getTime() + 60_000);
+    const execution = await runner.executeAsync('reminder', { sendAt: sendAt.toISOString() });
+    await waitFor(async () => {
+      const [task] = (await runner.getExecutionResult(execution.id)).tasks;
+      return task?.status === 'ready' && task.attempts === 0;
+    });
+    expect(runs).toEqual([]);
+    clock.set(sendAt);
+    const result = await execution.wait();
+    expect(result.status).toBe('completed');
+    expect(runs).toEqual([1]);
+  });
 });

@@ -3,6 +3,7 @@ import { and, asc, count, eq, gt, lte, sql } from 'drizzle-orm';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
 import { isRunning, later, lockKeys } from './conditions.js';
+import { deferTask } from './lease.js';
 
 /*
  * Rate limits: the start of a rate-limited attempt is counted, or the task given back, in one
@@ -101,29 +102,6 @@ export function joinHerd(db: PostgresDb, { rateLimitBuckets: b }: PostgresTables
     .returning({ before: sql<number>`${b.herdSize} - 1` });
 }
 
-/** Gives the claimed task back unstarted: ready from `availableAt`, no lease, its claim's attempt undone. */
-export function deferTask(
-  db: PostgresDb,
-  tables: PostgresTables,
-  lease: RateLimitedStart,
-  availableAt: Date,
-  now: Date,
-) {
-  const t = tables.taskExecutions;
-  return db
-    .update(t)
-    .set({
-      status: 'ready',
-      availableAt,
-      leaseOwner: null,
-      leaseExpiresAt: null,
-      attempt: sql`${t.attempt} - 1`,
-      startedAt: null,
-      updatedAt: now,
-    })
-    .where(and(eq(t.pipelineExecutionId, lease.pipelineExecutionId), eq(t.taskId, lease.taskId)));
-}
-
 /** Counts the start of a rate-limited attempt or gives its task back, inside `tx` (see ExecutionStore.startRateLimited). */
 export async function startRateLimitedIn(
   tx: PostgresDb,
@@ -147,6 +125,6 @@ export async function startRateLimitedIn(
   const roomAt = later(oldest!.startedAt, windowMs);
   const [herd] = await joinHerd(tx, tables, request.bucket, roomAt);
   const availableAt = deferredUntil(roomAt, herd?.before ?? 0, request);
-  await deferTask(tx, tables, request, availableAt, now);
+  await deferTask(tx, tables, { ...request, availableAt, now });
   return { status: 'deferred', availableAt };
 }

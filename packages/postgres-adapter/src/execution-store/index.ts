@@ -5,6 +5,7 @@ import {
   type ConcurrencyGroupInfo,
   type CreatePipelinesOptions,
   claimsNothing,
+  type DeferTaskRequest,
   type ExecutionStore,
   type FinishTaskRequest,
   type FinishTasksOptions,
@@ -28,7 +29,7 @@ import { startRateLimitedIn } from './buckets.js';
 import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTasks, prepareFinish } from './finish.js';
-import { prepareLease, releaseLeases, renewLeases } from './lease.js';
+import { deferTask, prepareLease, releaseLeases, renewLeases } from './lease.js';
 import { countWork, createPipelinesIn, preparePipelines, selectPipelines } from './pipelines.js';
 import { prepareRetention } from './retention.js';
 
@@ -174,6 +175,11 @@ export class PostgresExecutionStore implements ExecutionStore {
       admitQueuedIn(tx, this.#handle.tables, groups, now),
     );
     return admitted.length;
+  }
+
+  async deferTask(request: DeferTaskRequest): Promise<boolean> {
+    const rows = await statement('deferTask', () => deferTask(this.#handle.db, this.#handle.tables, request));
+    return rows.length > 0;
   }
 
   startRateLimited(request: RateLimitedStart): Promise<RateLimitedStartResult> {

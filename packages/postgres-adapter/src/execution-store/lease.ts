@@ -1,7 +1,8 @@
-import type { LeaseRef, RenewLeasesOptions } from '@orreryjs/core';
+import type { DeferTaskRequest, LeaseRef, RenewLeasesOptions } from '@orreryjs/core';
 import { and, eq, lt, sql } from 'drizzle-orm';
 import { bind, encodeUuidList, inUuidList } from '../codec.js';
-import type { PostgresHandle } from '../transaction.js';
+import type { PostgresTables } from '../schema.js';
+import type { PostgresDb, PostgresHandle } from '../transaction.js';
 import { withEndedAttempt } from './attempts.js';
 import { isRunning, later } from './conditions.js';
 
@@ -97,4 +98,30 @@ export async function releaseLeases(
     now,
   });
   return result.rowCount ?? 0;
+}
+
+/** Gives a claimed task back unstarted: ready from `availableAt`, no lease, its claim's attempt undone; fenced on the lease. */
+export function deferTask(db: PostgresDb, tables: PostgresTables, request: DeferTaskRequest) {
+  const t = tables.taskExecutions;
+  return db
+    .update(t)
+    .set({
+      status: 'ready',
+      availableAt: request.availableAt,
+      leaseOwner: null,
+      leaseExpiresAt: null,
+      attempt: sql`${t.attempt} - 1`,
+      startedAt: null,
+      updatedAt: request.now,
+    })
+    .where(
+      and(
+        eq(t.pipelineExecutionId, request.pipelineExecutionId),
+        eq(t.taskId, request.taskId),
+        isRunning(tables),
+        eq(t.leaseOwner, request.runnerId),
+        eq(t.attempt, request.attempt),
+      ),
+    )
+    .returning({ attempt: t.attempt });
 }

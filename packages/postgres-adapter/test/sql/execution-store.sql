@@ -266,6 +266,12 @@ select "tenant"."concurrency_slots"."group_name", "tenant"."pipeline_executions"
   group by "tenant"."pipeline_executions"."workflow_name", "tenant"."concurrency_slots"."group_name"
   order by "tenant"."pipeline_executions"."workflow_name" asc, "tenant"."concurrency_slots"."group_name" asc;
 
+-- lease/deferTask
+update "tenant"."task_executions"
+  set "status" = $1, "attempt" = "tenant"."task_executions"."attempt" - 1, "available_at" = $2, "lease_owner" = $3, "lease_expires_at" = $4, "started_at" = $5, "updated_at" = $6
+  where ("tenant"."task_executions"."pipeline_execution_id" = $7 and "tenant"."task_executions"."task_id" = $8 and "tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_owner" = $9 and "tenant"."task_executions"."attempt" = $10)
+  returning "attempt";
+
 -- buckets/lockBucket
 SELECT pg_advisory_xact_lock(hashtextextended($1 || k, 0))
       FROM unnest($2::text[]) AS k ORDER BY k;
@@ -306,11 +312,6 @@ insert into "tenant"."rate_limit_buckets" ("bucket", "herd_at", "herd_size")
   on conflict ("bucket") do
   update set "herd_at" = excluded.herd_at, "herd_size" = CASE WHEN "tenant"."rate_limit_buckets"."herd_at" = excluded.herd_at THEN "tenant"."rate_limit_buckets"."herd_size" + 1 ELSE 1 END
   returning "herd_size" - 1;
-
--- buckets/deferTask
-update "tenant"."task_executions"
-  set "status" = $1, "attempt" = "tenant"."task_executions"."attempt" - 1, "available_at" = $2, "lease_owner" = $3, "lease_expires_at" = $4, "started_at" = $5, "updated_at" = $6
-  where ("tenant"."task_executions"."pipeline_execution_id" = $7 and "tenant"."task_executions"."task_id" = $8);
 
 -- control/cancelPipelineRow
 update "tenant"."pipeline_executions"

@@ -150,6 +150,10 @@ async function runTraced(
     if (definition.when !== undefined && !definition.when(context)) {
       return commit(env, claimed, entry, ref, span, { status: 'skipped', reason: 'when returned false' }, 0);
     }
+    if (definition.notBefore !== undefined && (await deferredByNotBefore(env, entry, definition, context, ref))) {
+      span.setAttribute(SPAN_ATTRIBUTES.outcome, 'not_before');
+      return;
+    }
     if (
       definition.rateLimit !== undefined &&
       !(await rateLimitAdmits(env, entry, definition.rateLimit, context, ref))
@@ -181,6 +185,32 @@ async function runTraced(
     if (entry.abortCause === null && error instanceof Error && typeof error.stack === 'string') stack = error.stack;
   }
   return commit(env, claimed, entry, ref, span, outcome, env.clock.now().getTime() - startedMs, stack);
+}
+
+/**
+ * Asks the task's `notBefore` for the instant it may start: one ahead gives the task back
+ * unstarted until then (no attempt used) and this runner wakes at it; true when so. What
+ * `notBefore` throws, or a value that is not a valid Date or null, fails the attempt as the
+ * task's own error would.
+ */
+async function deferredByNotBefore(
+  env: AttemptEnvironment,
+  entry: ActiveTask,
+  definition: TaskDefinition,
+  context: Context,
+  ref: AttemptRef,
+): Promise<boolean> {
+  const instant = definition.notBefore!(context);
+  if (instant === null) return false;
+  if (!(instant instanceof Date) || !Number.isFinite(instant.getTime())) {
+    throw new TypeError(`notBefore of task "${ref.taskId}" must return a valid Date or null, got ${String(instant)}.`);
+  }
+  const now = env.clock.now();
+  if (instant.getTime() <= now.getTime()) return false;
+  await env.store.deferTask({ runnerId: env.runnerId, ...leaseOf(entry), availableAt: instant, now });
+  env.logger.debug({ ...ref, notBefore: instant }, 'notBefore ahead: task given back until then');
+  env.wake(instant.getTime());
+  return true;
 }
 
 /**

@@ -3,6 +3,7 @@ import { and, asc, count, eq, gt, lte, sql } from 'drizzle-orm';
 import { bind } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
 import { isRunning, later } from './conditions.js';
+import type { LeaseStatements } from './lease.js';
 
 /*
  * Rate limits: the start of a rate-limited attempt is counted, or the task given back, inside
@@ -70,43 +71,32 @@ export function prepareRateLimits({ db, tables }: SqliteHandle) {
       })
       .returning({ before: sql<number>`${b.herdSize} - 1` })
       .prepare(),
-    // Gives the claimed task back unstarted: ready from `availableAt`, no lease, its claim's attempt undone.
-    deferTask: db
-      .update(t)
-      .set({
-        status: 'ready',
-        availableAt: bind(t.availableAt, 'availableAt'),
-        leaseOwner: null,
-        leaseExpiresAt: null,
-        attempt: sql`${t.attempt} - 1`,
-        startedAt: null,
-        updatedAt: bind(t.updatedAt, 'now'),
-      })
-      .where(theTask)
-      .prepare(),
   };
 }
 
 export type RateLimitStatements = ReturnType<typeof prepareRateLimits>;
 
 /** Counts the start of a rate-limited attempt or gives its task back, inside the caller's write transaction. */
-export function startRateLimitedIn(q: RateLimitStatements, request: RateLimitedStart): RateLimitedStartResult {
+export function startRateLimitedIn(
+  q: { buckets: RateLimitStatements; lease: LeaseStatements },
+  request: RateLimitedStart,
+): RateLimitedStartResult {
   // Differs by necessity: no lockBucket (BEGIN IMMEDIATE serialises writers) and no selectDatabaseTime (one host's clock).
   const { bucket, now } = request;
-  const held = q.selectHeldLease.get({ ...request });
+  const held = q.buckets.selectHeldLease.get({ ...request });
   if (held === undefined) return { status: 'lost' };
   const windowMs = rateWindowMs(request);
   const from = new Date(now.getTime() - windowMs);
-  q.deleteExpiredStarts.run({ bucket, now });
-  const started = q.countStarts.get({ bucket, from })?.count ?? 0;
+  q.buckets.deleteExpiredStarts.run({ bucket, now });
+  const started = q.buckets.countStarts.get({ bucket, from })?.count ?? 0;
   if (started < request.limit) {
-    q.insertStart.run({ bucket, now, expiresAt: later(now, windowMs) });
+    q.buckets.insertStart.run({ bucket, now, expiresAt: later(now, windowMs) });
     return { status: 'started' };
   }
-  const oldest = q.selectNthStart.get({ bucket, from, offset: started - request.limit });
+  const oldest = q.buckets.selectNthStart.get({ bucket, from, offset: started - request.limit });
   const roomAt = later(oldest!.startedAt, windowMs);
-  const herd = q.joinHerd.get({ bucket, roomAt });
+  const herd = q.buckets.joinHerd.get({ bucket, roomAt });
   const availableAt = deferredUntil(roomAt, herd?.before ?? 0, request);
-  q.deferTask.run({ ...request, availableAt, now });
+  q.lease.deferTask.run({ ...request, availableAt, now });
   return { status: 'deferred', availableAt };
 }

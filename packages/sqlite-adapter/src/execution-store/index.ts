@@ -5,6 +5,7 @@ import {
   type ConcurrencyGroupInfo,
   type CreatePipelinesOptions,
   claimsNothing,
+  type DeferTaskRequest,
   type ExecutionStore,
   type FinishTaskRequest,
   type FinishTasksOptions,
@@ -173,8 +174,12 @@ export class SqliteExecutionStore implements ExecutionStore {
     return writeTransaction(this.#handle, 'admitQueued', () => admitQueuedIn(this.#q.admission, groups, now).length);
   }
 
+  deferTask(request: DeferTaskRequest): Promise<boolean> {
+    return writeTransaction(this.#handle, 'deferTask', () => this.#q.lease.deferTask.all({ ...request }).length > 0);
+  }
+
   startRateLimited(request: RateLimitedStart): Promise<RateLimitedStartResult> {
-    return writeTransaction(this.#handle, 'startRateLimited', () => startRateLimitedIn(this.#q.buckets, request));
+    return writeTransaction(this.#handle, 'startRateLimited', () => startRateLimitedIn(this.#q, request));
   }
 
   listConcurrencyGroups(workflowName: string | null): Promise<ConcurrencyGroupInfo[]> {

@@ -27,6 +27,29 @@ export function prepareLease({ db, tables }: SqliteHandle) {
     sql`lower(hex(${t.id})) || ':' || ${t.attempt} IN ${textListSql(sql.placeholder('leases'))}`,
   );
   return {
+    // Gives a claimed task back unstarted: ready from `availableAt`, no lease, its claim's attempt undone; fenced.
+    deferTask: db
+      .update(t)
+      .set({
+        status: 'ready',
+        availableAt: bind(t.availableAt, 'availableAt'),
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        attempt: sql`${t.attempt} - 1`,
+        startedAt: null,
+        updatedAt: now,
+      })
+      .where(
+        and(
+          eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'pipelineExecutionId')),
+          eq(t.taskId, bind(t.taskId, 'taskId')),
+          isRunning(tables),
+          eq(t.leaseOwner, bind(t.leaseOwner, 'runnerId')),
+          eq(t.attempt, bind(t.attempt, 'attempt')),
+        ),
+      )
+      .returning({ attempt: t.attempt })
+      .prepare(),
     renewLeases: db
       .update(t)
       .set({

@@ -79,6 +79,12 @@ select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "s
   where ("task_executions"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?)) and "task_executions"."status" IN ('completed', 'failed', 'skipped', 'cancelled'))
   order by "task_executions"."position" asc;
 
+-- lease/deferTask
+update "task_executions"
+  set "status" = ?, "attempt" = "task_executions"."attempt" - 1, "available_at" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "started_at" = ?, "updated_at" = ?
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."task_id" = ? and "task_executions"."status" = 'running' and "task_executions"."lease_owner" = ? and "task_executions"."attempt" = ?)
+  returning "attempt";
+
 -- lease/renewLeases
 update "task_executions"
   set "lease_expires_at" = ?, "started_at" = CASE WHEN ? THEN coalesce("task_executions"."started_at", ?) ELSE "task_executions"."started_at" END, "updated_at" = ?
@@ -260,11 +266,6 @@ insert into "rate_limit_buckets" ("bucket", "herd_at", "herd_size")
   on conflict ("rate_limit_buckets"."bucket") do
   update set "herd_at" = excluded.herd_at, "herd_size" = CASE WHEN "rate_limit_buckets"."herd_at" = excluded.herd_at THEN "rate_limit_buckets"."herd_size" + 1 ELSE 1 END
   returning "herd_size" - 1;
-
--- buckets/deferTask
-update "task_executions"
-  set "status" = ?, "attempt" = "task_executions"."attempt" - 1, "available_at" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "started_at" = ?, "updated_at" = ?
-  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."task_id" = ?);
 
 -- retention/deleteTerminalPipelines
 delete
