@@ -80,6 +80,7 @@ export function describeExecutionStore(open: OpenStorage): void {
               error: null,
               startedAt: null,
               completedAt: null,
+              waitsUntil: null,
             })),
           );
         });

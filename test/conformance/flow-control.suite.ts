@@ -299,6 +299,83 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
       expect(await gate(deferred[0]!)).toEqual({ status: 'lost' });
     });
 
+    it('keeps a signal sent early, ignores a second one, and refuses unknown and ended executions', async () => {
+      const wf = workflowFixture(storage, CHAIN);
+      const pipeline = await store().createPipeline({
+        ...newPipelineOf(wf),
+        tasks: [
+          { id: crypto.randomUUID(), taskId: 'a', position: 0, pendingDeps: 0 },
+          { id: crypto.randomUUID(), taskId: 'b', position: 1, pendingDeps: 1, waitSignal: 'approved' },
+        ],
+      });
+      const id = pipeline.pipeline.id;
+      const signal = (name: string, payload: unknown = null, executionId = id) =>
+        store().sendSignal({ executionId, name, payload: payload as never, now: at(5) });
+      expect(await signal('approved', 'yes')).toBe('sent');
+      expect(await signal('approved', 'no')).toBe('duplicate');
+      expect(await signal('approved', 1, crypto.randomUUID())).toBe('unknown');
+      const [a] = await wf.claim('r', at(10));
+      await wf.finish(a!, completed(), at(11));
+      const [b] = await wf.claim('r', at(12));
+      expect(b!.task.taskId).toBe('b');
+      const found = await store().waitForSignal({
+        runnerId: 'r',
+        ...leaseOfTask(b!.task),
+        name: 'approved',
+        now: at(12),
+        waitsUntil: null,
+        sleepUntil: at(1_000_000),
+      });
+      expect(found).toEqual({ status: 'signalled', payload: 'yes' });
+      await wf.finish(b!, completed({ b: 'yes' }), at(13));
+      expect(await signal('late')).toBe('terminal');
+    });
+
+    it('gives a wait task back until its deadline, and a signal wakes it at once', async () => {
+      const wf = workflowFixture(storage, SINGLE);
+      const created = await store().createPipeline({
+        ...newPipelineOf(wf),
+        tasks: [{ id: crypto.randomUUID(), taskId: 'only', position: 0, pendingDeps: 0, waitSignal: 'go' }],
+      });
+      const [claimed] = await wf.claim('r', at(10));
+      const wait = (now: Date, sleepUntil: Date | null, waitsUntil: Date | null, task = claimed!.task) =>
+        store().waitForSignal({ runnerId: 'r', ...leaseOfTask(task), name: 'go', now, waitsUntil, sleepUntil });
+      expect(await wait(at(10), at(5_000), at(5_000))).toEqual({ status: 'waiting' });
+      const [row] = await store().listTasks(created.pipeline.id);
+      expect(row).toMatchObject({ status: 'ready', attempt: 0, availableAt: at(5_000), waitsUntil: at(5_000) });
+      expect(await wf.claim('r', at(4_999))).toEqual([]);
+      // The claim was undone: the lease is gone.
+      expect(await wait(at(11), at(5_000), at(5_000))).toEqual({ status: 'lost' });
+      expect(
+        await store().sendSignal({ executionId: created.pipeline.id, name: 'go', payload: { ok: true }, now: at(20) }),
+      ).toBe('sent');
+      const [again] = await wf.claim('r', at(20));
+      expect(again!.task).toMatchObject({ taskId: 'only', attempt: 1, waitsUntil: at(5_000) });
+      expect(await wait(at(20), at(5_000), at(5_000), again!.task)).toEqual({
+        status: 'signalled',
+        payload: { ok: true },
+      });
+    });
+
+    it('says a wait task timed out when its deadline has passed without the signal', async () => {
+      const wf = workflowFixture(storage, SINGLE);
+      await store().createPipeline({
+        ...newPipelineOf(wf),
+        tasks: [{ id: crypto.randomUUID(), taskId: 'only', position: 0, pendingDeps: 0, waitSignal: 'go' }],
+      });
+      const [claimed] = await wf.claim('r', at(10));
+      expect(
+        await store().waitForSignal({
+          runnerId: 'r',
+          ...leaseOfTask(claimed!.task),
+          name: 'go',
+          now: at(10),
+          waitsUntil: at(5),
+          sleepUntil: null,
+        }),
+      ).toEqual({ status: 'timedOut' });
+    });
+
     it('leaves workflows without rules as they were: ready at once, no slots', async () => {
       const wf = workflowFixture(storage, SINGLE);
       const created = await Promise.all([0, 1, 2].map((n) => wf.create({ now: at(n) })));

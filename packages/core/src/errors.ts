@@ -141,6 +141,16 @@ export class NonRetryableError extends OrreryError {
 }
 
 /**
+ * A wait task's signal did not arrive within its `timeoutMs`: the task fails with it, never
+ * retried, so that a `trigger: 'one_failed'` branch can handle the timeout.
+ */
+export class SignalTimeoutError extends OrreryError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('SIGNAL_TIMEOUT', message, options);
+  }
+}
+
+/**
  * True when `error` is an Orrery error (optionally of the given `code`). Works across
  * duplicate copies of the package, unlike `instanceof`; driver and system errors, which also
  * carry a string `code`, are not Orrery errors.

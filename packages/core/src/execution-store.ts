@@ -1,7 +1,7 @@
 import type { ContextDelta } from './context.js';
 import type { AttemptOutcome, PipelineStatus, TaskStatus } from './executor.js';
 import type { PipelineGroup } from './flow-control.js';
-import type { JsonObject } from './json.js';
+import type { Json, JsonObject } from './json.js';
 
 /**
  * Rows and units of work for pipelines and their tasks. Ids are canonical lower-case UUID
@@ -86,6 +86,8 @@ export interface TaskRow {
   error: string | null;
   startedAt: Date | null;
   completedAt: Date | null;
+  /** When a wait task's signal times out, once it has waited; null (or absent) before, and for other tasks. */
+  waitsUntil?: Date | null;
 }
 
 /** Input of {@link ExecutionStore.createPipeline}. */
@@ -115,7 +117,15 @@ export interface NewPipeline {
    * One per task, in canonical order; `pendingDeps` = number of dependencies; `delayMs` (0 or
    * absent for none) is how long after becoming ready it stays unclaimable.
    */
-  tasks: ReadonlyArray<{ id: string; taskId: string; position: number; pendingDeps: number; delayMs?: number }>;
+  tasks: ReadonlyArray<{
+    id: string;
+    taskId: string;
+    position: number;
+    pendingDeps: number;
+    delayMs?: number;
+    /** A wait task's signal name; null or absent for a task with code. */
+    waitSignal?: string | null;
+  }>;
 }
 
 /** Options of {@link ExecutionStore.createPipelines}. */
@@ -246,7 +256,43 @@ export interface DeferTaskRequest extends LeaseRef {
   runnerId: string;
   availableAt: Date;
   now: Date;
+  /** A wait task's signal deadline, kept from the first time it waits (later values are ignored). */
+  waitsUntil?: Date | null;
 }
+
+/** Input of {@link ExecutionStore.waitForSignal}. */
+export interface WaitForSignalRequest extends LeaseRef {
+  runnerId: string;
+  /** The signal's name. */
+  name: string;
+  now: Date;
+  /** When the wait times out (kept from the first wait); null: it never does. */
+  waitsUntil: Date | null;
+  /** Until when to give the task back if the signal is absent; null: the wait has timed out. */
+  sleepUntil: Date | null;
+}
+
+/** What {@link ExecutionStore.waitForSignal} found. */
+export type WaitForSignalResult =
+  | { status: 'signalled'; payload: Json | null }
+  | { status: 'waiting' }
+  | { status: 'timedOut' }
+  | { status: 'lost' };
+
+/** Input of {@link ExecutionStore.sendSignal}. */
+export interface SendSignalRequest {
+  executionId: string;
+  name: string;
+  payload: Json | null;
+  now: Date;
+}
+
+/**
+ * What {@link ExecutionStore.sendSignal} did: `sent` (stored, and its waiting task woken),
+ * `duplicate` (one of that name was already there: nothing written), `unknown` (no such
+ * execution) or `terminal` (the execution has ended: nothing written).
+ */
+export type SendSignalResult = 'sent' | 'duplicate' | 'unknown' | 'terminal';
 
 /** Input of {@link ExecutionStore.startRateLimited}: a claimed task about to run, and its bucket. */
 export interface RateLimitedStart extends LeaseRef {
@@ -398,6 +444,21 @@ export interface ExecutionStore {
    * failure). Fenced on the lease: false when it was lost, and nothing is written.
    */
   deferTask(request: DeferTaskRequest): Promise<boolean>;
+  /**
+   * Stores a signal for an execution, once per (execution, name), in one transaction with its
+   * pipeline row locked: a `ready` wait task of that signal whose availableAt lies ahead becomes
+   * claimable now (on Postgres, other processes are told at the commit).
+   */
+  sendSignal(request: SendSignalRequest): Promise<SendSignalResult>;
+  /**
+   * A claimed wait task looks for its signal, in one transaction that holds its pipeline row
+   * (so that a signal sent meanwhile either is seen here or wakes the task it gives back):
+   * `signalled` with the payload (the task stays leased: the caller completes it); else, with
+   * `sleepUntil`, the task is given back unstarted until then as {@link deferTask} does
+   * (`waiting`, or `lost` without the lease); else `timedOut` (nothing written: the caller
+   * fails it).
+   */
+  waitForSignal(request: WaitForSignalRequest): Promise<WaitForSignalResult>;
   /** Cancels a non-terminal pipeline and its non-terminal tasks; null when unknown. */
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null>;
   /** Pauses a pending or running pipeline; running tasks go back to ready (not a failure). */

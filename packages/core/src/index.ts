@@ -68,6 +68,7 @@ export {
   ScheduleConflictError,
   ScheduleNotFoundError,
   ScheduleOverlapError,
+  SignalTimeoutError,
   ValidationError,
   WorkflowNotFoundError,
   WorkflowValidationError,
@@ -93,9 +94,13 @@ export type {
   RegisteredTasks,
   RenewLeasesOptions,
   RetriedTask,
+  SendSignalRequest,
+  SendSignalResult,
   StoredAttempt,
   TaskOutcome,
   TaskRow,
+  WaitForSignalRequest,
+  WaitForSignalResult,
 } from './execution-store.js';
 export type {
   AttemptOutcome,
@@ -209,10 +214,12 @@ export { isTriggerMet, type TerminalTaskStatus } from './trigger.js';
 export { newId, occurrenceId, UniversalUuid, uuidPrefixRange } from './uuid.js';
 export {
   defineWorkflow,
+  MAX_SIGNAL_NAME_CHARS,
   MAX_TASK_DELAY_MS,
   type TaskDefinition,
   type TaskRunInfo,
   type TriggerRule,
+  type WaitFor,
   type Workflow,
   type WorkflowDefinition,
 } from './workflow.js';

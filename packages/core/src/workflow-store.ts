@@ -1,6 +1,6 @@
 import type { ConcurrencyRule, RateLimit } from './flow-control.js';
 import { RETRY_DEFAULTS, type RetryPolicy } from './retry.js';
-import type { TriggerRule, Workflow } from './workflow.js';
+import type { TriggerRule, WaitFor, Workflow } from './workflow.js';
 
 /** A task of a stored workflow definition: its structure, without code. */
 export interface WorkflowTaskInfo {
@@ -17,6 +17,8 @@ export interface WorkflowTaskInfo {
   delayMs?: number | null;
   /** Its `rateLimit`; absent or null for none. */
   rateLimit?: RateLimit | null;
+  /** A wait task's `waitFor`; absent or null for a task with code. */
+  waitFor?: WaitFor | null;
 }
 
 /**
@@ -83,6 +85,7 @@ export function workflowDefinitionRow(workflow: Workflow): WorkflowDefinitionRow
       hasWhen: task.when !== undefined,
       ...(task.delayMs === undefined ? {} : { delayMs: task.delayMs }),
       ...(task.rateLimit === undefined ? {} : { rateLimit: { ...task.rateLimit } }),
+      ...(task.waitFor === undefined ? {} : { waitFor: { ...task.waitFor } }),
     })),
   };
 }

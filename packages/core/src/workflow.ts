@@ -34,8 +34,11 @@ export interface TaskDefinition {
   id: string;
   /** Ids of the tasks that must be terminal before this one is considered. */
   dependsOn?: string[];
-  /** The work. Writes to `ctx` become the task's output when the attempt succeeds. */
-  run(ctx: Context, info: TaskRunInfo): Promise<void> | void;
+  /**
+   * The work. Writes to `ctx` become the task's output when the attempt succeeds. Every task
+   * has one, except a wait task (`waitFor`), which has none.
+   */
+  run?: (ctx: Context, info: TaskRunInfo) => Promise<void> | void;
   /** Retries after a failed attempt. */
   retry?: RetryPolicy;
   /**
@@ -68,6 +71,21 @@ export interface TaskDefinition {
    * unstarted until then (no attempt used, no slot held), a past one or null runs it.
    */
   notBefore?: (ctx: Context) => Date | null;
+  /**
+   * A wait task: no `run`; it completes when `signal(executionId, signal, payload)` arrives
+   * (before or after it became ready), its output setting the context key named by the task id
+   * to the payload (null when none). After `timeoutMs` without it (a positive integer of
+   * milliseconds, at most 366 days; none: it waits as long as it takes) it fails with
+   * SignalTimeoutError, never retried. No slot, lease or process is held while it waits.
+   */
+  waitFor?: WaitFor;
+}
+
+/** What a wait task waits for (see {@link TaskDefinition.waitFor}). */
+export interface WaitFor {
+  /** The signal's name: 1 to 200 characters, no NUL. */
+  signal: string;
+  timeoutMs?: number;
 }
 
 /** A validated workflow: its tasks in canonical (topological, then declaration) order. */
@@ -122,7 +140,11 @@ const TASK_KEYS = Object.keys({
   delayMs: true,
   rateLimit: true,
   notBefore: true,
+  waitFor: true,
 } satisfies Record<keyof TaskDefinition, true>);
+
+/** The longest signal name, in characters. */
+export const MAX_SIGNAL_NAME_CHARS = 200;
 
 /** Every key of RetryPolicy. */
 const RETRY_KEYS = Object.keys({
@@ -138,7 +160,7 @@ const RETRY_KEYS = Object.keys({
  * Task fields of DESIGN.md that this version does not run yet: refused by name, so that a
  * workflow never silently runs without the limit or the wait it declares.
  */
-const NOT_YET_SUPPORTED_TASK_KEYS = ['waitFor', 'map'];
+const NOT_YET_SUPPORTED_TASK_KEYS = ['map'];
 
 /** The longest `delayMs`: a year of 366 days. */
 export const MAX_TASK_DELAY_MS = 366 * 24 * 3_600_000;
@@ -233,7 +255,9 @@ function checkTask(name: string, task: TaskDefinition): void {
     }
   }
   assertKnownKeys(task, TASK_KEYS, `task "${task.id}" key in workflow "${name}"`, 'keys', WorkflowValidationError);
-  if (typeof task.run !== 'function') {
+  if (task.waitFor !== undefined) {
+    checkWaitFor(name, task);
+  } else if (typeof task.run !== 'function') {
     throw new WorkflowValidationError(`Workflow "${name}": task "${task.id}" has no run function.`);
   }
   const { dependsOn, trigger, when, timeoutMs, retry, delayMs } = task;
@@ -285,6 +309,40 @@ function checkTask(name: string, task: TaskDefinition): void {
   if (jitter !== undefined && typeof jitter !== 'boolean') fail('retry.jitter', 'true or false', jitter);
   if (retryOn !== undefined && typeof retryOn !== 'function') {
     fail('retry.retryOn', 'a function (error) => boolean', retryOn);
+  }
+}
+
+/** A wait task: a signal name, an optional timeout, and no code of its own to run. */
+function checkWaitFor(name: string, task: TaskDefinition): void {
+  const where = `Workflow "${name}": task "${task.id}"`;
+  if (task.run !== undefined) {
+    throw new WorkflowValidationError(
+      `${where} has both waitFor and run; a wait task has no run function (it completes with the signal).`,
+    );
+  }
+  const waitFor = task.waitFor as unknown;
+  if (typeof waitFor !== 'object' || waitFor === null || Array.isArray(waitFor)) {
+    throw new WorkflowValidationError(
+      `${where} waitFor must be an object such as { signal: 'approved' }, got ${describe(waitFor)}.`,
+    );
+  }
+  assertKnownKeys(
+    waitFor,
+    ['signal', 'timeoutMs'],
+    `waitFor key of task "${task.id}" in workflow "${name}"`,
+    'keys',
+    WorkflowValidationError,
+  );
+  const { signal, timeoutMs } = waitFor as WaitFor;
+  if (typeof signal !== 'string' || signal === '' || hasNul(signal) || signal.length > MAX_SIGNAL_NAME_CHARS) {
+    throw new WorkflowValidationError(
+      `${where} waitFor.signal must be a name of 1 to ${MAX_SIGNAL_NAME_CHARS} characters without NUL, got ${describe(signal)}.`,
+    );
+  }
+  if (timeoutMs !== undefined && !(isPositiveInteger(timeoutMs) && timeoutMs <= MAX_TASK_DELAY_MS)) {
+    throw new WorkflowValidationError(
+      `${where} waitFor.timeoutMs must be a positive integer of milliseconds, at most ${MAX_TASK_DELAY_MS} (366 days), got ${describe(timeoutMs)}.`,
+    );
   }
 }
 
@@ -365,6 +423,7 @@ function structureHash(
     ...(t.delayMs === undefined ? {} : { delayMs: t.delayMs }),
     ...(t.rateLimit === undefined ? {} : { rateLimit: t.rateLimit }),
     ...(t.notBefore === undefined ? {} : { notBefore: 'custom' }),
+    ...(t.waitFor === undefined ? {} : { waitFor: t.waitFor }),
   }));
   const rules = {
     ...(concurrency.length === 0 ? {} : { concurrency }),

@@ -22,13 +22,15 @@ function queriesOf(folder: string, file: string): string[] {
 const EXPECTED_DIFFERENCES: Record<string, { postgresOnly: string[]; sqliteOnly: string[] }> = {
   'runner-store.sql': { postgresOnly: ['index/selectDatabaseNow'], sqliteOnly: [] },
   // Advisory locks of concurrency groups and rate buckets: SQLite's writers take turns (BEGIN IMMEDIATE) and
-  // need none; and the database's clock, which rate limits count on (SQLite has one host's clock).
+  // need none, nor the row lock a wait task takes on its pipeline; and the database's clock, which rate limits
+  // count on (SQLite has one host's clock).
   'execution-store.sql': {
     postgresOnly: [
       'admission/lockGroups',
       'admission/tryLockGroup',
       'buckets/lockBucket',
       'buckets/selectDatabaseTime',
+      'signals/sharePipeline',
     ],
     sqliteOnly: [],
   },

@@ -67,6 +67,7 @@ describe('openPostgresStorage', () => {
       'rate_limit_buckets',
       'rate_limit_starts',
       'runners',
+      'signals',
       'task_executions',
       'workflows',
     ]);

@@ -149,6 +149,7 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
       assertOpen: () => this.#assertOpen(),
       handle: (pipeline, defaultTimeoutMs) => this.#handle(pipeline, defaultTimeoutMs),
       pipelineTimeoutMs: config.pipelineTimeoutMs,
+      maxContextBytes: config.maxContextBytes,
     });
     this.#schedules = new ScheduleCalls({
       cron: this.scheduler,

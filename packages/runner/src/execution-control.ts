@@ -1,10 +1,15 @@
 import {
+  assertContextSize,
   assertNoNul,
   type Clock,
+  hasNul,
   isTerminalPipelineStatus,
+  type Json,
+  MAX_SIGNAL_NAME_CHARS,
   type PipelineExecution,
   type PipelineRow,
   type Storage,
+  toJson,
   ValidationError,
 } from '@orreryjs/core';
 import type { GroupAdmission } from './admission.js';
@@ -31,6 +36,8 @@ export interface ExecutionControlParts {
   /** A handle on a pipeline whose `wait()` gives up after `defaultTimeoutMs` unless told otherwise. */
   handle(pipeline: PipelineRow, defaultTimeoutMs: number): PipelineExecution;
   pipelineTimeoutMs: number;
+  /** The largest signal payload, in bytes of JSON (the context's bound: a payload becomes context). */
+  maxContextBytes: number;
 }
 
 /**
@@ -145,6 +152,41 @@ export class ExecutionControl {
    * @throws ValidationError when the execution is in any other status.
    * @throws WorkflowNotFoundError when no runner stored the workflow version it ran.
    */
+  /**
+   * Sends the signal `name` to an execution, durably and once: a wait task of the execution
+   * that waits for it (`waitFor: { signal: name }`) completes with `payload` (null when
+   * none) under its task id, whether it is waiting already or becomes ready later. A second
+   * signal of the same name is ignored: it returns and writes nothing.
+   * @throws ValidationError for a name that is not 1 to 200 characters without NUL, a payload
+   *   that is not JSON or is larger than maxContextBytes, or an execution that has ended.
+   * @throws ExecutionNotFoundError for an unknown id.
+   */
+  async signal(executionId: string, name: string, payload?: Json): Promise<void> {
+    this.#parts.assertOpen();
+    const id = checkExecutionId(executionId);
+    if (typeof name !== 'string' || name === '' || hasNul(name) || name.length > MAX_SIGNAL_NAME_CHARS) {
+      throw new ValidationError(
+        `A signal name must be 1 to ${MAX_SIGNAL_NAME_CHARS} characters without NUL, got ${JSON.stringify(name) ?? String(name)}.`,
+      );
+    }
+    const value = payload === undefined ? null : toJson(payload, 'payload');
+    assertContextSize({ payload: value }, this.#parts.maxContextBytes, `The payload of signal "${name}"`);
+    const sent = await this.#parts.storage.executions.sendSignal({
+      executionId: id,
+      name,
+      payload: value,
+      now: this.#parts.clock.now(),
+    });
+    if (sent === 'unknown') throw executionNotFound(executionId);
+    if (sent === 'terminal') {
+      const row = await readPipeline(this.#parts.storage.executions, id);
+      throw new ValidationError(
+        `Execution ${id} has ended (${row.status}); a signal reaches only an execution that has not.`,
+      );
+    }
+    if (sent === 'sent') this.#parts.localWork.workReady();
+  }
+
   async retryExecution(executionId: string): Promise<PipelineExecution> {
     this.#parts.assertOpen();
     const before = await readPipeline(this.#parts.storage.executions, executionId);
@@ -175,4 +217,5 @@ export const CONTROL_CALLS = [
   'resumeExecution',
   'resolveExecutionId',
   'retryExecution',
+  'signal',
 ] as const satisfies ReadonlyArray<keyof ExecutionControl>;

@@ -138,9 +138,14 @@ export function workflowFromInfo(info: WorkflowInfo): Workflow {
       ...(task.hasWhen ? { when: () => true } : {}),
       ...(task.delayMs == null ? {} : { delayMs: task.delayMs }),
       ...(task.rateLimit == null ? {} : { rateLimit: task.rateLimit }),
-      run: () => {
-        throw new NonRetryableError(`Task "${task.id}" of workflow "${info.name}" has no code in this process.`);
-      },
+      // A wait task has no code anywhere; the others have theirs only in the runners that registered them.
+      ...(task.waitFor == null
+        ? {
+            run: () => {
+              throw new NonRetryableError(`Task "${task.id}" of workflow "${info.name}" has no code in this process.`);
+            },
+          }
+        : { waitFor: task.waitFor }),
     })),
   });
   return Object.freeze({ ...built, version: info.version });

@@ -163,6 +163,7 @@ export function newPipelineRows(
       // Distinct dependencies: finishing a dependency counts down its dependents once, however often it is listed.
       pendingDeps: new Set(task.dependsOn).size,
       delayMs: task.delayMs ?? 0,
+      waitSignal: task.waitFor?.signal ?? null,
     })),
   };
 }

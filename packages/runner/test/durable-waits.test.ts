@@ -1,6 +1,6 @@
-import { defineWorkflow, ManualClock } from '@orreryjs/core';
+import { defineWorkflow, ExecutionNotFoundError, ManualClock, ValidationError } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
-import { ADAPTERS, runnersPerTest, waitFor } from './support.js';
+import { ADAPTERS, gate, runnersPerTest, waitFor } from './support.js';
 
 /**
  * Durable delays through real runners, on both adapters: a delayed task waits as a row whose
@@ -78,14 +78,123 @@ describe.each(ADAPTERS)('delayed tasks, on $name', (adapter) => {
     await runner.start();
     const sendAt = new Date(clock.now().getTime() + 60_000);
     const execution = await runner.executeAsync('reminder', { sendAt: sendAt.toISOString() });
-    await waitFor(async () => {
-      const [task] = (await runner.getExecutionResult(execution.id)).tasks;
-      return task?.status === 'ready' && task.attempts === 0;
-    });
+    // Given back until sendAt: its row is ready from then, its claim undone.
+    const storage = await runners.db.storage();
+    try {
+      await waitFor(async () => {
+        const [task] = await storage.executions.listTasks(execution.id);
+        return task?.status === 'ready' && task.availableAt.getTime() === sendAt.getTime();
+      });
+      expect((await storage.executions.listTasks(execution.id))[0]).toMatchObject({ attempt: 0, startedAt: null });
+    } finally {
+      await storage.close();
+    }
     expect(runs).toEqual([]);
     clock.set(sendAt);
     const result = await execution.wait();
     expect(result.status).toBe('completed');
     expect(runs).toEqual([1]);
+  });
+
+  describe('signals', () => {
+    const approval = (events: string[], release?: Promise<void>) =>
+      defineWorkflow({
+        name: 'approval',
+        tasks: [
+          {
+            id: 'request',
+            run: async () => {
+              events.push('request');
+              await release;
+            },
+          },
+          { id: 'approved', dependsOn: ['request'], waitFor: { signal: 'approved', timeoutMs: 60_000 } },
+          {
+            id: 'ship',
+            dependsOn: ['approved'],
+            run: (ctx) => void events.push(`ship:${JSON.stringify(ctx.get('approved'))}`),
+          },
+          {
+            id: 'escalate',
+            dependsOn: ['approved'],
+            trigger: 'one_failed',
+            run: () => void events.push('escalate'),
+          },
+        ],
+      });
+
+    it('waits without a slot, completes with the payload, and ignores a second signal', async () => {
+      const events: string[] = [];
+      const other = defineWorkflow({ name: 'other', tasks: [{ id: 't', run: () => void events.push('other') }] });
+      const runner = await runners.open({ workflows: [approval(events), other], maxConcurrentTasks: 1 });
+      await runner.start();
+      const execution = await runner.executeAsync('approval');
+      await waitFor(async () => {
+        const result = await runner.getExecutionResult(execution.id);
+        return (
+          result.tasks.find((task) => task.taskId === 'approved')?.status === 'ready' && events.includes('request')
+        );
+      });
+      // The one slot is free while the wait task waits.
+      expect((await (await runner.executeAsync('other')).wait()).status).toBe('completed');
+      await runner.signal(execution.id, 'approved', { by: 'ada' });
+      await runner.signal(execution.id, 'approved', { by: 'bob' });
+      const result = await execution.wait();
+      expect(result.status).toBe('completed');
+      expect(result.finalContext.approved).toEqual({ by: 'ada' });
+      expect(events).toEqual(['request', 'other', 'ship:{"by":"ada"}']);
+      expect(result.tasks.find((task) => task.taskId === 'escalate')?.status).toBe('skipped');
+    });
+
+    it('keeps a signal sent before the wait task is ready', async () => {
+      const events: string[] = [];
+      const release = gate();
+      const runner = await runners.open({ workflows: [approval(events, release.promise)] });
+      await runner.start();
+      const execution = await runner.executeAsync('approval');
+      await waitFor(() => events.includes('request'));
+      await runner.signal(execution.id, 'approved');
+      release.open();
+      const result = await execution.wait();
+      expect(result.status).toBe('completed');
+      expect(result.finalContext.approved).toBeNull();
+    });
+
+    it('fails the wait with SignalTimeoutError after its timeout, and takes the one_failed branch', async () => {
+      const events: string[] = [];
+      const runner = await runners.open({ workflows: [approval(events)] });
+      await runner.start();
+      const execution = await runner.executeAsync('approval');
+      // Waiting: given back with its deadline set (an attempt in flight would see the clock jump).
+      const storage = await runners.db.storage();
+      try {
+        await waitFor(async () => {
+          const task = (await storage.executions.listTasks(execution.id)).find((t) => t.taskId === 'approved');
+          return task?.status === 'ready' && task.waitsUntil != null;
+        });
+      } finally {
+        await storage.close();
+      }
+      clock.advance(60_000);
+      const result = await execution.wait();
+      expect(result.status).toBe('failed');
+      const waited = result.tasks.find((task) => task.taskId === 'approved')!;
+      expect(waited).toMatchObject({ status: 'failed', attempts: 1 });
+      expect(waited.error).toMatch(/^SignalTimeoutError: Task "approved" waited 60000 ms for the signal "approved"/);
+      expect(events).toEqual(['request', 'escalate']);
+    });
+
+    it('refuses a signal to an unknown or ended execution, and a bad name or payload, writing nothing', async () => {
+      const events: string[] = [];
+      const runner = await runners.open({ workflows: [approval(events)] });
+      await expect(runner.signal(crypto.randomUUID(), 'approved')).rejects.toBeInstanceOf(ExecutionNotFoundError);
+      const execution = await runner.executeAsync('approval');
+      await runner.cancelExecution(execution.id);
+      await expect(runner.signal(execution.id, 'approved')).rejects.toThrow(
+        /has ended \(cancelled\); a signal reaches only an execution that has not/,
+      );
+      await expect(runner.signal(execution.id, '')).rejects.toBeInstanceOf(ValidationError);
+      await expect(runner.signal(execution.id, 'x', { f: () => 1 } as never)).rejects.toBeInstanceOf(ValidationError);
+    });
   });
 });

@@ -4,6 +4,7 @@ import type {
   ContextDelta,
   CronExecutionSource,
   CronExecutionStatus,
+  Json,
   JsonObject,
   OverlapPolicy,
   PipelineGroup,
@@ -80,6 +81,10 @@ export const taskExecutions = sqliteTable(
     failedAttempts: integer('failed_attempts').notNull(),
     pendingDeps: integer('pending_deps').notNull(),
     availableAt: timestamp('available_at').notNull(),
+    /** A wait task's signal name (its task's `waitFor.signal`): what a signal wakes; null for a task with code. */
+    waitSignal: text('wait_signal'),
+    /** When a wait task's signal times out, set when it first waits; null before, and for other tasks. */
+    waitsUntil: timestamp('waits_until'),
     /** Its task's `delayMs`: readied, it becomes claimable this long after (0 for none). */
     delayMs: integer('delay_ms').notNull().default(0),
     /** The pipeline's priority, here so that the claim's index walk can order by it. */
@@ -257,6 +262,21 @@ export const rateLimitBuckets = sqliteTable('rate_limit_buckets', {
   herdSize: integer('herd_size').notNull(),
 });
 
+/** Signals, one per (execution, name): kept from arrival, early ones included, until the pipeline is deleted. */
+export const signals = sqliteTable(
+  'signals',
+  {
+    pipelineExecutionId: uuid('pipeline_execution_id')
+      .notNull()
+      .references(() => pipelineExecutions.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    // Wrapped in an object ({ value }): a payload may be any JSON value, a string or null included.
+    payload: json<{ value: Json | null }>('payload').notNull(),
+    receivedAt: timestamp('received_at').notNull(),
+  },
+  (t) => [primaryKey({ name: 'signals_pkey', columns: [t.pipelineExecutionId, t.name] })],
+);
+
 /** Every table of the SQLite dialect, as the stores receive them. */
 export const tables = {
   pipelineExecutions,
@@ -268,6 +288,7 @@ export const tables = {
   concurrencySlots,
   rateLimitStarts,
   rateLimitBuckets,
+  signals,
 };
 
 /** {@link tables}, as the stores receive them. */

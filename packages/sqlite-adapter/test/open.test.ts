@@ -51,6 +51,7 @@ describe('openSqliteStorage', () => {
       'rate_limit_buckets',
       'rate_limit_starts',
       'runners',
+      'signals',
       'task_executions',
       'workflows',
     ]);

@@ -171,6 +171,8 @@ export function retryTasks(
       leaseOwner: null,
       leaseExpiresAt: null,
       completedAt: null,
+      // A wait task waits anew, for its whole timeout.
+      waitsUntil: null,
       updatedAt: now,
     })
     .from(source)

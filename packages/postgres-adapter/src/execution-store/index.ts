@@ -20,8 +20,12 @@ import {
   type RateLimitedStartResult,
   type RenewLeasesOptions,
   type RetriedTask,
+  type SendSignalRequest,
+  type SendSignalResult,
   type TaskRow,
   uuidPrefixRange,
+  type WaitForSignalRequest,
+  type WaitForSignalResult,
 } from '@orreryjs/core';
 import { type PostgresDb, type PostgresHandle, statement, transaction } from '../transaction.js';
 import { admitQueuedIn, queuedGroupsOf, requeueRetried, selectGroupOccupancy } from './admission.js';
@@ -32,6 +36,7 @@ import { finishTasks, prepareFinish } from './finish.js';
 import { deferTask, prepareLease, releaseLeases, renewLeases } from './lease.js';
 import { countWork, createPipelinesIn, preparePipelines, selectPipelines } from './pipelines.js';
 import { prepareRetention } from './retention.js';
+import { sendSignalIn, waitForSignalIn } from './signals.js';
 
 /** Every prepared statement of the execution store, by the file of the guarantee it serves. */
 export function prepareExecutionStore(handle: PostgresHandle) {
@@ -180,6 +185,14 @@ export class PostgresExecutionStore implements ExecutionStore {
   async deferTask(request: DeferTaskRequest): Promise<boolean> {
     const rows = await statement('deferTask', () => deferTask(this.#handle.db, this.#handle.tables, request));
     return rows.length > 0;
+  }
+
+  sendSignal(request: SendSignalRequest): Promise<SendSignalResult> {
+    return transaction(this.#handle, 'sendSignal', (tx) => sendSignalIn(tx, this.#handle.tables, request));
+  }
+
+  waitForSignal(request: WaitForSignalRequest): Promise<WaitForSignalResult> {
+    return transaction(this.#handle, 'waitForSignal', (tx) => waitForSignalIn(tx, this.#handle.tables, request));
   }
 
   startRateLimited(request: RateLimitedStart): Promise<RateLimitedStartResult> {

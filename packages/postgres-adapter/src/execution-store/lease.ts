@@ -112,6 +112,7 @@ export function deferTask(db: PostgresDb, tables: PostgresTables, request: Defer
       leaseExpiresAt: null,
       attempt: sql`${t.attempt} - 1`,
       startedAt: null,
+      waitsUntil: sql`coalesce(${t.waitsUntil}, ${sql.param(request.waitsUntil ?? null, t.waitsUntil)})`,
       updatedAt: request.now,
     })
     .where(

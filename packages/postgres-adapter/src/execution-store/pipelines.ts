@@ -106,11 +106,12 @@ function insertPipelinesSql({ pipelineExecutions: p, taskExecutions: t }: Postgr
       RETURNING *
     ), tasks AS (
       INSERT INTO ${t} (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt,
-        failed_attempts, pending_deps, available_at, delay_ms, priority, updated_at)
+        failed_attempts, pending_deps, available_at, delay_ms, wait_signal, priority, updated_at)
       SELECT v.id, i.id, i.workflow_name, v.task_id, v.position, v.status, 0, 0, v.pending_deps,
-        coalesce(i.run_at, i.created_at) + v.delay_ms * interval '1 millisecond', v.delay_ms, i.priority, i.created_at
-      FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::int[], $14::text[], $15::int[], $20::int[])
-        AS v(id, pipeline_id, task_id, position, status, pending_deps, delay_ms)
+        coalesce(i.run_at, i.created_at) + v.delay_ms * interval '1 millisecond', v.delay_ms, v.wait_signal, i.priority,
+        i.created_at
+      FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::int[], $14::text[], $15::int[], $20::int[], $21::text[])
+        AS v(id, pipeline_id, task_id, position, status, pending_deps, delay_ms, wait_signal)
       JOIN inserted i ON i.id = v.pipeline_id
     )
     SELECT to_json(i) AS row FROM inserted i`;
@@ -140,6 +141,7 @@ function insertPipelinesValues(pipelines: readonly NewPipeline[]): unknown[] {
     pipelines.map((x) => x.priority ?? DEFAULT_PRIORITY),
     pipelines.map((x) => (isQueued(x) ? encodeJson(x.concurrency) : null)),
     tasks.map((x) => x.task.delayMs ?? 0),
+    tasks.map((x) => x.task.waitSignal ?? null),
   ];
 }
 

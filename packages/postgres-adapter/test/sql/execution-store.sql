@@ -13,11 +13,12 @@ WITH inserted AS (
       RETURNING *
     ), tasks AS (
       INSERT INTO "tenant"."task_executions" (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt,
-        failed_attempts, pending_deps, available_at, delay_ms, priority, updated_at)
+        failed_attempts, pending_deps, available_at, delay_ms, wait_signal, priority, updated_at)
       SELECT v.id, i.id, i.workflow_name, v.task_id, v.position, v.status, 0, 0, v.pending_deps,
-        coalesce(i.run_at, i.created_at) + v.delay_ms * interval '1 millisecond', v.delay_ms, i.priority, i.created_at
-      FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::int[], $14::text[], $15::int[], $20::int[])
-        AS v(id, pipeline_id, task_id, position, status, pending_deps, delay_ms)
+        coalesce(i.run_at, i.created_at) + v.delay_ms * interval '1 millisecond', v.delay_ms, v.wait_signal, i.priority,
+        i.created_at
+      FROM unnest($10::uuid[], $11::uuid[], $12::text[], $13::int[], $14::text[], $15::int[], $20::int[], $21::text[])
+        AS v(id, pipeline_id, task_id, position, status, pending_deps, delay_ms, wait_signal)
       JOIN inserted i ON i.id = v.pipeline_id
     )
     SELECT to_json(i) AS row FROM inserted i;
@@ -40,7 +41,7 @@ select "id"
   limit $3;
 
 -- pipelines/selectTasks
-select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
   from "tenant"."task_executions"
   where "tenant"."task_executions"."pipeline_execution_id" = $1::uuid
   order by "tenant"."task_executions"."position" asc;
@@ -79,14 +80,14 @@ with "ready" as (select "tenant"."task_executions"."pipeline_execution_id", "ten
             < (-"candidates"."priority", "candidates"."available_at", "candidates"."pipeline_execution_id", "candidates"."task_id")) < $18::int THEN $19::timestamp (3) with time zone END, "updated_at" = $20::timestamp (3) with time zone
   from "candidates"
   where ("tenant"."task_executions"."pipeline_execution_id" = "candidates"."pipeline_execution_id" and "tenant"."task_executions"."task_id" = "candidates"."task_id")
-  returning "tenant"."task_executions"."id", "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."workflow_name", "tenant"."task_executions"."task_id", "tenant"."task_executions"."position", "tenant"."task_executions"."status", "tenant"."task_executions"."attempt", "tenant"."task_executions"."failed_attempts", "tenant"."task_executions"."pending_deps", "tenant"."task_executions"."available_at", "tenant"."task_executions"."lease_owner", "tenant"."task_executions"."lease_expires_at", "tenant"."task_executions"."runner_id", "tenant"."task_executions"."attempt_history", "tenant"."task_executions"."output", "tenant"."task_executions"."error", "tenant"."task_executions"."started_at", "tenant"."task_executions"."completed_at", "tenant"."task_executions"."priority", "candidates"."status" = 'running' AND "candidates"."started_at" IS NOT NULL as "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_run_at", "p_priority", "p_concurrency", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"), "started" as (update "tenant"."pipeline_executions"
+  returning "tenant"."task_executions"."id", "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."workflow_name", "tenant"."task_executions"."task_id", "tenant"."task_executions"."position", "tenant"."task_executions"."status", "tenant"."task_executions"."attempt", "tenant"."task_executions"."failed_attempts", "tenant"."task_executions"."pending_deps", "tenant"."task_executions"."available_at", "tenant"."task_executions"."waits_until", "tenant"."task_executions"."lease_owner", "tenant"."task_executions"."lease_expires_at", "tenant"."task_executions"."runner_id", "tenant"."task_executions"."attempt_history", "tenant"."task_executions"."output", "tenant"."task_executions"."error", "tenant"."task_executions"."started_at", "tenant"."task_executions"."completed_at", "tenant"."task_executions"."priority", "candidates"."status" = 'running' AND "candidates"."started_at" IS NOT NULL as "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_run_at", "p_priority", "p_concurrency", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"), "started" as (update "tenant"."pipeline_executions"
   set "status" = $21, "started_at" = $22::timestamp (3) with time zone, "updated_at" = $23::timestamp (3) with time zone
   where ("tenant"."pipeline_executions"."status" = 'pending' and "tenant"."pipeline_executions"."id" IN (SELECT "leased"."pipeline_execution_id" FROM "leased"))
   returning "id" as "started_id"), "terminal" as (select "pipeline_execution_id" as "terminal_pipeline_id", json_agg(tt ORDER BY "position") as "terminal_tasks"
   from "tenant"."task_executions" "tt"
   where ("tt"."pipeline_execution_id" IN (SELECT "leased"."pipeline_execution_id" FROM "leased") and "tt"."status" IN ('completed', 'failed', 'skipped', 'cancelled'))
   group by "tt"."pipeline_execution_id")
-  select "leased"."id", "leased"."pipeline_execution_id", "leased"."workflow_name", "leased"."task_id", "leased"."position", "leased"."status", "leased"."attempt", "leased"."failed_attempts", "leased"."pending_deps", "leased"."available_at", "leased"."lease_owner", "leased"."lease_expires_at", "leased"."runner_id", "leased"."attempt_history", "leased"."output", "leased"."error", "leased"."started_at", "leased"."completed_at", "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_run_at", "p_priority", "p_concurrency", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at", "started_id", "terminal_tasks"
+  select "leased"."id", "leased"."pipeline_execution_id", "leased"."workflow_name", "leased"."task_id", "leased"."position", "leased"."status", "leased"."attempt", "leased"."failed_attempts", "leased"."pending_deps", "leased"."available_at", "leased"."waits_until", "leased"."lease_owner", "leased"."lease_expires_at", "leased"."runner_id", "leased"."attempt_history", "leased"."output", "leased"."error", "leased"."started_at", "leased"."completed_at", "lease_expired", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_run_at", "p_priority", "p_concurrency", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at", "started_id", "terminal_tasks"
   from "leased"
   left join "started" on "started_id" = "leased"."pipeline_execution_id"
   left join "terminal" on "terminal_pipeline_id" = "leased"."pipeline_execution_id"
@@ -266,10 +267,36 @@ select "tenant"."concurrency_slots"."group_name", "tenant"."pipeline_executions"
   group by "tenant"."pipeline_executions"."workflow_name", "tenant"."concurrency_slots"."group_name"
   order by "tenant"."pipeline_executions"."workflow_name" asc, "tenant"."concurrency_slots"."group_name" asc;
 
+-- signals/lockPipelineStatus
+select "status"
+  from "tenant"."pipeline_executions"
+  where "tenant"."pipeline_executions"."id" = $1 for update;
+
+-- signals/sharePipeline
+select "id"
+  from "tenant"."pipeline_executions"
+  where "tenant"."pipeline_executions"."id" = $1 for share;
+
+-- signals/insertSignal
+insert into "tenant"."signals" ("pipeline_execution_id", "name", "payload", "received_at")
+  values ($1, $2, $3, $4)
+  on conflict do nothing
+  returning "name";
+
+-- signals/wakeWaitingTask
+update "tenant"."task_executions"
+  set "available_at" = $1, "updated_at" = $2
+  where ("tenant"."task_executions"."pipeline_execution_id" = $3 and "tenant"."task_executions"."wait_signal" = $4 and "tenant"."task_executions"."status" = 'ready' and "tenant"."task_executions"."available_at" > $5);
+
+-- signals/selectSignal
+select "payload"
+  from "tenant"."signals"
+  where ("tenant"."signals"."pipeline_execution_id" = $1 and "tenant"."signals"."name" = $2);
+
 -- lease/deferTask
 update "tenant"."task_executions"
-  set "status" = $1, "attempt" = "tenant"."task_executions"."attempt" - 1, "available_at" = $2, "lease_owner" = $3, "lease_expires_at" = $4, "started_at" = $5, "updated_at" = $6
-  where ("tenant"."task_executions"."pipeline_execution_id" = $7 and "tenant"."task_executions"."task_id" = $8 and "tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_owner" = $9 and "tenant"."task_executions"."attempt" = $10)
+  set "status" = $1, "attempt" = "tenant"."task_executions"."attempt" - 1, "available_at" = $2, "waits_until" = coalesce("tenant"."task_executions"."waits_until", $3), "lease_owner" = $4, "lease_expires_at" = $5, "started_at" = $6, "updated_at" = $7
+  where ("tenant"."task_executions"."pipeline_execution_id" = $8 and "tenant"."task_executions"."task_id" = $9 and "tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_owner" = $10 and "tenant"."task_executions"."attempt" = $11)
   returning "attempt";
 
 -- buckets/lockBucket
@@ -343,8 +370,8 @@ update "tenant"."pipeline_executions"
 
 -- control/retryTasks
 update "tenant"."task_executions"
-  set "status" = v.status, "pending_deps" = v.pending_deps, "available_at" = $1::timestamptz + "tenant"."task_executions"."delay_ms" * interval '1 millisecond', "lease_owner" = $2, "lease_expires_at" = $3, "completed_at" = $4, "updated_at" = $5
-  from unnest($6::uuid[],
-      $7::text[],
-      $8::int[]) AS v(id, status, pending_deps)
-  where ("tenant"."task_executions"."id" = v.id and "tenant"."task_executions"."pipeline_execution_id" = $9);
+  set "status" = v.status, "pending_deps" = v.pending_deps, "available_at" = $1::timestamptz + "tenant"."task_executions"."delay_ms" * interval '1 millisecond', "waits_until" = $2, "lease_owner" = $3, "lease_expires_at" = $4, "completed_at" = $5, "updated_at" = $6
+  from unnest($7::uuid[],
+      $8::text[],
+      $9::int[]) AS v(id, status, pending_deps)
+  where ("tenant"."task_executions"."id" = v.id and "tenant"."task_executions"."pipeline_execution_id" = $10);

@@ -8,15 +8,18 @@ import {
   type FinishTaskResult,
   type Logger,
   leaseOfTask,
+  MAX_STORABLE_DATE,
   type PipelineRow,
   type RateLimit,
   rateLimitBucket,
+  SignalTimeoutError,
   setLongTimeout,
   sleep,
   type TaskDefinition,
   type TaskOutcome,
   type TaskRow,
   type TaskRunInfo,
+  type WaitFor,
   type Workflow,
 } from '@orreryjs/core';
 import type { EmitEvent } from '../events.js';
@@ -150,6 +153,7 @@ async function runTraced(
     if (definition.when !== undefined && !definition.when(context)) {
       return commit(env, claimed, entry, ref, span, { status: 'skipped', reason: 'when returned false' }, 0);
     }
+    if (definition.waitFor !== undefined) return await awaitSignal(env, claimed, entry, ref, span, definition.waitFor);
     if (definition.notBefore !== undefined && (await deferredByNotBefore(env, entry, definition, context, ref))) {
       span.setAttribute(SPAN_ATTRIBUTES.outcome, 'not_before');
       return;
@@ -185,6 +189,52 @@ async function runTraced(
     if (entry.abortCause === null && error instanceof Error && typeof error.stack === 'string') stack = error.stack;
   }
   return commit(env, claimed, entry, ref, span, outcome, env.clock.now().getTime() - startedMs, stack);
+}
+
+/**
+ * A wait task's attempt: its signal, if it has arrived, completes the task (the payload, null
+ * when none, under the task's id); else the task is given back until its timeout (or for good:
+ * a signal wakes it), holding nothing; past the timeout it fails with SignalTimeoutError,
+ * never retried. The deadline is kept from the first wait, so waking early changes nothing.
+ */
+async function awaitSignal(
+  env: AttemptEnvironment,
+  claimed: ClaimedTask,
+  entry: ActiveTask,
+  ref: AttemptRef,
+  span: Span,
+  waitFor: WaitFor,
+): Promise<void> {
+  const now = env.clock.now();
+  const waitsUntil =
+    claimed.task.waitsUntil ?? (waitFor.timeoutMs === undefined ? null : new Date(now.getTime() + waitFor.timeoutMs));
+  const timedOut = waitsUntil !== null && waitsUntil.getTime() <= now.getTime();
+  const found = await env.store.waitForSignal({
+    runnerId: env.runnerId,
+    ...leaseOf(entry),
+    name: waitFor.signal,
+    now,
+    waitsUntil,
+    sleepUntil: timedOut ? null : (waitsUntil ?? MAX_STORABLE_DATE),
+  });
+  switch (found.status) {
+    case 'signalled': {
+      const output = { set: { [ref.taskId]: found.payload }, deleted: [] };
+      return commit(env, claimed, entry, ref, span, { status: 'completed', output }, 0);
+    }
+    case 'timedOut': {
+      const error = new SignalTimeoutError(
+        `Task "${ref.taskId}" waited ${waitFor.timeoutMs} ms for the signal "${waitFor.signal}", which did not arrive.`,
+      );
+      return commit(env, claimed, entry, ref, span, { status: 'failed', error: `${error.name}: ${error.message}` }, 0);
+    }
+    case 'waiting':
+      span.setAttribute(SPAN_ATTRIBUTES.outcome, 'waiting');
+      if (waitsUntil !== null) env.wake(waitsUntil.getTime());
+      return;
+    case 'lost':
+      return;
+  }
 }
 
 /**
@@ -267,7 +317,8 @@ function runWithSignal(
     () => env.active.abort(entry, 'timeout'),
     definition.timeoutMs ?? env.taskTimeoutMs,
   );
-  const running = Promise.resolve().then(() => definition.run(context, info));
+  // A wait task never gets here (see awaitSignal): every other task has its code.
+  const running = Promise.resolve().then(() => definition.run!(context, info));
   const aborted = new Promise<never>((_, reject) => {
     if (signal.aborted) reject(signal.reason);
     else signal.addEventListener('abort', () => reject(signal.reason), { once: true });

@@ -97,6 +97,6 @@ export function startRateLimitedIn(
   const roomAt = later(oldest!.startedAt, windowMs);
   const herd = q.buckets.joinHerd.get({ bucket, roomAt });
   const availableAt = deferredUntil(roomAt, herd?.before ?? 0, request);
-  q.lease.deferTask.run({ ...request, availableAt, now });
+  q.lease.deferTask.run({ ...request, availableAt, now, waitsUntil: null });
   return { status: 'deferred', availableAt };
 }

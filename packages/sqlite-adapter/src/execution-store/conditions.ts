@@ -19,10 +19,16 @@ export function later(now: Date, ms: number): Date {
 
 /**
  * The columns of a task row as the port returns it: without the bookkeeping `updated_at`, nor
- * `priority` (the pipeline's, copied here only for the claim's index walk) and `delay_ms`
- * (read only by the statements that ready the task).
+ * `priority` (the pipeline's, copied here only for the claim's index walk), `delay_ms` (read
+ * only by the statements that ready the task) and `wait_signal` (read only by a signal).
  */
 export function taskRowColumns({ taskExecutions: t }: SqliteTables) {
-  const { updatedAt: _updatedAt, priority: _priority, delayMs: _delayMs, ...columns } = getTableColumns(t);
+  const {
+    updatedAt: _updatedAt,
+    priority: _priority,
+    delayMs: _delayMs,
+    waitSignal: _waitSignal,
+    ...columns
+  } = getTableColumns(t);
   return columns;
 }

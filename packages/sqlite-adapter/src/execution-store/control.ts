@@ -93,6 +93,8 @@ export function prepareControl({ db, tables }: SqliteHandle) {
         leaseOwner: null,
         leaseExpiresAt: null,
         completedAt: null,
+        // A wait task waits anew, for its whole timeout.
+        waitsUntil: null,
         updatedAt: now,
       })
       .where(and(eq(t.id, bind(t.id, 'taskId')), eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'id'))))

@@ -19,8 +19,12 @@ import {
   type RateLimitedStartResult,
   type RenewLeasesOptions,
   type RetriedTask,
+  type SendSignalRequest,
+  type SendSignalResult,
   type TaskRow,
   uuidPrefixRange,
+  type WaitForSignalRequest,
+  type WaitForSignalResult,
 } from '@orreryjs/core';
 import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
 import { admitQueuedIn, prepareAdmission, queueCreated, queuedGroupsOf, requeueRetried } from './admission.js';
@@ -31,6 +35,7 @@ import { finishTasks, prepareFinish } from './finish.js';
 import { prepareLease, releaseLeases, renewLeases } from './lease.js';
 import { countWork, createPipelineIn, preparePipelines, selectPipelines } from './pipelines.js';
 import { prepareRetention } from './retention.js';
+import { prepareSignals, sendSignalIn, waitForSignalIn } from './signals.js';
 
 /** Every prepared statement of the execution store, by the file of the guarantee it serves. */
 export function prepareExecutionStore(handle: SqliteHandle) {
@@ -42,6 +47,7 @@ export function prepareExecutionStore(handle: SqliteHandle) {
     control: prepareControl(handle),
     admission: prepareAdmission(handle),
     buckets: prepareRateLimits(handle),
+    signals: prepareSignals(handle),
     retention: prepareRetention(handle),
   };
 }
@@ -175,7 +181,19 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   deferTask(request: DeferTaskRequest): Promise<boolean> {
-    return writeTransaction(this.#handle, 'deferTask', () => this.#q.lease.deferTask.all({ ...request }).length > 0);
+    return writeTransaction(
+      this.#handle,
+      'deferTask',
+      () => this.#q.lease.deferTask.all({ ...request, waitsUntil: request.waitsUntil ?? null }).length > 0,
+    );
+  }
+
+  sendSignal(request: SendSignalRequest): Promise<SendSignalResult> {
+    return writeTransaction(this.#handle, 'sendSignal', () => sendSignalIn(this.#q.signals, request));
+  }
+
+  waitForSignal(request: WaitForSignalRequest): Promise<WaitForSignalResult> {
+    return writeTransaction(this.#handle, 'waitForSignal', () => waitForSignalIn(this.#q, request));
   }
 
   startRateLimited(request: RateLimitedStart): Promise<RateLimitedStartResult> {

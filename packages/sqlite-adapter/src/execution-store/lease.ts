@@ -37,6 +37,7 @@ export function prepareLease({ db, tables }: SqliteHandle) {
         leaseExpiresAt: null,
         attempt: sql`${t.attempt} - 1`,
         startedAt: null,
+        waitsUntil: sql`coalesce(${t.waitsUntil}, ${bind(t.waitsUntil, 'waitsUntil')})`,
         updatedAt: now,
       })
       .where(

@@ -59,6 +59,7 @@ export function preparePipelines({ db, tables }: SqliteHandle) {
       // A delayed start (runAt) keeps every task unclaimable until then.
       availableAt: bind(t.availableAt, 'availableAt'),
       delayMs: bind(t.delayMs, 'delayMs'),
+      waitSignal: bind(t.waitSignal, 'waitSignal'),
       priority: bind(t.priority, 'priority'),
       updatedAt: now,
     })
@@ -162,6 +163,7 @@ export function createPipelineIn(
       pendingDeps: task.pendingDeps,
       availableAt: new Date((pipeline.runAt ?? pipeline.now).getTime() + (task.delayMs ?? 0)),
       delayMs: task.delayMs ?? 0,
+      waitSignal: task.waitSignal ?? null,
       priority: pipeline.priority ?? DEFAULT_PRIORITY,
       now: pipeline.now,
     });

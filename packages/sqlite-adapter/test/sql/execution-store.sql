@@ -5,8 +5,8 @@ insert into "pipeline_executions" ("id", "workflow_name", "workflow_version", "s
   returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at";
 
 -- pipelines/insertPipelines#2
-insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "delay_ms", "priority", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "updated_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, null, null, null, null, ?);
+insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "wait_signal", "waits_until", "delay_ms", "priority", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, ?, ?, null, null, null, null, null, null, null, null, ?);
 
 -- pipelines/selectPipeline
 select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at"
@@ -26,7 +26,7 @@ select "id"
   limit ?;
 
 -- pipelines/selectTasks
-select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
   from "task_executions"
   where "task_executions"."pipeline_execution_id" = ?
   order by "task_executions"."position" asc;
@@ -61,7 +61,7 @@ update "task_executions"
     'runnerId', "task_executions"."lease_owner", 'startedAt', coalesce("task_executions"."started_at", "task_executions"."lease_expires_at"), 'endedAt', "task_executions"."lease_expires_at",
     'outcome', 'lease_expired', 'error', 'lease expired (held by ' || coalesce("task_executions"."lease_owner", 'nobody') || ')')) ELSE "task_executions"."attempt_history" END, "error" = CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN 'lease expired (held by ' || coalesce("task_executions"."lease_owner", 'nobody') || ')' ELSE "task_executions"."error" END, "started_at" = CASE WHEN "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?)) THEN ? END, "updated_at" = ?
   where "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?))
-  returning "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "priority";
+  returning "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "priority";
 
 -- claim/claimTasks#5
 update "pipeline_executions"
@@ -74,14 +74,14 @@ select "id", "workflow_name", "workflow_version", "status", "input", "idempotenc
   where "pipeline_executions"."id" IN (SELECT unhex(value) FROM json_each(?));
 
 -- claim/claimTasks#7
-select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
   from "task_executions"
   where ("task_executions"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?)) and "task_executions"."status" IN ('completed', 'failed', 'skipped', 'cancelled'))
   order by "task_executions"."position" asc;
 
 -- lease/deferTask
 update "task_executions"
-  set "status" = ?, "attempt" = "task_executions"."attempt" - 1, "available_at" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "started_at" = ?, "updated_at" = ?
+  set "status" = ?, "attempt" = "task_executions"."attempt" - 1, "available_at" = ?, "waits_until" = coalesce("task_executions"."waits_until", ?), "lease_owner" = ?, "lease_expires_at" = ?, "started_at" = ?, "updated_at" = ?
   where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."task_id" = ? and "task_executions"."status" = 'running' and "task_executions"."lease_owner" = ? and "task_executions"."attempt" = ?)
   returning "attempt";
 
@@ -165,7 +165,7 @@ update "pipeline_executions"
 
 -- control/retryTasks
 update "task_executions"
-  set "status" = ?, "pending_deps" = ?, "available_at" = ? + "task_executions"."delay_ms", "lease_owner" = ?, "lease_expires_at" = ?, "completed_at" = ?, "updated_at" = ?
+  set "status" = ?, "pending_deps" = ?, "available_at" = ? + "task_executions"."delay_ms", "waits_until" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "completed_at" = ?, "updated_at" = ?
   where ("task_executions"."id" = ? and "task_executions"."pipeline_execution_id" = ?);
 
 -- admission/selectQueuedGroupNames
@@ -266,6 +266,27 @@ insert into "rate_limit_buckets" ("bucket", "herd_at", "herd_size")
   on conflict ("rate_limit_buckets"."bucket") do
   update set "herd_at" = excluded.herd_at, "herd_size" = CASE WHEN "rate_limit_buckets"."herd_at" = excluded.herd_at THEN "rate_limit_buckets"."herd_size" + 1 ELSE 1 END
   returning "herd_size" - 1;
+
+-- signals/lockPipelineStatus
+select "status"
+  from "pipeline_executions"
+  where "pipeline_executions"."id" = ?;
+
+-- signals/insertSignal
+insert into "signals" ("pipeline_execution_id", "name", "payload", "received_at")
+  values (?, ?, ?, ?)
+  on conflict do nothing
+  returning "name";
+
+-- signals/wakeWaitingTask
+update "task_executions"
+  set "available_at" = ?, "updated_at" = ?
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."wait_signal" = ? and "task_executions"."status" = 'ready' and "task_executions"."available_at" > ?);
+
+-- signals/selectSignal
+select "payload"
+  from "signals"
+  where ("signals"."pipeline_execution_id" = ? and "signals"."name" = ?);
 
 -- retention/deleteTerminalPipelines
 delete
