@@ -297,6 +297,9 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
       }
       // The lease is gone: a second word on it writes nothing.
       expect(await gate(deferred[0]!)).toEqual({ status: 'lost' });
+      // Retention forgets the starts no window counts any more: none before they expire, all three after.
+      expect(await store().deleteExpiredRateLimitStarts(at(0), 100)).toBe(0);
+      expect(await store().deleteExpiredRateLimitStarts(new Date('2200-01-01T00:00:00Z'), 100)).toBe(3);
     });
 
     it('keeps a signal sent early, ignores a second one, and refuses unknown and ended executions', async () => {

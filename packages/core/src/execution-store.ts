@@ -485,4 +485,6 @@ export interface ExecutionStore {
    * except a cron pipeline whose ledger row is still `claimed`: recovery links it by key.
    */
   deleteTerminalPipelines(before: Date, batchSize: number): Promise<number>;
+  /** Deletes up to `batchSize` rate-limit starts that no window counts after `before` (their bucket went quiet). */
+  deleteExpiredRateLimitStarts(before: Date, batchSize: number): Promise<number>;
 }

@@ -20,7 +20,9 @@ export interface RetentionOptions {
  * links them by key); cron ledger rows that became terminal longer than `cronLedgerMs` ago,
  * except those whose pipeline is unfinished (the overlap check reads them); and rows of
  * runners silent (stopped or dead) for longer than `executionsMs`, so that `runners` does not
- * grow by a row per process start forever. An age of `Infinity` keeps rows forever.
+ * grow by a row per process start forever; and rate-limit starts that no window counts any
+ * more (a bucket no attempt counts in again keeps its last starts otherwise). An age of
+ * `Infinity` keeps rows forever.
  */
 export class RetentionLoop extends BackgroundLoop {
   readonly #options: RetentionOptions;
@@ -42,6 +44,10 @@ export class RetentionLoop extends BackgroundLoop {
     );
     const runners = await deleteInBatches(executionsMs, nowMs, signal, (before) =>
       storage.runners.deleteSilentRunners(before, RETENTION_BATCH_SIZE),
+    );
+    // Expired now, whatever the retention ages: no window counts them any more.
+    await deleteInBatches(0, nowMs, signal, (before) =>
+      storage.executions.deleteExpiredRateLimitStarts(before, RETENTION_BATCH_SIZE),
     );
     if (executions + cronLedger + runners > 0) {
       this.#options.logger.info({ executions, cronLedger, runners }, 'retention sweep deleted old rows');

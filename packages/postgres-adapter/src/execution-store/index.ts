@@ -231,4 +231,11 @@ export class PostgresExecutionStore implements ExecutionStore {
       async () => (await this.#q.retention.deleteTerminalPipelines.execute({ before, batchSize })).rowCount ?? 0,
     );
   }
+
+  deleteExpiredRateLimitStarts(before: Date, batchSize: number): Promise<number> {
+    return statement(
+      'deleteExpiredRateLimitStarts',
+      async () => (await this.#q.retention.deleteExpiredRateLimitStarts.execute({ before, batchSize })).rowCount ?? 0,
+    );
+  }
 }

@@ -6,7 +6,7 @@ import type { PostgresHandle } from '../transaction.js';
 
 /*
  * Retention: terminal pipelines (and, by cascade, their tasks) older than the configured age are
- * deleted in batches.
+ * deleted in batches, and rate-limit starts that no window counts any more.
  */
 
 /**
@@ -23,7 +23,7 @@ function isNotAwaitedByRecovery({ pipelineExecutions: p, cronExecutions: c }: Po
 
 /** Builds the retention statements once; each is named, so each connection parses it once. */
 export function prepareRetention({ db, tables, named }: PostgresHandle) {
-  const p = tables.pipelineExecutions;
+  const { pipelineExecutions: p, rateLimitStarts: r } = tables;
   return {
     deleteTerminalPipelines: db
       .delete(p)
@@ -46,6 +46,13 @@ export function prepareRetention({ db, tables, named }: PostgresHandle) {
         ),
       )
       .prepare(named('orrery_delete_terminal_pipelines')),
+    // Rate-limit starts no window counts any more, of buckets no attempt has counted in since (see buckets.ts).
+    deleteExpiredRateLimitStarts: db
+      .delete(r)
+      .where(
+        sql`ctid IN (SELECT ctid FROM ${r} WHERE ${r.expiresAt} < ${bind(r.expiresAt, 'before')} LIMIT ${sql.placeholder('batchSize')})`,
+      )
+      .prepare(named('orrery_delete_expired_rate_limit_starts')),
   };
 }
 

@@ -185,6 +185,11 @@ delete
   limit $2
   for update skip locked);
 
+-- retention/deleteExpiredRateLimitStarts
+delete
+  from "tenant"."rate_limit_starts"
+  where ctid IN (SELECT ctid FROM "tenant"."rate_limit_starts" WHERE "tenant"."rate_limit_starts"."expires_at" < $1::timestamp (3) with time zone LIMIT $2);
+
 -- pipelines/selectPipelines
 select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at"
   from "tenant"."pipeline_executions"

@@ -234,4 +234,12 @@ export class SqliteExecutionStore implements ExecutionStore {
       () => this.#q.retention.deleteTerminalPipelines.run({ before, batchSize }).changes,
     );
   }
+
+  deleteExpiredRateLimitStarts(before: Date, batchSize: number): Promise<number> {
+    return writeTransaction(
+      this.#handle,
+      'deleteExpiredRateLimitStarts',
+      () => this.#q.retention.deleteExpiredRateLimitStarts.run({ before, batchSize }).changes,
+    );
+  }
 }

@@ -6,7 +6,7 @@ import type { SqliteHandle } from '../transaction.js';
 
 /*
  * Retention: terminal pipelines (and, by cascade, their tasks) older than the configured age are
- * deleted in batches.
+ * deleted in batches, and rate-limit starts that no window counts any more.
  */
 
 /**
@@ -21,7 +21,7 @@ function isNotAwaitedByRecovery({ pipelineExecutions: p, cronExecutions: c }: Sq
 
 /** Prepares the retention statements once on the connection. */
 export function prepareRetention({ db, tables }: SqliteHandle) {
-  const p = tables.pipelineExecutions;
+  const { pipelineExecutions: p, rateLimitStarts: r } = tables;
   return {
     deleteTerminalPipelines: db
       .delete(p)
@@ -40,6 +40,13 @@ export function prepareRetention({ db, tables }: SqliteHandle) {
             )
             .limit(sql.placeholder('batchSize')),
         ),
+      )
+      .prepare(),
+    // Rate-limit starts no window counts any more, of buckets no attempt has counted in since (see buckets.ts).
+    deleteExpiredRateLimitStarts: db
+      .delete(r)
+      .where(
+        sql`rowid IN (SELECT rowid FROM ${r} WHERE ${r.expiresAt} < ${bind(r.expiresAt, 'before')} LIMIT ${sql.placeholder('batchSize')})`,
       )
       .prepare(),
   };

@@ -297,6 +297,11 @@ delete
   WHERE ce.id = unhex(replace("pipeline_executions"."idempotency_key", '-', '')) AND ce.status = 'claimed')))
   limit ?);
 
+-- retention/deleteExpiredRateLimitStarts
+delete
+  from "rate_limit_starts"
+  where rowid IN (SELECT rowid FROM "rate_limit_starts" WHERE "rate_limit_starts"."expires_at" < ? LIMIT ?);
+
 -- pipelines/selectPipelines
 select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at"
   from "pipeline_executions"
