@@ -80,6 +80,15 @@ const CONTEXT_PATH = /^[^.\s]+(\.[^.\s]+)*$/;
  */
 const GROUP_VALUE_CHARS = 128;
 
+/** Checks a rule's `key`: absent, or a context path (dots for nesting). */
+function checkKeyPath(where: string, key: unknown): void {
+  if (key !== undefined && !(typeof key === 'string' && CONTEXT_PATH.test(key) && !hasNul(key))) {
+    throw new WorkflowValidationError(
+      `${where}.key must be a context path such as "customerId" or "tenant.id", got ${JSON.stringify(key)}.`,
+    );
+  }
+}
+
 /**
  * Checks a workflow's `concurrency` (one rule or an array of them) and fills in the defaults.
  * @throws WorkflowValidationError naming the workflow, the rule and the field.
@@ -101,11 +110,7 @@ export function checkConcurrencyRules(workflowName: string, value: unknown): Con
       }
     }
     const { key, limit, onLimit } = rule as ConcurrencyRule;
-    if (key !== undefined && !(typeof key === 'string' && CONTEXT_PATH.test(key) && !hasNul(key))) {
-      throw new WorkflowValidationError(
-        `${where}.key must be a context path such as "customerId" or "tenant.id", got ${JSON.stringify(key)}.`,
-      );
-    }
+    checkKeyPath(where, key);
     if (!(typeof limit === 'number' && Number.isSafeInteger(limit) && limit >= 1 && limit <= MAX_CONCURRENCY_LIMIT)) {
       throw new WorkflowValidationError(
         `${where}.limit must be an integer from 1 to ${MAX_CONCURRENCY_LIMIT}, got ${JSON.stringify(limit) ?? String(limit)}.`,
@@ -153,11 +158,7 @@ export function checkRateLimit(workflowName: string, taskId: string, value: unkn
       `${where}.name must be a non-empty string of at most ${MAX_RATE_NAME_CHARS} characters without NUL, got ${JSON.stringify(name) ?? String(name)}.`,
     );
   }
-  if (key !== undefined && !(typeof key === 'string' && CONTEXT_PATH.test(key) && !hasNul(key))) {
-    throw new WorkflowValidationError(
-      `${where}.key must be a context path such as "customerId" or "tenant.id", got ${JSON.stringify(key)}.`,
-    );
-  }
+  checkKeyPath(where, key);
   if (!(typeof limit === 'number' && Number.isSafeInteger(limit) && limit >= 1 && limit <= MAX_RATE_LIMIT)) {
     throw new WorkflowValidationError(
       `${where}.limit must be an integer from 1 to ${MAX_RATE_LIMIT}, got ${JSON.stringify(limit) ?? String(limit)}.`,

@@ -177,41 +177,48 @@ function registerDatabaseGauges(registers: Registry[], sources: MetricsSources):
     'Pipelines running now, of any runner',
     async () => (await sources.countWork()).runningPipelines,
   );
-  new Gauge({
-    name: 'orrery_pipelines_waiting',
-    help: 'Pending pipelines held back, by reason (concurrency: queued for a full concurrency group)',
-    labelNames: ['reason'] as const,
-    registers,
-    async collect() {
-      try {
-        const groups = await sources.concurrencyGroups();
-        this.set(
-          { reason: 'concurrency' },
-          groups.reduce((sum, group) => sum + group.queued, 0),
-        );
-      } catch {
-        // Keep the last value, as the other database gauges do.
-      }
-    },
-  });
-  new Gauge({
-    name: 'orrery_concurrency_active',
-    help: 'Pipelines active in concurrency groups, by workflow, of any runner',
-    labelNames: ['workflow'] as const,
-    registers,
-    async collect() {
-      try {
-        const active = new Map<string, number>();
-        for (const group of await sources.concurrencyGroups()) {
-          active.set(group.workflowName, (active.get(group.workflowName) ?? 0) + group.active);
+  const labelled = <L extends string>(
+    name: string,
+    help: string,
+    label: L,
+    read: () => Promise<ReadonlyMap<string, number>>,
+  ) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: [label],
+      registers,
+      async collect() {
+        try {
+          const values = await read();
+          this.reset();
+          for (const [value, count] of values) this.set({ [label]: value } as Record<L, string>, count);
+        } catch {
+          // Keep the last values, as the other database gauges do.
         }
-        this.reset();
-        for (const [workflow, count] of active) this.set({ workflow }, count);
-      } catch {
-        // Keep the last value, as the other database gauges do.
-      }
+      },
+    });
+  labelled(
+    'orrery_pipelines_waiting',
+    'Pending pipelines held back, by reason (concurrency: queued for a full concurrency group)',
+    'reason',
+    async () => {
+      const groups = await sources.concurrencyGroups();
+      return new Map([['concurrency', groups.reduce((sum, group) => sum + group.queued, 0)]]);
     },
-  });
+  );
+  labelled(
+    'orrery_concurrency_active',
+    'Pipelines active in concurrency groups, by workflow, of any runner',
+    'workflow',
+    async () => {
+      const active = new Map<string, number>();
+      for (const group of await sources.concurrencyGroups()) {
+        active.set(group.workflowName, (active.get(group.workflowName) ?? 0) + group.active);
+      }
+      return active;
+    },
+  );
   gauge(
     'orrery_cron_lost_occurrences',
     'Ledger rows still claimed past cronLostThresholdMs (waiting for recovery)',

@@ -2,7 +2,7 @@ import { deferredUntil, type RateLimitedStart, type RateLimitedStartResult, rate
 import { and, asc, count, eq, gt, lte, sql } from 'drizzle-orm';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
-import { isRunning, later, lockKeys } from './conditions.js';
+import { heldBy, later, lockKeys } from './conditions.js';
 import { deferTask } from './lease.js';
 
 /*
@@ -28,19 +28,7 @@ export function selectDatabaseTime(db: PostgresDb) {
 /** The task's row while this attempt holds its lease: the fence of the start and of the give-back. */
 export function selectHeldLease(db: PostgresDb, tables: PostgresTables, lease: RateLimitedStart) {
   const t = tables.taskExecutions;
-  return db
-    .select({ attempt: t.attempt })
-    .from(t)
-    .where(
-      and(
-        eq(t.pipelineExecutionId, lease.pipelineExecutionId),
-        eq(t.taskId, lease.taskId),
-        isRunning(tables),
-        eq(t.leaseOwner, lease.runnerId),
-        eq(t.attempt, lease.attempt),
-      ),
-    )
-    .for('update');
+  return db.select({ attempt: t.attempt }).from(t).where(heldBy(tables, lease)).for('update');
 }
 
 /** Forgets the bucket's starts that no window counts any more. */

@@ -1,4 +1,5 @@
-import { getTableColumns, sql } from 'drizzle-orm';
+import type { LeaseRef } from '@orreryjs/core';
+import { and, eq, getTableColumns, sql } from 'drizzle-orm';
 import { getTableConfig } from 'drizzle-orm/pg-core';
 import { arrayParam, dateToIso } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
@@ -57,5 +58,20 @@ export function tryLockKey(db: PostgresDb, tables: PostgresTables, space: string
   // Raw SQL: advisory locks have no builder.
   return db.execute<{ locked: boolean }>(
     sql`SELECT pg_try_advisory_xact_lock(hashtextextended(${lockScope(tables, space) + key}, 0)) AS locked`,
+  );
+}
+
+/** The task of a lease while this attempt still holds it: running, leased to `runnerId`, at `attempt`. */
+export function heldBy(
+  tables: PostgresTables,
+  lease: Pick<LeaseRef, 'pipelineExecutionId' | 'taskId' | 'attempt'> & { runnerId: string },
+) {
+  const t = tables.taskExecutions;
+  return and(
+    eq(t.pipelineExecutionId, lease.pipelineExecutionId),
+    eq(t.taskId, lease.taskId),
+    isRunning(tables),
+    eq(t.leaseOwner, lease.runnerId),
+    eq(t.attempt, lease.attempt),
   );
 }

@@ -4,7 +4,7 @@ import { bind, encodeUuidList, inUuidList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
 import { withEndedAttempt } from './attempts.js';
-import { isRunning, later } from './conditions.js';
+import { heldBy, isRunning, later } from './conditions.js';
 
 /*
  * Leases: a running task is held by one runner until its lease expires; renewals and releases
@@ -115,14 +115,6 @@ export function deferTask(db: PostgresDb, tables: PostgresTables, request: Defer
       waitsUntil: sql`coalesce(${t.waitsUntil}, ${sql.param(request.waitsUntil ?? null, t.waitsUntil)})`,
       updatedAt: request.now,
     })
-    .where(
-      and(
-        eq(t.pipelineExecutionId, request.pipelineExecutionId),
-        eq(t.taskId, request.taskId),
-        isRunning(tables),
-        eq(t.leaseOwner, request.runnerId),
-        eq(t.attempt, request.attempt),
-      ),
-    )
+    .where(heldBy(tables, request))
     .returning({ attempt: t.attempt });
 }

@@ -2,7 +2,7 @@ import { deferredUntil, type RateLimitedStart, type RateLimitedStartResult, rate
 import { and, asc, count, eq, gt, lte, sql } from 'drizzle-orm';
 import { bind } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
-import { isRunning, later } from './conditions.js';
+import { heldBy, later } from './conditions.js';
 import type { LeaseStatements } from './lease.js';
 
 /*
@@ -15,24 +15,9 @@ export function prepareRateLimits({ db, tables }: SqliteHandle) {
   const { rateLimitStarts: r, rateLimitBuckets: b, taskExecutions: t } = tables;
   const ofBucket = eq(r.bucket, bind(r.bucket, 'bucket'));
   const inWindow = gt(r.startedAt, bind(r.startedAt, 'from'));
-  const theTask = and(
-    eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'pipelineExecutionId')),
-    eq(t.taskId, bind(t.taskId, 'taskId')),
-  );
   return {
     // The task's row while this attempt holds its lease: the fence of the start and of the give-back.
-    selectHeldLease: db
-      .select({ attempt: t.attempt })
-      .from(t)
-      .where(
-        and(
-          theTask,
-          isRunning(tables),
-          eq(t.leaseOwner, bind(t.leaseOwner, 'runnerId')),
-          eq(t.attempt, bind(t.attempt, 'attempt')),
-        ),
-      )
-      .prepare(),
+    selectHeldLease: db.select({ attempt: t.attempt }).from(t).where(heldBy(tables)).prepare(),
     // Forgets the bucket's starts that no window counts any more.
     deleteExpiredStarts: db
       .delete(r)

@@ -1,5 +1,5 @@
-import { getTableColumns, sql } from 'drizzle-orm';
-import { dateToMillis } from '../codec.js';
+import { and, eq, getTableColumns, sql } from 'drizzle-orm';
+import { bind, dateToMillis } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 
 /*
@@ -31,4 +31,16 @@ export function taskRowColumns({ taskExecutions: t }: SqliteTables) {
     ...columns
   } = getTableColumns(t);
   return columns;
+}
+
+/** The task of a lease while this attempt still holds it (bound by name: pipelineExecutionId, taskId, runnerId, attempt). */
+export function heldBy(tables: SqliteTables) {
+  const t = tables.taskExecutions;
+  return and(
+    eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'pipelineExecutionId')),
+    eq(t.taskId, bind(t.taskId, 'taskId')),
+    isRunning(tables),
+    eq(t.leaseOwner, bind(t.leaseOwner, 'runnerId')),
+    eq(t.attempt, bind(t.attempt, 'attempt')),
+  );
 }

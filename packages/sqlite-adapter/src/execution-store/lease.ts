@@ -3,7 +3,7 @@ import { and, eq, lt, sql } from 'drizzle-orm';
 import { bind, encodeTextList, encodeUuidList, textListSql, uuidListSql, uuidToBytes } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
 import { withEndedAttempt } from './attempts.js';
-import { isRunning, later } from './conditions.js';
+import { heldBy, isRunning, later } from './conditions.js';
 
 /*
  * Leases: a running task is held by one runner until its lease expires; renewals and releases
@@ -40,15 +40,7 @@ export function prepareLease({ db, tables }: SqliteHandle) {
         waitsUntil: sql`coalesce(${t.waitsUntil}, ${bind(t.waitsUntil, 'waitsUntil')})`,
         updatedAt: now,
       })
-      .where(
-        and(
-          eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'pipelineExecutionId')),
-          eq(t.taskId, bind(t.taskId, 'taskId')),
-          isRunning(tables),
-          eq(t.leaseOwner, bind(t.leaseOwner, 'runnerId')),
-          eq(t.attempt, bind(t.attempt, 'attempt')),
-        ),
-      )
+      .where(heldBy(tables))
       .returning({ attempt: t.attempt })
       .prepare(),
     renewLeases: db

@@ -236,7 +236,7 @@ select "concurrency_slots"."group_name", "pipeline_executions"."workflow_name", 
 -- buckets/selectHeldLease
 select "attempt"
   from "task_executions"
-  where (("task_executions"."pipeline_execution_id" = ? and "task_executions"."task_id" = ?) and "task_executions"."status" = 'running' and "task_executions"."lease_owner" = ? and "task_executions"."attempt" = ?);
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."task_id" = ? and "task_executions"."status" = 'running' and "task_executions"."lease_owner" = ? and "task_executions"."attempt" = ?);
 
 -- buckets/deleteExpiredStarts
 delete
