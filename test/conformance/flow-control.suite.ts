@@ -72,13 +72,14 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
       expect(await store().admitQueued(null, at(5))).toBe(0);
       const [claimed] = await wf.claim('r', at(10));
       expect(claimed!.pipeline.id).toBe(first.id);
-      await wf.finish(claimed!, completed(), at(20));
-      expect(await store().admitQueued(null, at(30))).toBe(1);
+      const ended = await wf.finish(claimed!, completed(), at(20));
+      // Given on with the outcome's commit, or left to the caller (see FinishTaskResult.slotsGivenOn).
+      expect(await store().admitQueued(null, at(30))).toBe(ended.slotsGivenOn ? 0 : 1);
       expect(await statusesOf([second.id, third.id])).toEqual(['pending', 'pending']);
       const next = await wf.claim('r', at(40));
       expect(next.map((c) => c.pipeline.id)).toEqual([second.id]);
       // Readied no earlier than its admission: it queues behind work already waiting.
-      expect(next[0]!.task.availableAt).toEqual(at(30));
+      expect(next[0]!.task.availableAt).toEqual(ended.slotsGivenOn ? at(20) : at(30));
       expect(await store().listQueuedGroups([third.id])).toEqual([
         expect.objectContaining({ pipelineExecutionId: third.id, active: 1, limit: 1 }),
       ]);
@@ -176,8 +177,8 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
       ]);
       await wf.finish(secondA!, completed(), at(8));
       const [secondB] = await wf.claim('r', at(9));
-      await wf.finish(secondB!, completed(), at(10));
-      expect(await store().admitQueued(null, at(11))).toBe(1);
+      const secondEnded = await wf.finish(secondB!, completed(), at(10));
+      expect(await store().admitQueued(null, at(11))).toBe(secondEnded.slotsGivenOn ? 0 : 1);
       expect((await wf.claim('r', at(12))).map((c) => `${c.pipeline.id}/${c.task.taskId}`)).toEqual([`${first.id}/a`]);
     });
 
@@ -194,6 +195,20 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
       expect(await store().listQueuedGroups([blocked.id])).toEqual([
         { pipelineExecutionId: blocked.id, group: tenant.group, active: 1, limit: 1 },
       ]);
+    });
+
+    it('gives the slots of the pipelines a batch ends on in its transaction when it carries a claim', async () => {
+      const { wf, create } = limited(1);
+      const first = await create({ now: at(0) });
+      const second = await create({ now: at(1) });
+      const [claimed] = await wf.claim('r', at(2));
+      expect(claimed!.pipeline.id).toBe(first.id);
+      const { finished, claimed: next } = await store().finishTasks([wf.request(claimed!, completed(), at(3))], {
+        claim: { runnerId: 'r', registered: wf.registered, limit: 5, leaseMs: 1_000, now: at(3) },
+      });
+      expect(finished[0]).toMatchObject({ slotsGivenOn: true, finishedPipeline: { id: first.id } });
+      // The claim of the same transaction took the pipeline its outcome let in.
+      expect(next.map((c) => c.pipeline.id)).toEqual([second.id]);
     });
 
     it('reports each group with its active and queued pipelines, leaving out ended ones', async () => {
@@ -251,8 +266,8 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
       });
       const [claimed] = await wf.claim('r', at(2));
       expect(claimed!.pipeline.id).toBe(first.id);
-      await wf.finish(claimed!, completed(), at(3));
-      await store().admitQueued(null, at(1_000));
+      const ended = await wf.finish(claimed!, completed(), at(1_000));
+      if (!ended.slotsGivenOn) await store().admitQueued(null, at(1_000));
       expect((await store().listTasks(second.pipeline.id))[0]!.availableAt).toEqual(at(1_500));
     });
 

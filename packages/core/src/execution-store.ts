@@ -242,6 +242,13 @@ export interface FinishTaskResult {
   readied: number;
   /** The pipeline row when this outcome made it terminal. */
   finishedPipeline: PipelineRow | null;
+  /**
+   * True when that pipeline's concurrency slots were given on in the same transaction (the
+   * queued pipelines of its groups admitted, so that the batch's claim already sees them):
+   * always on SQLite, on Postgres when the batch carried a claim. False: the caller gives them
+   * on (see {@link ExecutionStore.admitQueued}).
+   */
+  slotsGivenOn?: boolean;
 }
 
 /** A task {@link ExecutionStore.retryPipeline} sends back to run. */

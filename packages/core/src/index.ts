@@ -172,6 +172,7 @@ export {
   assertKeysHeldBySameWorkflow,
   claimsNothing,
   FIRE_LAG_SOURCES,
+  groupsEndedBy,
   idempotencyConflictError,
   inKeyLockOrder,
   isQueued,
@@ -193,6 +194,7 @@ export {
   TERMINAL_TASK_STATUSES,
   taskOutcomeColumns,
   UNFINISHED_PIPELINE_STATUSES,
+  withSlotsGivenOn,
 } from './store-rules.js';
 export { assertKnownKeys, editDistance, nearestName } from './suggest.js';
 export {

@@ -3,6 +3,7 @@ import type { CronExecutionRow, CronExecutionSource, CronExecutionStatus, NewCro
 import { IdempotencyConflictError } from './errors.js';
 import type {
   ClaimTasksRequest,
+  FinishTaskResult,
   LeaseRef,
   NewPipeline,
   PipelineRow,
@@ -254,4 +255,18 @@ export function assertKeysHeldBySameWorkflow(
       throw idempotencyConflictError(asked.idempotencyKey, pipeline, asked.workflowName);
     }
   }
+}
+
+/** The concurrency groups of the pipelines a batch of outcomes ended: the slots its transaction gives on. */
+export function groupsEndedBy(results: readonly FinishTaskResult[]): string[] {
+  const groups = new Set<string>();
+  for (const result of results) {
+    for (const group of result.finishedPipeline?.concurrency ?? []) groups.add(group.group);
+  }
+  return [...groups];
+}
+
+/** The results with `slotsGivenOn` set where a pipeline of groups ended: its slots were given on in the batch. */
+export function withSlotsGivenOn(results: FinishTaskResult[]): FinishTaskResult[] {
+  return results.map((result) => (result.finishedPipeline?.concurrency ? { ...result, slotsGivenOn: true } : result));
 }

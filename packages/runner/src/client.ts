@@ -387,8 +387,8 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
    * scheduler of a scheduled pipeline that failed (`pauseOnFailure`); gives its concurrency
    * slots on to the queued pipelines of its groups. @internal
    */
-  pipelineFinished(row: PipelineRow, tasks: readonly TaskRow[] | null): void {
-    this.#admission.freed(row);
+  pipelineFinished(row: PipelineRow, tasks: readonly TaskRow[] | null, slotsGivenOn = false): void {
+    if (!slotsGivenOn) this.#admission.freed(row);
     this.#waiters.notify(row, tasks);
     const startMs = (row.startedAt ?? row.createdAt).getTime();
     this.#emit(row.status === 'failed' ? 'pipeline:failed' : 'pipeline:completed', {

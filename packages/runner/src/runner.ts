@@ -114,7 +114,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> {
       clock,
       logger,
       emit,
-      pipelineFinished: (row, tasks) => this.#client.pipelineFinished(row, tasks),
+      pipelineFinished: (row, tasks, slotsGivenOn) => this.#client.pipelineFinished(row, tasks, slotsGivenOn),
     });
     this.#client = new OrreryClient({ config, storage, registry, clock, emit, localWork: this.#worker });
     this.#unsubscribe = storage.wakeUps?.subscribe((wakeUp) => this.#wakeUp(wakeUp)) ?? (() => {});

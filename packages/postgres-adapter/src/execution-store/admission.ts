@@ -15,7 +15,7 @@ import {
 } from '@orreryjs/core';
 import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
-import { encodeUuidList, inTextList, inUuidList, statusIn, statusNotIn } from '../codec.js';
+import { encodeUuidList, inTextList, inUuidList, lockOf, statusIn, statusNotIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
 import { lockKeys, tryLockKey } from './conditions.js';
@@ -116,13 +116,18 @@ export function readyFirstTasks(
 /** The group's oldest active pipeline: the one `cancel_in_progress` replaces. */
 export function selectOldestActive(db: PostgresDb, tables: PostgresTables, group: string) {
   const { concurrencySlots: s, pipelineExecutions: p } = tables;
-  return db
-    .select({ id: s.pipelineExecutionId })
-    .from(s)
-    .innerJoin(p, eq(p.id, s.pipelineExecutionId))
-    .where(and(eq(s.groupName, group), sql`${s.admitted}`, statusNotIn(p.status, TERMINAL_PIPELINE_STATUSES)))
-    .orderBy(asc(s.queuedAt), asc(s.pipelineExecutionId))
-    .limit(1);
+  return (
+    db
+      .select({ id: s.pipelineExecutionId })
+      .from(s)
+      .innerJoin(p, eq(p.id, s.pipelineExecutionId))
+      .where(and(eq(s.groupName, group), sql`${s.admitted}`, statusNotIn(p.status, TERMINAL_PIPELINE_STATUSES)))
+      .orderBy(asc(s.queuedAt), asc(s.pipelineExecutionId))
+      .limit(1)
+      // A pipeline whose last outcome is being committed holds its row and may wait for this group's
+      // lock: passing it over (it is ending anyway) keeps the two from deadlocking.
+      .for('update', { of: lockOf(p), skipLocked: true })
+  );
 }
 
 /** Queues a pipeline in its groups (a new one, or a retried one again): its slots, not admitted. */

@@ -10,6 +10,7 @@ import {
   type FinishTaskRequest,
   type FinishTasksOptions,
   type FinishTasksResult,
+  groupsEndedBy,
   isQueued,
   type LeaseRef,
   type NewPipeline,
@@ -26,6 +27,7 @@ import {
   uuidPrefixRange,
   type WaitForSignalRequest,
   type WaitForSignalResult,
+  withSlotsGivenOn,
 } from '@orreryjs/core';
 import { type PostgresDb, type PostgresHandle, statement, transaction } from '../transaction.js';
 import { admitQueuedIn, queuedGroupsOf, requeueRetried, selectGroupOccupancy } from './admission.js';
@@ -141,14 +143,25 @@ export class PostgresExecutionStore implements ExecutionStore {
 
   finishTasks(outcomes: readonly FinishTaskRequest[], options: FinishTasksOptions = {}): Promise<FinishTasksResult> {
     const claim = options.claim === undefined || claimsNothing(options.claim) ? null : options.claim;
-    const work = async (client?: PostgresDb['$client']): Promise<FinishTasksResult> => ({
-      finished: await finishTasks(this.#q.finish, outcomes, client),
-      claimed: claim === null ? [] : await claimTasks(this.#q.claim, claim, client),
-    });
     // One statement runs as a transaction of its own; the outcomes and a claim share one, whose
-    // BEGIN and COMMIT cost two round trips and save a commit (a WAL flush).
-    if (outcomes.length === 0 || claim === null) return statement('finishTasks', () => work());
-    return transaction(this.#handle, 'finishTasks', (tx) => work(tx.$client));
+    // BEGIN and COMMIT cost two round trips and save a commit (a WAL flush). In it, the slots of
+    // the pipelines the outcomes ended are given on before the claim, which then sees them; without
+    // a claim the caller gives them on (slotsGivenOn false).
+    if (outcomes.length === 0 || claim === null) {
+      return statement('finishTasks', async () => ({
+        finished: await finishTasks(this.#q.finish, outcomes),
+        claimed: claim === null ? [] : await claimTasks(this.#q.claim, claim),
+      }));
+    }
+    return transaction(this.#handle, 'finishTasks', async (tx) => {
+      const finished = await finishTasks(this.#q.finish, outcomes, tx.$client);
+      const groups = groupsEndedBy(finished);
+      if (groups.length > 0) await admitQueuedIn(tx, this.#handle.tables, groups, outcomes[0]!.now);
+      return {
+        finished: groups.length > 0 ? withSlotsGivenOn(finished) : finished,
+        claimed: await claimTasks(this.#q.claim, claim, tx.$client),
+      };
+    });
   }
 
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null> {

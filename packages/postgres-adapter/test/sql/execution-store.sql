@@ -249,7 +249,8 @@ select "tenant"."concurrency_slots"."pipeline_execution_id"
   inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."concurrency_slots"."pipeline_execution_id"
   where ("tenant"."concurrency_slots"."group_name" = $1 and "tenant"."concurrency_slots"."admitted" and "tenant"."pipeline_executions"."status" NOT IN ('completed', 'failed', 'cancelled'))
   order by "tenant"."concurrency_slots"."queued_at" asc, "tenant"."concurrency_slots"."pipeline_execution_id" asc
-  limit $2;
+  limit $2
+  for update of "pipeline_executions" skip locked;
 
 -- admission/insertSlots
 insert into "tenant"."concurrency_slots" ("group_name", "pipeline_execution_id", "slot_limit", "priority", "queued_at", "admitted")

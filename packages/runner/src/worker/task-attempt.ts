@@ -40,8 +40,11 @@ export interface AttemptEnvironment {
   clock: Clock;
   logger: Logger;
   emit: EmitEvent;
-  /** This attempt's outcome made its pipeline terminal; `tasks` are all its task rows when known without a read. */
-  pipelineFinished(row: PipelineRow, tasks: readonly TaskRow[] | null): void;
+  /**
+   * This attempt's outcome made its pipeline terminal; `tasks` are all its task rows when known
+   * without a read; `slotsGivenOn` when its concurrency slots were given on with the outcome.
+   */
+  pipelineFinished(row: PipelineRow, tasks: readonly TaskRow[] | null, slotsGivenOn: boolean): void;
   /** Work is claimable now (dependents were readied), or at `atMs` (a retry's backoff ends). */
   wake(atMs?: number): void;
   /** An attempt ended (its outcome committed or given up), so a slot of `maxConcurrentTasks` is free again. */
@@ -360,7 +363,11 @@ async function commit(
   if (result.readied > 0) env.wake();
   if (outcome.status === 'retry') env.wake(outcome.availableAt.getTime());
   if (result.finishedPipeline !== null) {
-    env.pipelineFinished(result.finishedPipeline, finishedTaskRows(claimed, outcome, now, workflow.tasks.length));
+    env.pipelineFinished(
+      result.finishedPipeline,
+      finishedTaskRows(claimed, outcome, now, workflow.tasks.length),
+      result.slotsGivenOn === true,
+    );
   }
 }
 

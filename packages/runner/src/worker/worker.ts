@@ -40,7 +40,7 @@ export interface WorkerOptions {
   logger: Logger;
   emit: EmitEvent;
   /** An outcome committed here made its pipeline terminal; `tasks` are all its task rows when known without a read. */
-  pipelineFinished(row: PipelineRow, tasks: readonly TaskRow[] | null): void;
+  pipelineFinished(row: PipelineRow, tasks: readonly TaskRow[] | null, slotsGivenOn: boolean): void;
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   type FinishTaskRequest,
   type FinishTasksOptions,
   type FinishTasksResult,
+  groupsEndedBy,
   type LeaseRef,
   type NewPipeline,
   type PipelineFilter,
@@ -25,6 +26,7 @@ import {
   uuidPrefixRange,
   type WaitForSignalRequest,
   type WaitForSignalResult,
+  withSlotsGivenOn,
 } from '@orreryjs/core';
 import { readTransaction, type SqliteHandle, writeTransaction } from '../transaction.js';
 import { admitQueuedIn, prepareAdmission, queueCreated, queuedGroupsOf, requeueRetried } from './admission.js';
@@ -144,11 +146,17 @@ export class SqliteExecutionStore implements ExecutionStore {
   finishTasks(outcomes: readonly FinishTaskRequest[], options: FinishTasksOptions = {}): Promise<FinishTasksResult> {
     const claim = options.claim === undefined || claimsNothing(options.claim) ? null : options.claim;
     if (outcomes.length === 0 && claim === null) return Promise.resolve({ finished: [], claimed: [] });
-    // One BEGIN IMMEDIATE: the outcomes in order, then the claim, which sees what they readied.
-    return writeTransaction(this.#handle, 'finishTasks', () => ({
-      finished: finishTasks(this.#q.finish, outcomes),
-      claimed: claim === null ? [] : claimTasks(this.#q.claim, claim),
-    }));
+    // One BEGIN IMMEDIATE: the outcomes in order, the slots of the pipelines they ended given on,
+    // then the claim, which sees what they readied and admitted.
+    return writeTransaction(this.#handle, 'finishTasks', () => {
+      const finished = finishTasks(this.#q.finish, outcomes);
+      const groups = groupsEndedBy(finished);
+      if (groups.length > 0) admitQueuedIn(this.#q.admission, groups, outcomes[0]!.now);
+      return {
+        finished: groups.length > 0 ? withSlotsGivenOn(finished) : finished,
+        claimed: claim === null ? [] : claimTasks(this.#q.claim, claim),
+      };
+    });
   }
 
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null> {
