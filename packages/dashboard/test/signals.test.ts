@@ -3,7 +3,7 @@ import { type DefaultRunner, defineWorkflow, type PipelineExecution } from '@orr
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatInstant } from '../src/format.js';
 import { createDashboard, type Dashboard } from '../src/index.js';
-import { approval, BACKENDS, createRunner, csrfOf, HOSTILE_NAME, ORIGIN, post, waitFor } from './support.js';
+import { BACKENDS, createRunner, csrfOf, HOSTILE_NAME, ORIGIN, order, post, waitFor } from './support.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the API's JSON bodies, read field by field
 type Loose = any;
@@ -37,10 +37,10 @@ describe.each(BACKENDS)('dashboard signals on $name', (backend) => {
     runner = await createRunner(db.config, {
       enableCronScheduling: false,
       pollIntervalMs: 20,
-      workflows: [approval, hostile],
+      workflows: [order, hostile],
     });
     await runner.start();
-    waiting = await runner.executeAsync('approval');
+    waiting = await runner.executeAsync('order');
     unsafe = await runner.executeAsync('hostile');
     await waitFor(async () => (await approvalTask()).waitsUntil !== undefined);
     deadline = (await approvalTask()).waitsUntil!;

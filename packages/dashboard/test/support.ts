@@ -57,9 +57,9 @@ export const gated = defineWorkflow({
   ],
 });
 
-/** request → approval (a wait task: the signal `approved`, for at most a day) → ship. */
-export const approval = defineWorkflow({
-  name: 'approval',
+/** An order: request → approval (a wait task: the signal `approved`, for at most a day) → ship. */
+export const order = defineWorkflow({
+  name: 'order',
   tasks: [
     { id: 'request', run: () => {} },
     { id: 'approval', dependsOn: ['request'], waitFor: { signal: 'approved', timeoutMs: 86_400_000 } },
