@@ -43,7 +43,8 @@ export function attachSignalWaits(tasks: readonly TaskNode[], workflow: Workflow
  * id, state, attempts and duration in aligned columns. `tasks` must be in canonical order
  * (topological, as the runner returns them). A task hangs under its last dependency in
  * that order, so it appears after all its dependencies; its other dependencies are named
- * after `also after:`. A line ends with the task's error, or with the signal it waits for. Tasks without known dependencies are roots, so a flat list results.
+ * after `also after:`. Tasks without known dependencies are roots, so a flat list results.
+ * A line ends with the task's error, or with the signal it waits for.
  */
 export function drawTaskTree(tasks: readonly TaskNode[]): string[] {
   const position = new Map(tasks.map((task, index) => [task.taskId, index]));

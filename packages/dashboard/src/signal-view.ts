@@ -1,4 +1,4 @@
-import { describeSignalWait, type SignalWait, signalWaitOf } from '@orreryjs/core';
+import { describeSignalWait, MAX_SIGNAL_NAME_CHARS, type SignalWait, signalWaitOf } from '@orreryjs/core';
 import type { TaskResult, WorkflowTaskInfo } from '@orreryjs/runner';
 import { formatInstant } from './format.js';
 import { html, type SafeHtml } from './html.js';
@@ -27,7 +27,7 @@ export function signalWaits(
 }
 
 /** `waiting for signal approved (until 2026-11-27 09:00:00 UTC)`, or `(no timeout)`. */
-export function signalWaitText(wait: SignalWait): string {
+function signalWaitText(wait: SignalWait): string {
   return describeSignalWait(wait, (at) => `${formatInstant(at)} UTC`);
 }
 
@@ -38,7 +38,7 @@ export function signalWaitText(wait: SignalWait): string {
  * reported and nothing is sent.
  */
 export function signalWaitPanel(ctx: PageContext, executionId: string, wait: SignalWait): SafeHtml {
-  const fields = html`<label>Signal <input name="name" value="${wait.signal}" required maxlength="200" autocomplete="off"></label>
+  const fields = html`<label>Signal <input name="name" value="${wait.signal}" required maxlength="${MAX_SIGNAL_NAME_CHARS}" autocomplete="off"></label>
 <label>Payload <textarea name="payload" rows="2" data-json="Payload" placeholder='JSON, optional: {"by":"ada"}' spellcheck="false"></textarea></label>`;
   return html`<p class="small signal-wait" data-signal-wait="${wait.signal}">${signalWaitText(wait)}</p>${actionForm(
     ctx,
