@@ -92,6 +92,18 @@ export function parseJsonObject(value: string): Record<string, Json> {
   return parsed as Record<string, Json>;
 }
 
+/** Any JSON value, as a signal's payload; the parser's complaint says where it went wrong. */
+export function parseJson(value: string): Json {
+  try {
+    return JSON.parse(value) as Json;
+  } catch (error) {
+    const why = (error instanceof Error ? error.message : String(error)).replace(/\.$/, '');
+    throw new InvalidArgumentError(
+      `expected JSON such as '{"by":"ada"}' (quoted for the shell), but it does not parse: ${why}.`,
+    );
+  }
+}
+
 /** One of `choices`. */
 export function oneOf<T extends string>(choices: readonly T[]): (value: string) => T {
   return (value) => {

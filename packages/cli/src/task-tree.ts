@@ -1,15 +1,17 @@
-import type { TaskResult } from '@orreryjs/core';
+import { describeSignalWait, type SignalWait, signalWaitOf, type TaskResult, type WaitFor } from '@orreryjs/core';
 import { oneLine } from './failure.js';
-import { formatDuration } from './output.js';
+import { formatDuration, formatInstant } from './output.js';
 
 /** A task of an execution with the dependencies its workflow declares, when known. */
 export interface TaskNode extends TaskResult {
   dependsOn?: string[];
+  /** The signal a waiting wait task waits for, and until when; absent for every other task. */
+  signalWait?: SignalWait;
 }
 
 /** The structure of a workflow definition: a `Workflow` or a stored `WorkflowInfo`. */
 export interface WorkflowShape {
-  tasks: readonly { id: string; dependsOn?: readonly string[] }[];
+  tasks: readonly { id: string; dependsOn?: readonly string[]; waitFor?: WaitFor | null }[];
 }
 
 /**
@@ -25,11 +27,24 @@ export function attachDependencies(tasks: readonly TaskResult[], workflow: Workf
 }
 
 /**
+ * Marks each task of `tasks` that waits for a signal now with what it waits for, from the
+ * definition's `waitFor` (task rows do not say which signal a task waits for).
+ */
+export function attachSignalWaits(tasks: readonly TaskNode[], workflow: WorkflowShape | undefined): TaskNode[] {
+  const byId = new Map(workflow?.tasks.map((task) => [task.id, task]));
+  return tasks.map((task) => {
+    const signalWait = signalWaitOf(task, byId.get(task.taskId));
+    return signalWait === null ? task : { ...task, signalWait };
+  });
+}
+
+/**
  * Draws tasks as an indented tree with box-drawing characters, one line per task:
  * id, state, attempts and duration in aligned columns. `tasks` must be in canonical order
  * (topological, as the runner returns them). A task hangs under its last dependency in
  * that order, so it appears after all its dependencies; its other dependencies are named
  * after `also after:`. Tasks without known dependencies are roots, so a flat list results.
+ * A line ends with the task's error, or with the signal it waits for.
  */
 export function drawTaskTree(tasks: readonly TaskNode[]): string[] {
   const position = new Map(tasks.map((task, index) => [task.taskId, index]));
@@ -64,6 +79,7 @@ export function drawTaskTree(tasks: readonly TaskNode[]): string[] {
   const header = `${'TASK'.padEnd(labelWidth)}  ${'STATE'.padEnd(statusWidth)}  ATTEMPTS  DURATION`;
   const lines = rows.map(({ label, task }) => {
     const line = `${label.padEnd(labelWidth)}  ${task.status.padEnd(statusWidth)}  ${String(task.attempts).padEnd(8)}  ${formatDuration(task.durationMs)}`;
+    if (task.signalWait !== undefined) return `${line}  ${describeSignalWait(task.signalWait, formatInstant)}`;
     return task.error === undefined ? line : `${line}  ${oneLine(task.error)}`;
   });
   return [header, ...lines];

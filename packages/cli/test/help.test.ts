@@ -13,6 +13,7 @@ const COMMANDS = [
   ['executions', 'list'],
   ['executions', 'show'],
   ['executions', 'retry'],
+  ['executions', 'signal'],
   ['workflows'],
   ['workflows', 'list'],
   ['workflows', 'groups'],

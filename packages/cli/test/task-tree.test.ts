@@ -1,6 +1,6 @@
 import type { TaskResult } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
-import { attachDependencies, drawTaskTree } from '../src/task-tree.js';
+import { attachDependencies, attachSignalWaits, drawTaskTree } from '../src/task-tree.js';
 import { flaky, report } from './fixtures/workflows.js';
 
 const completed = (taskId: string, durationMs: number): TaskResult => ({
@@ -57,6 +57,36 @@ describe('drawTaskTree', () => {
     expect(drawTaskTree(attachDependencies(tasks, undefined)).slice(1)).toEqual([
       'wobble   completed  1         5ms',
       'give-up  completed  1         6ms',
+    ]);
+  });
+
+  it('ends the line of a ready wait task with the signal it waits for and its deadline', () => {
+    const definition = {
+      tasks: [
+        { id: 'request', dependsOn: [] },
+        { id: 'approval', dependsOn: ['request'], waitFor: { signal: 'approved', timeoutMs: 60_000 } },
+        { id: 'hold', dependsOn: ['request'], waitFor: { signal: 'go' } },
+      ],
+    };
+    const ready = (taskId: string, waitsUntil?: Date): TaskResult => ({
+      taskId,
+      status: 'ready',
+      attempts: 0,
+      attemptHistory: [],
+      ...(waitsUntil === undefined ? {} : { waitsUntil }),
+    });
+    const tasks = attachSignalWaits(
+      attachDependencies(
+        [completed('request', 4), ready('approval', new Date('2026-11-27T09:00:00Z')), ready('hold')],
+        definition,
+      ),
+      definition,
+    );
+    expect(tasks.map((task) => task.signalWait?.signal)).toEqual([undefined, 'approved', 'go']);
+    expect(drawTaskTree(tasks).slice(1)).toEqual([
+      'request       completed  1         4ms',
+      '├── approval  ready      0         -  waiting for signal approved (until 2026-11-27T09:00:00.000Z)',
+      '└── hold      ready      0         -  waiting for signal go (no timeout)',
     ]);
   });
 });

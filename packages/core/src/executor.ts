@@ -63,6 +63,11 @@ export interface TaskResult {
   output?: { set: Record<string, Json>; deleted: string[] };
   /** Every attempt that ended, oldest first (a running attempt is not listed until it ends). */
   attemptHistory: TaskAttempt[];
+  /**
+   * A `ready` wait task's signal deadline, set by its first wait; absent before that, when its
+   * `waitFor` has no timeout, and for every other task.
+   */
+  waitsUntil?: Date;
 }
 
 /** Everything known about a pipeline execution. */

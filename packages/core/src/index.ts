@@ -156,6 +156,7 @@ export {
 export { checkPage, MAX_PAGE_VALUE, type Page, type PageInput, type PageLimits } from './paging.js';
 export { RETRY_DEFAULTS, type RetryPolicy, retryDelayMs, shouldRetry } from './retry.js';
 export type { RunnerRow, RunnerStore } from './runner-store.js';
+export { describeSignalWait, type SignalWait, signalWaitOf } from './signal-wait.js';
 export {
   type DatabaseLocation,
   MAX_SCHEMA_NAME_LENGTH,

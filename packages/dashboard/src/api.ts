@@ -1,4 +1,4 @@
-import { type CronScheduleInput, ValidationError } from '@orreryjs/runner';
+import { type CronScheduleInput, type Json, ValidationError } from '@orreryjs/runner';
 import type { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { DashboardClient } from './client.js';
@@ -101,7 +101,7 @@ async function body(request: Request): Promise<Record<string, unknown>> {
 
 /**
  * The actions: POST of a new schedule and PATCH of one (the add and edit forms), POST
- * …/pause|resume|trigger|backfill|cancel|retry, and DELETE of a schedule.
+ * …/pause|resume|trigger|backfill|cancel|retry, POST of an execution's signal, and DELETE of a schedule.
  */
 export function mountActions(app: Hono, client: DashboardClient, base: string): void {
   app.post('/api/schedules', async (c) => {
@@ -165,5 +165,13 @@ export function mountActions(app: Hono, client: DashboardClient, base: string): 
   app.post('/api/executions/:id/retry', async (c) => {
     const execution = await client.retryExecution(c.req.param('id'));
     return c.json({ message: `Retrying execution ${execution.id}.`, executionId: execution.id });
+  });
+  app.post('/api/executions/:id/signal', async (c) => {
+    // `{ name, payload? }`: the client checks both (a name of 1 to 200 characters, a JSON
+    // payload within maxContextBytes) and refuses any other type with ValidationError.
+    const { name, payload } = await body(c.req.raw);
+    const executionId = c.req.param('id');
+    await client.signal(executionId, name as string, payload as Json | undefined);
+    return c.json({ message: `Sent signal "${String(name)}".`, executionId, name, sent: true });
   });
 }

@@ -87,6 +87,11 @@ svg.dag .st-not_started rect{fill:#fff;stroke-dasharray:4 3}
 .panel.task{background:var(--panel);color:var(--ink)}
 .error-msg{margin:0 0 6px;color:var(--bad);font-weight:600;overflow-wrap:break-word}details.stack summary{cursor:pointer;color:var(--muted);margin-bottom:4px}
 .note-panel{background:var(--warnbg);border-color:#f0d9a8;color:var(--ink)}.note{overflow-wrap:break-word}
+/* A signal's name may be one long word: the line breaks rather than stick out. */
+.signal-wait{margin:0 0 6px;overflow-wrap:anywhere}
+form.act.signal-form{display:grid;grid-template-columns:minmax(0,1fr);gap:6px;max-width:30em;margin:0 0 8px}
+.signal-form label{display:flex;flex-direction:column;gap:3px;font-size:.84em;color:var(--muted)}
+.signal-form input,.signal-form textarea{color:var(--ink);width:100%}.signal-form button{justify-self:start}
 .sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 /* A run stays on one line where there is room; a squeezed column breaks it between its zone's time and UTC. */
 @media (min-width:1100px){ol.runs li{white-space:nowrap}}
@@ -131,6 +136,11 @@ export const APP_JS = `
     var form=ev.target;if(!form.matches||!form.matches('form.act'))return;ev.preventDefault();
     var ask=form.getAttribute('data-confirm');if(ask&&!window.confirm(ask))return;
     var body={};new FormData(form).forEach(function(v,k){body[k]=v;});
+    // A field marked data-json (a signal's payload) is sent parsed, left out when empty; text
+    // that does not parse is reported and nothing is sent.
+    var bad='';[].forEach.call(form.querySelectorAll('[data-json]'),function(f){var t=f.value.trim();if(t===''){delete body[f.name];return;}
+      try{body[f.name]=JSON.parse(t);}catch(e){bad=bad||f.getAttribute('data-json')+' is not valid JSON ('+e.message+'): nothing was sent.';}});
+    if(bad){flash(bad);return;}
     var button=form.querySelector('button');if(button)button.disabled=true;
     fetch(form.getAttribute('action'),{method:form.getAttribute('data-method')||'POST',credentials:'same-origin',
       headers:{'Content-Type':'application/json','Accept':'application/json','X-Orrery-Csrf':token},body:JSON.stringify(body)})

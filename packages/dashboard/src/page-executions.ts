@@ -1,3 +1,4 @@
+import type { SignalWait } from '@orreryjs/core';
 import type { PipelineResult, TaskAttempt, TaskResult, WorkflowTaskInfo } from '@orreryjs/runner';
 import { type DagNode, renderDag } from './dag.js';
 import { type ExecutionFilter, loadExecutionDetail, loadExecutions } from './data.js';
@@ -6,6 +7,7 @@ import { formatDuration, formatInstant } from './format.js';
 import { html, type SafeHtml } from './html.js';
 import { type PageWindow, PIPELINE_STATUSES } from './input.js';
 import { actionForm, badge, layout, link, type PageContext, pager } from './layout.js';
+import { signalWaitPanel, signalWaits } from './signal-view.js';
 
 /** The Executions page: filters by status, workflow and schedule, newest first. */
 export async function renderExecutions(
@@ -54,8 +56,9 @@ async function definitionOf(ctx: PageContext, result: PipelineResult): Promise<W
   return match?.tasks ?? null;
 }
 
-function taskDetail(task: TaskResult): string {
+function taskDetail(task: TaskResult, wait: SignalWait | undefined): string {
   if (task.status === 'skipped') return 'skipped';
+  if (wait !== undefined) return `waits for ${wait.signal}`;
   const attempts = `${task.attempts} attempt${task.attempts === 1 ? '' : 's'}`;
   return task.durationMs === undefined ? attempts : `${attempts} · ${formatDuration(task.durationMs)}`;
 }
@@ -101,9 +104,10 @@ function taskAttempts(history: readonly TaskAttempt[]): SafeHtml {
   return html`<h4 class="small">Attempts</h4><table class="cards small attempts"><thead><tr><th>#</th><th>Outcome</th><th>Runner</th><th>Started</th><th>Ended</th><th>Error</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
-function taskSection(task: TaskResult): SafeHtml {
+function taskSection(ctx: PageContext, executionId: string, task: TaskResult, wait: SignalWait | undefined): SafeHtml {
   return html`<section class="panel task st-${task.status}" id="task-${task.taskId}" data-task="${task.taskId}">
 <h3><span class="mono">${task.taskId}</span> ${badge(task.status)}</h3>
+${wait === undefined ? '' : signalWaitPanel(ctx, executionId, wait)}
 <dl class="kv small"><dt>Attempts</dt><dd>${task.attempts}</dd><dt>Started</dt><dd class="mono">${formatInstant(task.startedAt)}</dd>
 <dt>Finished</dt><dd class="mono">${formatInstant(task.completedAt)}</dd><dt>Duration</dt><dd>${formatDuration(task.durationMs)}</dd></dl>
 ${task.attemptHistory.length > 1 ? taskAttempts(task.attemptHistory) : ''}
@@ -150,11 +154,12 @@ export async function renderExecutionDetail(ctx: PageContext, id: string): Promi
   const waiting = waitingText(result);
   const definition = await definitionOf(ctx, result);
   const deps = new Map((definition ?? []).map((t) => [t.id, t.dependsOn]));
+  const waits = signalWaits(result.tasks, definition);
   const nodes: DagNode[] = result.tasks.map((task) => ({
     id: task.taskId,
     dependsOn: deps.get(task.taskId) ?? [],
     status: task.status,
-    detail: taskDetail(task),
+    detail: taskDetail(task, waits.get(task.taskId)),
     href: `#task-${task.taskId}`,
   }));
   const failed = result.tasks.filter((t) => t.status === 'failed').map((t) => t.taskId);
@@ -174,7 +179,7 @@ ${failed.length > 0 ? html`<dt>Failed tasks</dt><dd>${failed.map((t, i) => html`
 <h2>Tasks</h2>
 ${renderDag(nodes, `Task graph of ${result.workflowName}`)}
 ${definition === null ? html`<p class="small muted">The workflow's definition is not stored: dependencies are not drawn.</p>` : ''}
-${result.tasks.map(taskSection)}
+${result.tasks.map((task) => taskSection(ctx, result.executionId, task, waits.get(task.taskId)))}
 <h2>Final context</h2><pre>${JSON.stringify(result.finalContext, null, 2)}</pre>`;
   return layout(ctx, 'executions', `${result.workflowName} ${result.executionId.slice(0, 8)}`, body);
 }

@@ -4,35 +4,10 @@ import { type DefaultRunner, defineWorkflow, isOrreryError, ManualClock } from '
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpRequest } from '../../../test/support/http.js';
 import { createDashboard, type Dashboard } from '../src/index.js';
-import { BACKENDS, createRunner, etl, HOSTILE_NAME, waitFor } from './support.js';
+import { BACKENDS, createRunner, csrfOf, etl, HOSTILE_NAME, ORIGIN, post, waitFor } from './support.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the API's JSON bodies, read field by field
 type Loose = any;
-
-const ORIGIN = 'http://dashboard.test';
-
-async function csrfOf(dashboard: Dashboard, base = '/'): Promise<string> {
-  const page = await (await dashboard.fetch(new Request(`${ORIGIN}${base}`))).text();
-  const token = /<meta name="orrery-csrf" content="([^"]+)">/.exec(page)?.[1];
-  if (token === undefined) throw new Error('the page embeds no CSRF token');
-  return token;
-}
-
-function post(
-  dashboard: Dashboard,
-  path: string,
-  body: unknown,
-  headers: Record<string, string> = {},
-  method = 'POST',
-) {
-  return dashboard.fetch(
-    new Request(`${ORIGIN}${path}`, {
-      method,
-      headers: { 'content-type': 'application/json', ...headers },
-      body: method === 'DELETE' ? null : JSON.stringify(body),
-    }),
-  );
-}
 
 async function getJson(dashboard: Dashboard, path: string): Promise<{ status: number; body: Loose }> {
   const response = await dashboard.fetch(new Request(`${ORIGIN}${path}`));

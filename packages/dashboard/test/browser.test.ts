@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';
 import { createDashboard } from '../src/index.js';
 import { layoutProblems } from './layout-checks.js';
-import { createRunner, etl, gated, HOSTILE_NAME, waitFor } from './support.js';
+import { createRunner, etl, gated, HOSTILE_NAME, order, waitFor } from './support.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 /** Every page the test visits, at each viewport (gitignored): look at them after a change of layout. */
@@ -33,6 +33,7 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
   let failedId = '';
   let fragileId = '';
   let gatedId = '';
+  let waitingId = '';
   const requested: string[] = [];
 
   /** Checks that the open page fits each viewport (see layoutProblems), and saves a screenshot of it there. */
@@ -65,7 +66,7 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     });
     runner = await createRunner(
       { database: `sqlite:${file.filename}` },
-      { cronPollIntervalMs: 100, workflows: [etl, gated, throttled] },
+      { cronPollIntervalMs: 100, workflows: [etl, gated, throttled, order] },
     );
     await runner.start();
     await runner.addCronSchedule({
@@ -120,6 +121,13 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await runner.executeAsync('etl', {}, { runAt: new Date('2099-01-01T00:00:00Z') });
     await waitFor(
       async () => (await runner.listExecutions({ workflowName: 'throttled', status: 'running' })).length === 1,
+    );
+    // Waits for the signal "approved" (its page has the Signal form).
+    waitingId = (await runner.executeAsync('order')).id;
+    await waitFor(
+      async () =>
+        (await runner.getExecutionResult(waitingId)).tasks.find((t) => t.taskId === 'approval')?.waitsUntil !==
+        undefined,
     );
 
     const dashboard = createDashboard({ client: runner, basePath: '/ops' });
@@ -262,6 +270,27 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await expect(page.locator('#task-optional .error-msg').count()).resolves.toBe(0);
     await expect(page.locator('.error-msg').count()).resolves.toBe(0);
     await screenshots('execution-skipped');
+  });
+
+  it('sends a signal from the Signal form of a waiting task, refusing a payload that is not JSON without sending it', async () => {
+    await page.goto(`${origin}/ops/executions/${waitingId}`);
+    const section = page.locator('#task-approval');
+    await expect(section.locator('[data-signal-wait]').textContent()).resolves.toMatch(
+      /^waiting for signal approved \(until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)$/,
+    );
+    await expect(section.getByLabel('Signal').inputValue()).resolves.toBe('approved');
+    await screenshots('execution-waiting');
+    await section.getByLabel('Payload').fill('{by: ada}');
+    await section.getByRole('button', { name: 'Signal' }).click();
+    const alert = page.locator('#flash [role="alert"]');
+    await alert.waitFor();
+    await expect(alert.textContent()).resolves.toMatch(/^Payload is not valid JSON \(.+\): nothing was sent\.$/);
+    expect((await runner.getExecutionResult(waitingId)).status).toBe('running');
+    await section.getByLabel('Payload').fill('{"by":"ada"}');
+    await section.getByRole('button', { name: 'Signal' }).click();
+    await page.locator('#flash [role="status"]', { hasText: 'Sent signal "approved".' }).waitFor();
+    await waitFor(async () => (await runner.getExecutionResult(waitingId)).status === 'completed');
+    expect((await runner.getExecutionResult(waitingId)).finalContext.approval).toEqual({ by: 'ada' });
   });
 
   it('shows a new occurrence on the open ledger page without reloading (SSE)', async () => {

@@ -1,6 +1,7 @@
 import { DefaultRunner, type DefaultRunnerConfig, defineWorkflow, NonRetryableError } from '@orreryjs/runner';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { tempSqliteFile } from '../../../test/support/sqlite.js';
+import type { Dashboard } from '../src/index.js';
 
 /** The backends the dashboard is checked against: one suite, two databases. */
 export const BACKENDS: ReadonlyArray<{
@@ -55,6 +56,44 @@ export const gated = defineWorkflow({
     { id: 'report', dependsOn: ['optional'], trigger: 'all_done', run: () => {} },
   ],
 });
+
+/** An order: request → approval (a wait task: the signal `approved`, for at most a day) → ship. */
+export const order = defineWorkflow({
+  name: 'order',
+  tasks: [
+    { id: 'request', run: () => {} },
+    { id: 'approval', dependsOn: ['request'], waitFor: { signal: 'approved', timeoutMs: 86_400_000 } },
+    { id: 'ship', dependsOn: ['approval'], run: (ctx) => void ctx.set('shipped', true) },
+  ],
+});
+
+/** The origin the tests address a dashboard at through `fetch`. */
+export const ORIGIN = 'http://dashboard.test';
+
+/** The CSRF token a page of the dashboard embeds. */
+export async function csrfOf(dashboard: Dashboard, base = '/'): Promise<string> {
+  const page = await (await dashboard.fetch(new Request(`${ORIGIN}${base}`))).text();
+  const token = /<meta name="orrery-csrf" content="([^"]+)">/.exec(page)?.[1];
+  if (token === undefined) throw new Error('the page embeds no CSRF token');
+  return token;
+}
+
+/** Sends `body` as JSON to the dashboard (POST unless told otherwise; DELETE has no body). */
+export function post(
+  dashboard: Dashboard,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  method = 'POST',
+): Promise<Response> {
+  return dashboard.fetch(
+    new Request(`${ORIGIN}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...headers },
+      body: method === 'DELETE' ? null : JSON.stringify(body),
+    }),
+  );
+}
 
 /** Resolves when `condition` holds, checking every 25 ms; rejects after `timeoutMs`. */
 export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {

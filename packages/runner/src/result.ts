@@ -89,6 +89,8 @@ export function toTaskResult(row: TaskRow): TaskResult {
     ...(row.error === null ? {} : { error: row.error }),
     ...(row.status !== 'completed' || row.output === null ? {} : { output: row.output }),
     attemptHistory: attemptHistory(row),
+    // Only while the task waits: once it ends, the deadline no longer says anything.
+    ...(row.status !== 'ready' || row.waitsUntil == null ? {} : { waitsUntil: row.waitsUntil }),
   };
 }
 

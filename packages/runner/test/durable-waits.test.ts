@@ -175,11 +175,17 @@ describe.each(ADAPTERS)('delayed tasks, on $name', (adapter) => {
       } finally {
         await storage.close();
       }
+      // The result shows the deadline while the task waits (what the CLI and the dashboard print).
+      const during = await runner.getExecutionResult(execution.id);
+      expect(during.tasks.find((task) => task.taskId === 'approved')?.waitsUntil).toEqual(
+        new Date(clock.now().getTime() + 60_000),
+      );
       clock.advance(60_000);
       const result = await execution.wait();
       expect(result.status).toBe('failed');
       const waited = result.tasks.find((task) => task.taskId === 'approved')!;
       expect(waited).toMatchObject({ status: 'failed', attempts: 1 });
+      expect(waited.waitsUntil).toBeUndefined();
       expect(waited.error).toMatch(/^SignalTimeoutError: Task "approved" waited 60000 ms for the signal "approved"/);
       expect(events).toEqual(['request', 'escalate']);
     });

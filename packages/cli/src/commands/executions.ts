@@ -1,5 +1,6 @@
 import {
   isOrreryError,
+  type Json,
   PIPELINE_STATUSES,
   type PipelineStatus,
   type PipelineSummary,
@@ -7,7 +8,7 @@ import {
 } from '@orreryjs/core';
 import type { OrreryClient } from '@orreryjs/runner';
 import type { Command } from 'commander';
-import { integerAtLeast, oneOf } from '../arguments.js';
+import { integerAtLeast, oneOf, parseJson } from '../arguments.js';
 import { oneLine, UsageError } from '../failure.js';
 import { cutStatus, STATUS_MIN_WIDTH, statusWithReason } from '../flow-control-view.js';
 import {
@@ -25,7 +26,7 @@ import {
   writeTable,
 } from '../output.js';
 import { type DatabaseOptions, databaseCommand, withClient } from '../runner-session.js';
-import { attachDependencies, drawTaskTree } from '../task-tree.js';
+import { attachDependencies, attachSignalWaits, drawTaskTree } from '../task-tree.js';
 
 type CommonOptions = DatabaseOptions & OutputOptions;
 
@@ -70,11 +71,14 @@ async function resolveId(client: OrreryClient, id: string): Promise<string> {
   }
 }
 
-/** `orrery executions …`: list pipeline executions, show one with its task DAG, cancel, pause, resume or retry one. */
+/**
+ * `orrery executions …`: list pipeline executions, show one with its task DAG, cancel, pause,
+ * resume or retry one, or send one a signal.
+ */
 export function registerExecutionCommands(program: Command, io: CliIo): void {
   const executions = program
     .command('executions')
-    .description('List pipeline executions, inspect one, cancel, pause, resume or retry it');
+    .description('List pipeline executions, inspect one, cancel, pause, resume or retry it, or send it a signal');
 
   addWideOption(
     databaseCommand(executions, 'list', 'List executions, newest first'),
@@ -148,7 +152,7 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
         const workflow = versions.find((w) => w.version === result.workflowVersion) ?? versions.at(-1);
         return { result, summary, workflow };
       });
-      const tasks = attachDependencies(result.tasks, workflow);
+      const tasks = attachSignalWaits(attachDependencies(result.tasks, workflow), workflow);
       if (options.json) {
         const { runAt, priority, waitingFor } = summary;
         writeJson(io, { ...result, runAt, priority, waitingFor, tasks });
@@ -192,6 +196,32 @@ export function registerExecutionCommands(program: Command, io: CliIo): void {
     });
 
   registerControlCommands(executions, io);
+  registerSignalCommand(executions, io);
+}
+
+/** `orrery executions signal <id> <name>`: completes the wait task of that execution that waits for `name`. */
+function registerSignalCommand(executions: Command, io: CliIo): void {
+  databaseCommand(
+    executions,
+    'signal',
+    'Send a signal to an execution: its wait task waiting for that name completes with the payload (a repeat is ignored)',
+  )
+    .argument('<id>', ID_HELP)
+    .argument('<name>', 'the signal, as a wait task names it in waitFor.signal (`orrery executions show` lists them)')
+    .option(
+      '--payload <json>',
+      'what the wait task sets under its id in the context: any JSON value (default null)',
+      parseJson,
+    )
+    .action(async (given: string, name: string, options: CommonOptions & { payload?: Json }) => {
+      const id = await withClient(options, {}, async (client) => {
+        const id = await resolveId(client, given);
+        await client.signal(id, name, options.payload);
+        return id;
+      });
+      if (options.json) writeJson(io, { executionId: id, name, sent: true });
+      else writeLine(io, `Sent signal "${name}" to execution ${id}.`);
+    });
 }
 
 /** What each control verb does, and how its status line reads. */
