@@ -143,16 +143,6 @@ export class ExecutionControl {
   }
 
   /**
-   * Runs a `failed` or `cancelled` execution again from where it failed: its failed and
-   * cancelled tasks, and those skipped downstream of them, go back to run with their attempt
-   * counters kept; completed tasks keep their outputs. The execution keeps its id, so a cron
-   * ledger row stays linked to it and a failed slot re-runs with its `scheduled_time`.
-   * Emits `pipeline:retried`.
-   * @throws ExecutionNotFoundError for an unknown id.
-   * @throws ValidationError when the execution is in any other status.
-   * @throws WorkflowNotFoundError when no runner stored the workflow version it ran.
-   */
-  /**
    * Sends the signal `name` to an execution, durably and once: a wait task of the execution
    * that waits for it (`waitFor: { signal: name }`) completes with `payload` (null when
    * none) under its task id, whether it is waiting already or becomes ready later. A second
@@ -187,6 +177,16 @@ export class ExecutionControl {
     if (sent === 'sent') this.#parts.localWork.workReady();
   }
 
+  /**
+   * Runs a `failed` or `cancelled` execution again from where it failed: its failed and
+   * cancelled tasks, and those skipped downstream of them, go back to run with their attempt
+   * counters kept; completed tasks keep their outputs. The execution keeps its id, so a cron
+   * ledger row stays linked to it and a failed slot re-runs with its `scheduled_time`.
+   * Emits `pipeline:retried`.
+   * @throws ExecutionNotFoundError for an unknown id.
+   * @throws ValidationError when the execution is in any other status.
+   * @throws WorkflowNotFoundError when no runner stored the workflow version it ran.
+   */
   async retryExecution(executionId: string): Promise<PipelineExecution> {
     this.#parts.assertOpen();
     const before = await readPipeline(this.#parts.storage.executions, executionId);
