@@ -139,7 +139,7 @@ describe('README.md', () => {
     const tsconfig = {
       compilerOptions: {
         target: 'ES2022',
-        lib: ['ES2023', 'DOM'],
+        lib: ['ES2023'],
         module: 'NodeNext',
         moduleResolution: 'NodeNext',
         strict: true,
