@@ -126,12 +126,14 @@ function defineTables(table: TableFn) {
       // Two walks make the claim (see execution-store/claim.ts): the default priority by age alone, the
       // others by priority then age. One index on (priority, age) would have to step over every ready task
       // of a priority whose time has not come (retries backing off, delayed starts) on each claim.
+      // Each predicate is one coalesce(): estimated at one half without statistics, as likely() in
+      // execution-store/claim.ts explains, so that the planner walks the index in order and stops at the limit.
       index('task_executions_claim_idx')
         .on(t.availableAt)
-        .where(sql`coalesce(status = 'ready', false) AND priority = 0`),
+        .where(sql`coalesce(status = 'ready' AND priority = 0, false)`),
       index('task_executions_priority_claim_idx')
         .on(t.priority.desc(), t.availableAt)
-        .where(sql`coalesce(status = 'ready', false) AND priority <> 0`),
+        .where(sql`coalesce(status = 'ready' AND priority <> 0, false)`),
       index('task_executions_expired_lease_idx').on(t.leaseExpiresAt).where(sql`status = 'running'`),
     ],
   );

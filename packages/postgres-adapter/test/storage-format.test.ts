@@ -107,8 +107,8 @@ describe('Postgres storage format', () => {
 
   it('gives the claim (both priority walks) and due queries their partial indexes, as generic plans', async () => {
     const claim = await genericPlan(
-      `SELECT t.id FROM task_executions t WHERE coalesce(t.status = 'ready', false) AND t.priority = 0 AND t.available_at <= $1
-       ORDER BY t.priority DESC, t.available_at LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED`,
+      `SELECT t.id FROM task_executions t WHERE coalesce(t.status = 'ready' AND t.priority = 0, false) AND t.available_at <= $1
+       ORDER BY t.available_at LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED`,
       ['timestamptz', 'int'],
     );
     expect(claim).toContain('task_executions_claim_idx');
@@ -116,7 +116,7 @@ describe('Postgres storage format', () => {
     // Off for the plan of an empty table, as for the due query: a table of any size walks the index (its order is the LIMIT's).
     await client.query('SET enable_seqscan = off');
     const byPriority = await genericPlan(
-      `SELECT t.id FROM task_executions t WHERE coalesce(t.status = 'ready', false) AND t.priority <> 0 AND t.available_at <= $1
+      `SELECT t.id FROM task_executions t WHERE coalesce(t.status = 'ready' AND t.priority <> 0, false) AND t.available_at <= $1
        ORDER BY t.priority DESC, t.available_at LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED`,
       ['timestamptz', 'int'],
     );

@@ -84,7 +84,7 @@ describe('SQLite storage format', () => {
     );
     expect(due).toContain('cron_schedules_due_idx');
     const claim = queryPlan(
-      "SELECT id FROM task_executions WHERE task_executions.status = 'ready' AND priority = 0 AND available_at <= 0 ORDER BY priority DESC, available_at LIMIT 10",
+      "SELECT id FROM task_executions WHERE task_executions.status = 'ready' AND priority = 0 AND available_at <= 0 ORDER BY available_at LIMIT 10",
     );
     expect(claim).toContain('task_executions_claim_idx');
     expect(claim).not.toContain('TEMP B-TREE');

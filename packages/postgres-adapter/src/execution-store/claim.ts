@@ -55,7 +55,7 @@ function likely(condition: SQL): SQL {
  * indexes, written as literals so that a generic plan can use them (see schema.ts).
  */
 function isReady({ taskExecutions: t }: PostgresTables, priority: 'default' | 'other') {
-  return sql`${likely(sql`${t.status} = 'ready'`)} AND ${t.priority} ${sql.raw(priority === 'default' ? '=' : '<>')} 0`;
+  return likely(sql`${t.status} = 'ready' AND ${t.priority} ${sql.raw(priority === 'default' ? '=' : '<>')} 0`);
 }
 
 /**
@@ -65,7 +65,7 @@ function isReady({ taskExecutions: t }: PostgresTables, priority: 'default' | 'o
  * makes the claim skip the pipeline's tasks. SKIP LOCKED on both: a claim never waits, so it
  * can never be part of a deadlock; a skipped task is claimed by a later poll.
  */
-function selectClaimable(db: PostgresDb, tables: PostgresTables, condition: SQL | undefined) {
+function selectClaimable(db: PostgresDb, tables: PostgresTables, condition: SQL | undefined, order: SQL[]) {
   const { pipelineExecutions: p, taskExecutions: t } = tables;
   return db
     .select({
@@ -86,7 +86,7 @@ function selectClaimable(db: PostgresDb, tables: PostgresTables, condition: SQL 
         likely(inTextList(sql`${t.workflowName} || chr(31) || ${t.taskId}`, sql.placeholder('registered'))),
       ),
     )
-    .orderBy(desc(t.priority), asc(t.availableAt))
+    .orderBy(...order)
     .limit(sql.placeholder('limit'))
     .for('no key update', { of: lockOf(t, p), skipLocked: true });
 }
@@ -101,16 +101,20 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
   const pipelineRow = getTableColumns(p);
   const taskRow = taskRowColumns(tables);
   const now = bind(t.updatedAt, 'now');
-  // Two walks of ready tasks, one per claim index: the default priority's by age, the others' by priority then age.
+  // Two walks of ready tasks, one per claim index, each in its index's order so that it stops at the limit:
+  // the default priority's by age alone (ordering it by priority too would sort every ready task), the
+  // others' by priority then age. The candidates are then merged by priority, then age.
+  const byAge = [asc(t.availableAt)];
+  const byPriority = [desc(t.priority), asc(t.availableAt)];
   const ready = db
     .$with('ready')
-    .as(selectClaimable(db, tables, and(isReady(tables, 'default'), lte(t.availableAt, now))));
+    .as(selectClaimable(db, tables, and(isReady(tables, 'default'), lte(t.availableAt, now)), byAge));
   const readyByPriority = db
     .$with('ready_by_priority')
-    .as(selectClaimable(db, tables, and(isReady(tables, 'other'), lte(t.availableAt, now))));
+    .as(selectClaimable(db, tables, and(isReady(tables, 'other'), lte(t.availableAt, now)), byPriority));
   const expired = db
     .$with('expired')
-    .as(selectClaimable(db, tables, and(isRunning(tables), lt(t.leaseExpiresAt, now))));
+    .as(selectClaimable(db, tables, and(isRunning(tables), lt(t.leaseExpiresAt, now)), byPriority));
   const candidates = db
     .$with('candidates')
     .as(

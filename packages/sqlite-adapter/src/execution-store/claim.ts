@@ -28,7 +28,7 @@ function isReady({ taskExecutions: t }: SqliteTables, priority: 'default' | 'oth
 }
 
 /** Claimable tasks matching `condition` in active pipelines of registered (workflow, task) pairs. */
-function selectClaimable(db: SqliteDb, tables: SqliteTables, condition: SQL | undefined) {
+function selectClaimable(db: SqliteDb, tables: SqliteTables, condition: SQL | undefined, order: SQL[]) {
   const { pipelineExecutions: p, taskExecutions: t } = tables;
   return db
     .select({ id: t.id, status: t.status, availableAt: t.availableAt, priority: t.priority, startedAt: t.startedAt })
@@ -42,7 +42,7 @@ function selectClaimable(db: SqliteDb, tables: SqliteTables, condition: SQL | un
         sql`${t.workflowName} || char(31) || ${t.taskId} IN ${textListSql(sql.placeholder('registered'))}`,
       ),
     )
-    .orderBy(desc(t.priority), asc(t.availableAt))
+    .orderBy(...order)
     .limit(sql.placeholder('limit'))
     .prepare();
 }
@@ -58,9 +58,18 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
   const LOST_ERROR = sql`'lease expired (held by ' || coalesce(${t.leaseOwner}, 'nobody') || ')'`;
   // Two statements, each an ordered walk of its own partial index that stops at the limit, so a claim
   // costs the same with a backlog of thousands of ready tasks as with none.
-  const selectReady = selectClaimable(db, tables, and(isReady(tables, 'default'), lte(t.availableAt, now)));
-  const selectReadyByPriority = selectClaimable(db, tables, and(isReady(tables, 'other'), lte(t.availableAt, now)));
-  const selectExpired = selectClaimable(db, tables, and(IS_RUNNING, lt(t.leaseExpiresAt, now)));
+  // Each walk in its index's order, so that it stops at the limit: the default priority's by age alone
+  // (ordering it by priority too would sort every ready task), the others' by priority then age.
+  const byAge = [asc(t.availableAt)];
+  const byPriority = [desc(t.priority), asc(t.availableAt)];
+  const selectReady = selectClaimable(db, tables, and(isReady(tables, 'default'), lte(t.availableAt, now)), byAge);
+  const selectReadyByPriority = selectClaimable(
+    db,
+    tables,
+    and(isReady(tables, 'other'), lte(t.availableAt, now)),
+    byPriority,
+  );
+  const selectExpired = selectClaimable(db, tables, and(IS_RUNNING, lt(t.leaseExpiresAt, now)), byPriority);
   const leaseTasks = db
     .update(t)
     .set({

@@ -36,7 +36,7 @@ select "task_executions"."id", "task_executions"."status", "task_executions"."av
   from "task_executions"
   inner join "pipeline_executions" on "pipeline_executions"."id" = "task_executions"."pipeline_execution_id"
   where (("task_executions"."status" = 'ready' AND "task_executions"."priority" = 0 and "task_executions"."available_at" <= ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
-  order by "task_executions"."priority" desc, "task_executions"."available_at" asc
+  order by "task_executions"."available_at" asc
   limit ?;
 
 -- claim/claimTasks#2

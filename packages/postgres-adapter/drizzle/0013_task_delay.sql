@@ -1,1 +1,0 @@
-ALTER TABLE "task_executions" ADD COLUMN "delay_ms" integer DEFAULT 0 NOT NULL;
