@@ -17,13 +17,24 @@ export interface QueuedSlot {
   concurrency: PipelineGroup[] | null;
 }
 
-/** What the admission asks the adapter for, and what each step answers. */
+/** A queued pipeline at the head of one of the groups asked for (see `queueHeads`). */
+export interface QueueHead extends QueuedSlot {
+  group: string;
+}
+
+/**
+ * What the admission asks the adapter for, and what each step answers. The reads are batched
+ * over groups, so that an admission costs a few statements however many groups it serves.
+ */
 export type AdmissionStep =
-  /** Forget the slots of ended pipelines in these groups (answer: nothing). */
-  | { kind: 'forget'; groups: string[] }
-  /** Active pipelines per group (answer: `{ group, active }[]`, groups with none left out). */
+  /**
+   * Forget the slots of ended pipelines in these groups, then count each group's active
+   * pipelines (answer: `{ group, active }[]`, groups with none left out).
+   */
   | { kind: 'countActive'; groups: string[] }
-  /** A page of a group's queue in admission order (answer: `QueuedSlot[]`). */
+  /** The first `perGroup` of each group's queue, in admission order (answer: `QueueHead[]`). */
+  | { kind: 'queueHeads'; groups: string[]; perGroup: number }
+  /** A further page of one group's queue in admission order (answer: `QueuedSlot[]`). */
   | { kind: 'queuePage'; group: string; offset: number }
   /** Lock a group outside the first set without waiting (answer: whether it was taken). */
   | { kind: 'tryLock'; group: string };
@@ -36,29 +47,38 @@ export type ActiveCount = { group: string; active: number };
  * group in name order, its queue in order (higher priority, then oldest), while the group has
  * room for the head of its queue. A pipeline of several groups is admitted only when each has
  * room; one of its other groups that another admission holds is tried, never waited for, and
- * the pipeline is passed over this time. Returns the ids to admit.
+ * the pipeline is passed over this time. The heads of every full group's queue are read
+ * together (`headSize` each); a group with room for more reads further pages of `pageSize`.
+ * Returns the ids to admit.
  */
 export function* admissionPlan(
   groups: readonly string[],
+  headSize: number,
   pageSize: number,
 ): Generator<AdmissionStep, string[], unknown> {
   const active = new Map<string, number>();
   const locked = new Set<string>();
   const unavailable = new Set<string>();
   function* take(some: string[]): Generator<AdmissionStep, void, unknown> {
-    for (const group of some) locked.add(group);
-    yield { kind: 'forget', groups: some };
-    for (const group of some) active.set(group, 0);
+    for (const group of some) {
+      locked.add(group);
+      active.set(group, 0);
+    }
     for (const row of (yield { kind: 'countActive', groups: some }) as ActiveCount[]) {
       active.set(row.group, Number(row.active));
     }
   }
   yield* take([...groups]);
+  const heads = new Map<string, QueuedSlot[]>(groups.map((group) => [group, []]));
+  for (const head of (yield { kind: 'queueHeads', groups: [...groups], perGroup: headSize }) as QueueHead[]) {
+    heads.get(head.group)?.push(head);
+  }
   const admitted = new Set<string>();
   for (const group of groups) {
+    let page = heads.get(group) ?? [];
+    let size = headSize;
     let offset = 0;
     queue: for (;;) {
-      const page = (yield { kind: 'queuePage', group, offset }) as QueuedSlot[];
       for (const candidate of page) {
         if (admitted.has(candidate.pipelineExecutionId)) continue;
         // The head of the queue waits for room: nothing behind it in this group starts first.
@@ -80,8 +100,10 @@ export function* admissionPlan(
           active.set(joined, (active.get(joined) ?? 0) + 1);
         }
       }
-      if (page.length < pageSize) break;
+      if (page.length < size) break;
       offset += page.length;
+      size = pageSize;
+      page = (yield { kind: 'queuePage', group, offset }) as QueuedSlot[];
     }
   }
   return [...admitted];

@@ -4,6 +4,7 @@ export {
   admissionPlan,
   firstFullGroups,
   type QueuedSlot,
+  type QueueHead,
   runSteps,
   runStepsAsync,
 } from './admission.js';

@@ -27,6 +27,7 @@ const EXPECTED_DIFFERENCES: Record<string, { postgresOnly: string[]; sqliteOnly:
   'execution-store.sql': {
     postgresOnly: [
       'admission/lockGroups',
+      'admission/selectQueueHeads',
       'admission/tryLockGroup',
       'buckets/lockBucket',
       'buckets/selectDatabaseTime',

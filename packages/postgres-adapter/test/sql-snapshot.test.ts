@@ -35,7 +35,6 @@ import { lockSchedule } from '../src/cron-store/trigger.js';
 import {
   admitSlots,
   countActive,
-  deleteEndedSlots,
   insertSlots,
   lockGroups,
   readyFirstTasks,
@@ -44,6 +43,7 @@ import {
   selectQueued,
   selectQueuedGroupNames,
   selectQueuedGroups,
+  selectQueueHeads,
   tryLockGroup,
 } from '../src/execution-store/admission.js';
 import {
@@ -179,8 +179,8 @@ const stores = {
         lockGroups: lockGroups(db, tables, ['g']),
         tryLockGroup: tryLockGroup(db, tables, 'g'),
         selectQueuedGroupNames: selectQueuedGroupNames(db, tables),
-        deleteEndedSlots: deleteEndedSlots(db, tables, ['g']),
         countActive: countActive(db, tables, ['g']),
+        selectQueueHeads: selectQueueHeads(db, tables, ['g'], 8),
         selectQueued: selectQueued(db, tables, 'g', 0),
         admitSlots: admitSlots(db, tables, [id]),
         readyFirstTasks: readyFirstTasks(db, tables, [id], now),

@@ -7,15 +7,17 @@ import {
   type NewPipeline,
   type NewSlot,
   newSlots,
+  type PipelineGroup,
   type PipelineRow,
   type QueuedGroup,
+  type QueueHead,
   replacedError,
   runStepsAsync,
   TERMINAL_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
-import { encodeUuidList, inTextList, inUuidList, lockOf, statusIn, statusNotIn } from '../codec.js';
+import { arrayParam, decodeJson, encodeUuidList, inUuidList, lockOf, statusIn, statusNotIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
 import { lockKeys, tryLockKey } from './conditions.js';
@@ -29,6 +31,8 @@ import { cancelPipeline } from './control.js';
 
 /** How many queued slots one read of a group's queue takes. */
 const QUEUE_PAGE = 100;
+/** How many of each group's queue the admission reads first: most admissions let in one or two per group. */
+const QUEUE_HEAD = 8;
 
 /**
  * Differs by necessity: SQLite's writers take turns (BEGIN IMMEDIATE), Postgres's take the
@@ -48,25 +52,44 @@ export function selectQueuedGroupNames(db: PostgresDb, { concurrencySlots: s }: 
   return db.selectDistinct({ group: s.groupName }).from(s).where(sql`NOT ${s.admitted}`);
 }
 
-/** Forgets the slots of ended pipelines in `groups`: they are no longer active, nor queued. */
-export function deleteEndedSlots(db: PostgresDb, tables: PostgresTables, groups: readonly string[]) {
+/**
+ * Forgets the slots of ended pipelines in `groups` (no longer active, nor queued) and counts
+ * each group's active pipelines, in one statement. Raw SQL: a DELETE in a CTE, whose rows the
+ * count leaves out (the statement's snapshot still sees them).
+ */
+export function countActive(db: PostgresDb, tables: PostgresTables, groups: readonly string[]) {
   const { concurrencySlots: s, pipelineExecutions: p } = tables;
-  return db.delete(s).where(
-    and(
-      inTextList(s.groupName, groups),
-      sql`${s.pipelineExecutionId} IN (SELECT ${p.id} FROM ${p} WHERE ${p.id} = ${s.pipelineExecutionId}
-          AND ${statusIn(p.status, TERMINAL_PIPELINE_STATUSES)})`,
-    ),
-  );
+  const inGroups = sql`group_name = ANY(${arrayParam([...groups])}::text[])`;
+  return db.execute<{ group: string; active: number }>(sql`WITH ended AS (
+      DELETE FROM ${s} AS ended_slot USING ${p} AS ended_pipeline
+      WHERE ended_slot.${inGroups} AND ended_pipeline.id = ended_slot.pipeline_execution_id
+        AND ended_pipeline.${statusIn(sql`status`, TERMINAL_PIPELINE_STATUSES)}
+      RETURNING ended_slot.group_name, ended_slot.pipeline_execution_id
+    )
+    SELECT slot.group_name AS "group", count(*)::int AS active FROM ${s} AS slot
+    WHERE slot.${inGroups} AND slot.admitted AND NOT EXISTS (SELECT 1 FROM ended
+      WHERE ended.group_name = slot.group_name AND ended.pipeline_execution_id = slot.pipeline_execution_id)
+    GROUP BY slot.group_name`);
 }
 
-/** Active pipelines per group (after {@link deleteEndedSlots}: every admitted slot left). */
-export function countActive(db: PostgresDb, { concurrencySlots: s }: PostgresTables, groups: readonly string[]) {
-  return db
-    .select({ group: s.groupName, active: count() })
-    .from(s)
-    .where(and(inTextList(s.groupName, groups), sql`${s.admitted}`))
-    .groupBy(s.groupName);
+/**
+ * Differs by necessity: the first `perGroup` of each group's queue in one statement (one index
+ * walk per group), where SQLite reads each group's with selectQueued and no round trip.
+ */
+export function selectQueueHeads(db: PostgresDb, tables: PostgresTables, groups: readonly string[], perGroup: number) {
+  const { concurrencySlots: s, pipelineExecutions: p } = tables;
+  // Raw SQL: a LATERAL join over the groups, which drizzle's builder has no form for.
+  return db.execute<{ group: string; pipeline_execution_id: string; slot_limit: number; concurrency: unknown }>(
+    sql`SELECT g.name AS "group", q.pipeline_execution_id, q.slot_limit, q.concurrency
+      FROM unnest(${arrayParam([...groups])}::text[]) AS g(name)
+      CROSS JOIN LATERAL (
+        SELECT slot.pipeline_execution_id, slot.slot_limit, pipeline.concurrency
+        FROM ${s} AS slot JOIN ${p} AS pipeline ON pipeline.id = slot.pipeline_execution_id
+        WHERE slot.group_name = g.name AND NOT slot.admitted AND pipeline.status = 'pending'
+        ORDER BY slot.priority DESC, slot.queued_at, slot.pipeline_execution_id
+        LIMIT ${perGroup}
+      ) AS q`,
+  );
 }
 
 /** A page of a group's queue, in admission order, with each pipeline's groups. */
@@ -214,12 +237,19 @@ export async function admitQueuedIn(
   const names = [...new Set(groups ?? (await selectQueuedGroupNames(tx, tables)).map((row) => row.group))].sort();
   if (names.length === 0) return [];
   await lockGroups(tx, tables, names);
-  const admitted = await runStepsAsync(admissionPlan(names, QUEUE_PAGE), (step: AdmissionStep) => {
+  const admitted = await runStepsAsync(admissionPlan(names, QUEUE_HEAD, QUEUE_PAGE), async (step: AdmissionStep) => {
     switch (step.kind) {
-      case 'forget':
-        return deleteEndedSlots(tx, tables, step.groups);
       case 'countActive':
-        return countActive(tx, tables, step.groups);
+        return (await countActive(tx, tables, step.groups)).rows;
+      case 'queueHeads':
+        return (await selectQueueHeads(tx, tables, step.groups, step.perGroup)).rows.map(
+          (row): QueueHead => ({
+            group: row.group,
+            pipelineExecutionId: row.pipeline_execution_id,
+            slotLimit: row.slot_limit,
+            concurrency: decodeJson(row.concurrency) as PipelineGroup[] | null,
+          }),
+        );
       case 'queuePage':
         return selectQueued(tx, tables, step.group, step.offset);
       case 'tryLock':
@@ -261,9 +291,12 @@ export async function queueNewPipelines(
   const groups = [...new Set(slots.map((slot) => slot.group.group))];
   const admitted = new Set(await admitQueuedIn(tx, tables, groups, now));
   const changed: string[] = [];
-  for (const pipeline of created) {
+  // Only a rule that does not queue acts on a pipeline its full group holds back.
+  const actsOnLimit = created.some((pipeline) => pipeline.concurrency?.some((group) => group.onLimit !== 'queue'));
+  for (const pipeline of actsOnLimit ? created : []) {
     if (!isQueued(pipeline) || admitted.has(pipeline.id)) continue;
-    const active = new Map((await countActive(tx, tables, groups)).map((row) => [row.group, Number(row.active)]));
+    const counted = (await countActive(tx, tables, groups)).rows;
+    const active = new Map(counted.map((row) => [row.group, Number(row.active)]));
     const full = pipeline.concurrency.find(
       (group) => group.onLimit !== 'queue' && (active.get(group.group) ?? 0) >= group.limit,
     );

@@ -1,4 +1,5 @@
 import {
+  type ActiveCount,
   type AdmissionStep,
   admissionPlan,
   firstFullGroups,
@@ -9,6 +10,7 @@ import {
   newSlots,
   type PipelineRow,
   type QueuedGroup,
+  type QueueHead,
   replacedError,
   runSteps,
   TERMINAL_PIPELINE_STATUSES,
@@ -27,6 +29,8 @@ import { cancelPipeline } from './control.js';
 
 /** How many queued slots one read of a group's queue takes. */
 const QUEUE_PAGE = 100;
+/** How many of each group's queue the admission reads first: most admissions let in one or two per group. */
+const QUEUE_HEAD = 8;
 
 /** Prepares the admission statements once on the connection. */
 export function prepareAdmission({ db, tables }: SqliteHandle) {
@@ -38,24 +42,26 @@ export function prepareAdmission({ db, tables }: SqliteHandle) {
   return {
     // The groups with queued pipelines: what a periodic admission goes through.
     selectQueuedGroupNames: db.selectDistinct({ group: s.groupName }).from(s).where(sql`NOT ${s.admitted}`).prepare(),
-    // Forgets the slots of ended pipelines: they are no longer active, nor queued.
-    deleteEndedSlots: db
-      .delete(s)
-      .where(
-        and(
-          inGroups,
-          sql`${s.pipelineExecutionId} IN (SELECT ${p.id} FROM ${p} WHERE ${p.id} = ${s.pipelineExecutionId}
-            AND ${statusIn(p.status, TERMINAL_PIPELINE_STATUSES)})`,
-        ),
-      )
-      .prepare(),
-    // Active pipelines per group (after deleteEndedSlots: every admitted slot left).
-    countActive: db
-      .select({ group: s.groupName, active: count() })
-      .from(s)
-      .where(and(inGroups, sql`${s.admitted}`))
-      .groupBy(s.groupName)
-      .prepare(),
+    // Forgets the slots of ended pipelines (no longer active, nor queued), then counts each group's active
+    // pipelines. Differs by necessity: no DELETE in a CTE, so two statements where Postgres sends one.
+    countActive: [
+      db
+        .delete(s)
+        .where(
+          and(
+            inGroups,
+            sql`${s.pipelineExecutionId} IN (SELECT ${p.id} FROM ${p} WHERE ${p.id} = ${s.pipelineExecutionId}
+              AND ${statusIn(p.status, TERMINAL_PIPELINE_STATUSES)})`,
+          ),
+        )
+        .prepare(),
+      db
+        .select({ group: s.groupName, active: count() })
+        .from(s)
+        .where(and(inGroups, sql`${s.admitted}`))
+        .groupBy(s.groupName)
+        .prepare(),
+    ] as const,
     // A page of a group's queue, in admission order, with each pipeline's groups.
     selectQueued: db
       .select({ pipelineExecutionId: s.pipelineExecutionId, slotLimit: s.slotLimit, concurrency: p.concurrency })
@@ -63,7 +69,7 @@ export function prepareAdmission({ db, tables }: SqliteHandle) {
       .innerJoin(p, eq(p.id, s.pipelineExecutionId))
       .where(and(eq(s.groupName, bind(s.groupName, 'group')), sql`NOT ${s.admitted}`, sql`${p.status} = 'pending'`))
       .orderBy(desc(s.priority), asc(s.queuedAt), asc(s.pipelineExecutionId))
-      .limit(QUEUE_PAGE)
+      .limit(sql.placeholder('limit'))
       .offset(sql.placeholder('offset'))
       .prepare(),
     // Marks the pipelines' slots admitted: from now on they count in every group they belong to.
@@ -152,6 +158,14 @@ export type AdmissionStatements = ReturnType<typeof prepareAdmission>;
 /** What queueing new pipelines runs: the admission statements, and the pipeline and control statements of a cancel. */
 export type QueueStatements = Parameters<typeof cancelPipeline>[0] & { admission: AdmissionStatements };
 
+/** Forgets the slots of ended pipelines in `groups`, then counts each group's active pipelines. */
+function countActive(q: AdmissionStatements, groups: readonly string[]): ActiveCount[] {
+  const [deleteEndedSlots, countAdmitted] = q.countActive;
+  const list = encodeTextList(groups);
+  deleteEndedSlots.run({ groups: list });
+  return countAdmitted.all({ groups: list });
+}
+
 /** Queues a pipeline's slots (not admitted). */
 function insertSlots(q: AdmissionStatements, slots: readonly NewSlot[]): void {
   for (const slot of slots) {
@@ -173,14 +187,17 @@ export function admitQueuedIn(q: AdmissionStatements, groups: readonly string[] 
   const names = [...new Set(groups ?? q.selectQueuedGroupNames.all().map((row) => row.group))].sort();
   if (names.length === 0) return [];
   // Differs by necessity: no lockGroups; the writer's BEGIN IMMEDIATE already holds every group.
-  const admitted = runSteps(admissionPlan(names, QUEUE_PAGE), (step: AdmissionStep) => {
+  const admitted = runSteps(admissionPlan(names, QUEUE_HEAD, QUEUE_PAGE), (step: AdmissionStep) => {
     switch (step.kind) {
-      case 'forget':
-        return q.deleteEndedSlots.run({ groups: encodeTextList(step.groups) });
       case 'countActive':
-        return q.countActive.all({ groups: encodeTextList(step.groups) });
+        return countActive(q, step.groups);
+      case 'queueHeads':
+        // Differs by necessity: each group's head read in process (no round trip), no selectQueueHeads.
+        return step.groups.flatMap((group) =>
+          q.selectQueued.all({ group, offset: 0, limit: step.perGroup }).map((slot): QueueHead => ({ ...slot, group })),
+        );
       case 'queuePage':
-        return q.selectQueued.all({ group: step.group, offset: step.offset });
+        return q.selectQueued.all({ group: step.group, offset: step.offset, limit: QUEUE_PAGE });
       case 'tryLock':
         return true;
     }
@@ -212,10 +229,11 @@ function queueNewPipelines(q: QueueStatements, created: readonly NewPipeline[], 
   const groups = [...new Set(slots.map((slot) => slot.group.group))];
   const admitted = new Set(admitQueuedIn(q.admission, groups, now));
   const changed: string[] = [];
-  for (const pipeline of created) {
+  // Only a rule that does not queue acts on a pipeline its full group holds back.
+  const actsOnLimit = created.some((pipeline) => pipeline.concurrency?.some((group) => group.onLimit !== 'queue'));
+  for (const pipeline of actsOnLimit ? created : []) {
     if (!isQueued(pipeline) || admitted.has(pipeline.id)) continue;
-    const counts = q.admission.countActive.all({ groups: encodeTextList(groups) });
-    const active = new Map(counts.map((row) => [row.group, Number(row.active)]));
+    const active = new Map(countActive(q.admission, groups).map((row) => [row.group, Number(row.active)]));
     const full = pipeline.concurrency.find(
       (group) => group.onLimit !== 'queue' && (active.get(group.group) ?? 0) >= group.limit,
     );
