@@ -1,7 +1,7 @@
 /**
  * Flow control on PostgreSQL (issue 27's figures that ../shared/peers does not measure).
  *
- *   npm run bench:flow-control                  # 100,000 queued pipelines, 5,000 rate-limited tasks
+ *   npm run bench:flow-control                  # 100,000 queued pipelines (BENCH_SCALE scales them), 5,000 rate-limited tasks
  *   BENCH_SCALE=0.1 npm run bench:flow-control
  *
  * 1. Claim cost with work held back: the median time of an empty claim (`claimTasks`, limit 16)
@@ -24,7 +24,7 @@ import pg from 'pg';
 const SCALE = Number(process.env.BENCH_SCALE ?? 1);
 const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const QUEUED = Math.ceil(100_000 * SCALE);
-const RATED = Math.ceil(5_000 * SCALE);
+const RATED = 5_000;
 const RATE = { limit: 1_000, periodMs: 1_000 };
 const CLAIMS = 300;
 const CHUNK = 1_000;
