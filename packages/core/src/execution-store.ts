@@ -435,16 +435,17 @@ export interface ExecutionStore {
   /** The full group each of these pipelines waits for, if it is queued; pipelines not queued are left out. */
   listQueuedGroups(pipelineExecutionIds: readonly string[]): Promise<QueuedGroup[]>;
   /**
-   * Counts the start of a rate-limited attempt, exactly across runners: in one transaction
-   * serialized per bucket, when the bucket had fewer than `limit` starts in the last
-   * `periodMs`, records this one (`started`). Otherwise the task is given back unstarted —
-   * `ready` from the instant its bucket has room (a period later for each `limit` of tasks
+   * Counts the starts of rate-limited attempts, exactly across runners: in one transaction
+   * serialized per bucket (a batch's buckets locked in name order), as many of a bucket's
+   * requests as it has room for in the last `periodMs` (in request order; a bucket's `limit`
+   * and `periodMs` are those of its first request in the batch) are recorded (`started`).
+   * The others' tasks are given back unstarted — `ready` from the instant their bucket has room (a period later for each `limit` of tasks
    * already given back for that instant), its lease dropped and its claim undone (`attempt`
-   * back, no start, no failure) — and `deferred` says when. Fenced on the lease: `lost`
-   * writes nothing. Postgres counts on the database's clock (one time line for every runner);
-   * SQLite on `now`.
+   * back, no start, no failure) — and `deferred` says when. Fenced on each lease: `lost`
+   * writes nothing for it. Postgres counts on the database's clock (one time line for every
+   * runner); SQLite on `now`. Results in request order.
    */
-  startRateLimited(request: RateLimitedStart): Promise<RateLimitedStartResult>;
+  startRateLimited(requests: readonly RateLimitedStart[]): Promise<RateLimitedStartResult[]>;
   /**
    * Gives a claimed task back unstarted (its `notBefore` lies ahead): `ready` from
    * `availableAt`, its lease dropped and its claim undone (`attempt` back, no start, no

@@ -155,6 +155,7 @@ export {
   sleep,
 } from './loop.js';
 export { checkPage, MAX_PAGE_VALUE, type Page, type PageInput, type PageLimits } from './paging.js';
+export { type RateGateStep, rateGate } from './rate-gate.js';
 export { RETRY_DEFAULTS, type RetryPolicy, retryDelayMs, shouldRetry } from './retry.js';
 export type { RunnerRow, RunnerStore } from './runner-store.js';
 export { describeSignalWait, type SignalWait, signalWaitOf } from './signal-wait.js';

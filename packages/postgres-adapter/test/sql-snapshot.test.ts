@@ -49,11 +49,11 @@ import {
 import {
   countStarts,
   deleteExpiredStarts,
-  insertStart,
+  insertStarts,
   joinHerd,
   lockBucket,
   selectDatabaseTime,
-  selectHeldLease,
+  selectHeldLeases,
   selectNthStart,
 } from '../src/execution-store/buckets.js';
 import {
@@ -202,14 +202,14 @@ const stores = {
         deferTask: deferTask(db, tables, { ...rateLimited, availableAt: now }),
       },
       buckets: {
-        lockBucket: lockBucket(db, tables, 'b'),
+        lockBucket: lockBucket(db, tables, ['b']),
         selectDatabaseTime: selectDatabaseTime(db),
-        selectHeldLease: selectHeldLease(db, tables, rateLimited),
+        selectHeldLeases: selectHeldLeases(db, tables, [rateLimited]),
         deleteExpiredStarts: deleteExpiredStarts(db, tables, 'b', now),
         countStarts: countStarts(db, tables, 'b', now),
         selectNthStart: selectNthStart(db, tables, 'b', now, 1),
-        insertStart: insertStart(db, tables, 'b', now, 1000),
-        joinHerd: joinHerd(db, tables, 'b', now),
+        insertStarts: insertStarts(db, tables, 'b', now, 1000, 2),
+        joinHerd: joinHerd(db, tables, 'b', now, 3),
       },
       control: {
         cancelPipelineRow: cancelPipelineRow(db, tables, id, now),

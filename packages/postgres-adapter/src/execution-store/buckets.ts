@@ -1,8 +1,15 @@
-import { deferredUntil, type RateLimitedStart, type RateLimitedStartResult, rateWindowMs } from '@orreryjs/core';
+import {
+  type RateGateStep,
+  type RateLimitedStart,
+  type RateLimitedStartResult,
+  rateGate,
+  runStepsAsync,
+} from '@orreryjs/core';
 import { and, asc, count, eq, gt, lte, sql } from 'drizzle-orm';
+import { arrayParam, encodeUuidList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb } from '../transaction.js';
-import { heldBy, later, lockKeys } from './conditions.js';
+import { isRunning, later, lockKeys } from './conditions.js';
 import { deferTask } from './lease.js';
 
 /*
@@ -11,13 +18,13 @@ import { deferTask } from './lease.js';
  * every runner.
  */
 
-/** Differs by necessity: SQLite's writers take turns (BEGIN IMMEDIATE); Postgres locks the bucket. */
-export function lockBucket(db: PostgresDb, tables: PostgresTables, bucket: string) {
-  return lockKeys(db, tables, 'rate', [bucket]);
+/** Differs by necessity: SQLite's writers take turns (BEGIN IMMEDIATE); Postgres locks the buckets, in name order. */
+export function lockBucket(db: PostgresDb, tables: PostgresTables, buckets: readonly string[]) {
+  return lockKeys(db, tables, 'rate', buckets);
 }
 
 /**
- * Differs by necessity: the database's clock, read once the bucket is locked, so that every
+ * Differs by necessity: the database's clock, read once the buckets are locked, so that every
  * runner counts on one time line (SQLite has one host's clock).
  */
 export function selectDatabaseTime(db: PostgresDb) {
@@ -25,10 +32,20 @@ export function selectDatabaseTime(db: PostgresDb) {
   return db.execute<{ ms: number }>(sql`SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms`);
 }
 
-/** The task's row while this attempt holds its lease: the fence of the start and of the give-back. */
-export function selectHeldLease(db: PostgresDb, tables: PostgresTables, lease: RateLimitedStart) {
+/** Which of these leases their attempts still hold, rows locked: the fence of the starts and of the give-backs. */
+export function selectHeldLeases(db: PostgresDb, tables: PostgresTables, leases: readonly RateLimitedStart[]) {
   const t = tables.taskExecutions;
-  return db.select({ attempt: t.attempt }).from(t).where(heldBy(tables, lease)).for('update');
+  // Raw SQL: the leases as rows of parallel arrays (unnest), which drizzle's builder cannot compare tuples with.
+  const held = sql`(${t.pipelineExecutionId}, ${t.taskId}, ${t.leaseOwner}, ${t.attempt}) IN (SELECT * FROM unnest(
+    ${arrayParam(encodeUuidList(leases.map((l) => l.pipelineExecutionId)))}::uuid[],
+    ${arrayParam(leases.map((l) => l.taskId))}::text[],
+    ${arrayParam(leases.map((l) => l.runnerId))}::text[],
+    ${arrayParam(leases.map((l) => l.attempt))}::int[]))`;
+  return db
+    .select({ pipelineExecutionId: t.pipelineExecutionId, taskId: t.taskId })
+    .from(t)
+    .where(and(isRunning(tables), held))
+    .for('update');
 }
 
 /** Forgets the bucket's starts that no window counts any more. */
@@ -61,58 +78,69 @@ export function selectNthStart(
     .offset(offset);
 }
 
-/** Counts this start in the bucket for `windowMs` (its period and the guard, see rateWindowMs). */
-export function insertStart(
+/** Counts `n` starts now in the bucket, for `windowMs` (their period and the guard, see rateWindowMs). */
+export function insertStarts(
   db: PostgresDb,
   { rateLimitStarts: r }: PostgresTables,
   bucket: string,
   now: Date,
   windowMs: number,
+  n: number,
 ) {
-  return db.insert(r).values({ bucket, startedAt: now, expiresAt: later(now, windowMs) });
+  const row = { bucket, startedAt: now, expiresAt: later(now, windowMs) };
+  return db.insert(r).values(Array.from({ length: n }, () => row));
 }
 
 /**
- * One more task given back for the instant `roomAt`: the bucket's herd grows when it waits for
- * the same instant, else starts again at one. Returns the herd's size before this task.
+ * `n` more tasks given back for the instant `roomAt`: the bucket's herd grows when it waits for
+ * the same instant, else starts again with them. Returns the herd's size before them.
  */
-export function joinHerd(db: PostgresDb, { rateLimitBuckets: b }: PostgresTables, bucket: string, roomAt: Date) {
+export function joinHerd(
+  db: PostgresDb,
+  { rateLimitBuckets: b }: PostgresTables,
+  bucket: string,
+  roomAt: Date,
+  n: number,
+) {
   return db
     .insert(b)
-    .values({ bucket, herdAt: roomAt, herdSize: 1 })
+    .values({ bucket, herdAt: roomAt, herdSize: n })
     .onConflictDoUpdate({
       target: b.bucket,
       set: {
-        herdSize: sql`CASE WHEN ${b.herdAt} = excluded.herd_at THEN ${b.herdSize} + 1 ELSE 1 END`,
+        herdSize: sql`CASE WHEN ${b.herdAt} = excluded.herd_at THEN ${b.herdSize} + excluded.herd_size ELSE excluded.herd_size END`,
         herdAt: sql`excluded.herd_at`,
       },
     })
-    .returning({ before: sql<number>`${b.herdSize} - 1` });
+    .returning({ before: sql<number>`${b.herdSize} - ${n}` });
 }
 
-/** Counts the start of a rate-limited attempt or gives its task back, inside `tx` (see ExecutionStore.startRateLimited). */
+/** Counts the starts of rate-limited attempts or gives their tasks back, inside `tx` (see ExecutionStore.startRateLimited). */
 export async function startRateLimitedIn(
   tx: PostgresDb,
   tables: PostgresTables,
-  request: RateLimitedStart,
-): Promise<RateLimitedStartResult> {
-  await lockBucket(tx, tables, request.bucket);
-  const [held] = await selectHeldLease(tx, tables, request);
-  if (held === undefined) return { status: 'lost' };
+  requests: readonly RateLimitedStart[],
+): Promise<RateLimitedStartResult[]> {
+  await lockBucket(tx, tables, [...new Set(requests.map((request) => request.bucket))]);
+  const held = new Set(
+    (await selectHeldLeases(tx, tables, requests)).map((row) => `${row.pipelineExecutionId}/${row.taskId}`),
+  );
   const { rows } = await selectDatabaseTime(tx);
   const now = new Date(rows[0]!.ms);
-  const windowMs = rateWindowMs(request);
-  const from = new Date(now.getTime() - windowMs);
-  await deleteExpiredStarts(tx, tables, request.bucket, now);
-  const [{ count: started } = { count: 0 }] = await countStarts(tx, tables, request.bucket, from);
-  if (started < request.limit) {
-    await insertStart(tx, tables, request.bucket, now, windowMs);
-    return { status: 'started' };
-  }
-  const [oldest] = await selectNthStart(tx, tables, request.bucket, from, started - request.limit);
-  const roomAt = later(oldest!.startedAt, windowMs);
-  const [herd] = await joinHerd(tx, tables, request.bucket, roomAt);
-  const availableAt = deferredUntil(roomAt, herd?.before ?? 0, request);
-  await deferTask(tx, tables, { ...request, availableAt, now });
-  return { status: 'deferred', availableAt };
+  const isHeld = (index: number) => held.has(`${requests[index]!.pipelineExecutionId}/${requests[index]!.taskId}`);
+  return runStepsAsync(rateGate(requests, isHeld, now), async (step: RateGateStep) => {
+    switch (step.kind) {
+      case 'count':
+        await deleteExpiredStarts(tx, tables, step.bucket, now);
+        return (await countStarts(tx, tables, step.bucket, step.from))[0]?.count ?? 0;
+      case 'record':
+        return insertStarts(tx, tables, step.bucket, now, step.windowMs, step.n);
+      case 'nthStart':
+        return (await selectNthStart(tx, tables, step.bucket, step.from, step.offset))[0]!.startedAt;
+      case 'joinHerd':
+        return (await joinHerd(tx, tables, step.bucket, step.roomAt, step.n))[0]?.before ?? 0;
+      case 'giveBack':
+        return deferTask(tx, tables, { ...requests[step.index]!, availableAt: step.availableAt, now });
+    }
+  });
 }

@@ -208,8 +208,9 @@ export class PostgresExecutionStore implements ExecutionStore {
     return transaction(this.#handle, 'waitForSignal', (tx) => waitForSignalIn(tx, this.#handle.tables, request));
   }
 
-  startRateLimited(request: RateLimitedStart): Promise<RateLimitedStartResult> {
-    return transaction(this.#handle, 'startRateLimited', (tx) => startRateLimitedIn(tx, this.#handle.tables, request));
+  startRateLimited(requests: readonly RateLimitedStart[]): Promise<RateLimitedStartResult[]> {
+    if (requests.length === 0) return Promise.resolve([]);
+    return transaction(this.#handle, 'startRateLimited', (tx) => startRateLimitedIn(tx, this.#handle.tables, requests));
   }
 
   listConcurrencyGroups(workflowName: string | null): Promise<ConcurrencyGroupInfo[]> {

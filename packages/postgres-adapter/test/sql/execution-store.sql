@@ -323,10 +323,14 @@ SELECT pg_advisory_xact_lock(hashtextextended($1 || k, 0))
 -- buckets/selectDatabaseTime
 SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms;
 
--- buckets/selectHeldLease
-select "attempt"
+-- buckets/selectHeldLeases
+select "pipeline_execution_id", "task_id"
   from "tenant"."task_executions"
-  where ("tenant"."task_executions"."pipeline_execution_id" = $1 and "tenant"."task_executions"."task_id" = $2 and "tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_owner" = $3 and "tenant"."task_executions"."attempt" = $4) for update;
+  where ("tenant"."task_executions"."status" = 'running' and ("tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."task_id", "tenant"."task_executions"."lease_owner", "tenant"."task_executions"."attempt") IN (SELECT * FROM unnest(
+    $1::uuid[],
+    $2::text[],
+    $3::text[],
+    $4::int[]))) for update;
 
 -- buckets/deleteExpiredStarts
 delete
@@ -346,16 +350,16 @@ select "started_at"
   limit $3
   offset $4;
 
--- buckets/insertStart
+-- buckets/insertStarts
 insert into "tenant"."rate_limit_starts" ("bucket", "started_at", "expires_at")
-  values ($1, $2, $3);
+  values ($1, $2, $3), ($4, $5, $6);
 
 -- buckets/joinHerd
 insert into "tenant"."rate_limit_buckets" ("bucket", "herd_at", "herd_size")
   values ($1, $2, $3)
   on conflict ("bucket") do
-  update set "herd_at" = excluded.herd_at, "herd_size" = CASE WHEN "tenant"."rate_limit_buckets"."herd_at" = excluded.herd_at THEN "tenant"."rate_limit_buckets"."herd_size" + 1 ELSE 1 END
-  returning "herd_size" - 1;
+  update set "herd_at" = excluded.herd_at, "herd_size" = CASE WHEN "tenant"."rate_limit_buckets"."herd_at" = excluded.herd_at THEN "tenant"."rate_limit_buckets"."herd_size" + excluded.herd_size ELSE excluded.herd_size END
+  returning "herd_size" - $4;
 
 -- control/cancelPipelineRow
 update "tenant"."pipeline_executions"

@@ -26,6 +26,7 @@ import type { EmitEvent } from '../events.js';
 import type { WorkflowRegistry } from '../registry.js';
 import { SPAN_ATTRIBUTES, setOutcome, startTaskSpan } from '../tracing.js';
 import { type ActiveTask, type ActiveTasks, leaseOf } from './active-tasks.js';
+import type { RateGate } from './rate-gate.js';
 import { taskInput, unmetTrigger } from './task-input.js';
 import { completedOutcome, errorMessage, failedOutcome, finishedTaskRows, maxAttempts } from './task-outcome.js';
 
@@ -54,6 +55,8 @@ export interface AttemptEnvironment {
    * may count its slot as free already, so that claiming the next tasks overlaps that commit.
    */
   outcomeReady(entry: ActiveTask): void;
+  /** Counts rate-limited starts, batched with the attempts that start at the same time. */
+  rateGate: RateGate;
   /**
    * Commits an outcome, fenced on the attempt: the claim loop's group commit, so that outcomes
    * ending together commit together (and may take the next claim along).
@@ -279,7 +282,7 @@ async function rateLimitAdmits(
   context: Context,
   ref: AttemptRef,
 ): Promise<boolean> {
-  const gate = await env.store.startRateLimited({
+  const gate = await env.rateGate.start({
     runnerId: env.runnerId,
     ...leaseOf(entry),
     bucket: rateLimitBucket(rule, context.toJSON()),

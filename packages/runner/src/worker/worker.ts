@@ -16,6 +16,7 @@ import { ClaimLoop } from './claim-loop.js';
 import { ClaimedAhead } from './claimed-ahead.js';
 import { ControlWatch } from './control-watch.js';
 import { LeaseLoop } from './lease.js';
+import { RateGate } from './rate-gate.js';
 import { type AttemptEnvironment, startAttempt } from './task-attempt.js';
 
 /** What the worker logs when it stops local work on a pipeline another process paused or cancelled. */
@@ -77,6 +78,7 @@ export class Worker implements LocalWork {
       wake: (atMs) => (atMs === undefined ? this.#claimLoop.nudge() : this.#claimLoop.nudgeAt(atMs)),
       outcomeReady: (entry) => this.#claimLoop.outcomeReady(entry),
       finish: (request) => this.#claimLoop.commit(request),
+      rateGate: new RateGate(store),
       slotFreed: (entry) => this.#claimLoop.slotFreed(entry),
     };
     const shared = { store, active: this.#active, ahead: this.#ahead, runnerId, clock, logger };

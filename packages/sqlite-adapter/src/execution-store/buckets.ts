@@ -1,4 +1,10 @@
-import { deferredUntil, type RateLimitedStart, type RateLimitedStartResult, rateWindowMs } from '@orreryjs/core';
+import {
+  type RateGateStep,
+  type RateLimitedStart,
+  type RateLimitedStartResult,
+  rateGate,
+  runSteps,
+} from '@orreryjs/core';
 import { and, asc, count, eq, gt, lte, sql } from 'drizzle-orm';
 import { bind } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
@@ -16,8 +22,9 @@ export function prepareRateLimits({ db, tables }: SqliteHandle) {
   const ofBucket = eq(r.bucket, bind(r.bucket, 'bucket'));
   const inWindow = gt(r.startedAt, bind(r.startedAt, 'from'));
   return {
-    // The task's row while this attempt holds its lease: the fence of the start and of the give-back.
-    selectHeldLease: db.select({ attempt: t.attempt }).from(t).where(heldBy(tables)).prepare(),
+    // Whether a lease's attempt still holds it: the fence of the start and of the give-back. Differs by
+    // necessity: one lease per statement (no unnest), each a key lookup in process.
+    selectHeldLeases: db.select({ attempt: t.attempt }).from(t).where(heldBy(tables)).prepare(),
     // Forgets the bucket's starts that no window counts any more.
     deleteExpiredStarts: db
       .delete(r)
@@ -34,8 +41,9 @@ export function prepareRateLimits({ db, tables }: SqliteHandle) {
       .limit(1)
       .offset(sql.placeholder('offset'))
       .prepare(),
-    // Counts this start in the bucket for its period and the guard (see rateWindowMs).
-    insertStart: db
+    // Counts a start now in the bucket for its period and the guard (see rateWindowMs). Differs by necessity: one row
+    // per statement.
+    insertStarts: db
       .insert(r)
       .values({
         bucket: bind(r.bucket, 'bucket'),
@@ -43,45 +51,53 @@ export function prepareRateLimits({ db, tables }: SqliteHandle) {
         expiresAt: bind(r.expiresAt, 'expiresAt'),
       })
       .prepare(),
-    // One more task given back for the instant `roomAt`; returns the herd's size before it.
+    // `n` more tasks given back for the instant `roomAt`; returns the herd's size before them.
     joinHerd: db
       .insert(b)
-      .values({ bucket: bind(b.bucket, 'bucket'), herdAt: bind(b.herdAt, 'roomAt'), herdSize: 1 })
+      .values({ bucket: bind(b.bucket, 'bucket'), herdAt: bind(b.herdAt, 'roomAt'), herdSize: bind(b.herdSize, 'n') })
       .onConflictDoUpdate({
         target: b.bucket,
         set: {
-          herdSize: sql`CASE WHEN ${b.herdAt} = excluded.herd_at THEN ${b.herdSize} + 1 ELSE 1 END`,
+          herdSize: sql`CASE WHEN ${b.herdAt} = excluded.herd_at THEN ${b.herdSize} + excluded.herd_size ELSE excluded.herd_size END`,
           herdAt: sql`excluded.herd_at`,
         },
       })
-      .returning({ before: sql<number>`${b.herdSize} - 1` })
+      .returning({ before: sql<number>`${b.herdSize} - ${sql.placeholder('n')}` })
       .prepare(),
   };
 }
 
 export type RateLimitStatements = ReturnType<typeof prepareRateLimits>;
 
-/** Counts the start of a rate-limited attempt or gives its task back, inside the caller's write transaction. */
+/** Counts the starts of rate-limited attempts or gives their tasks back, inside the caller's write transaction. */
 export function startRateLimitedIn(
   q: { buckets: RateLimitStatements; lease: LeaseStatements },
-  request: RateLimitedStart,
-): RateLimitedStartResult {
+  requests: readonly RateLimitedStart[],
+  now: Date,
+): RateLimitedStartResult[] {
   // Differs by necessity: no lockBucket (BEGIN IMMEDIATE serialises writers) and no selectDatabaseTime (one host's clock).
-  const { bucket, now } = request;
-  const held = q.buckets.selectHeldLease.get({ ...request });
-  if (held === undefined) return { status: 'lost' };
-  const windowMs = rateWindowMs(request);
-  const from = new Date(now.getTime() - windowMs);
-  q.buckets.deleteExpiredStarts.run({ bucket, now });
-  const started = q.buckets.countStarts.get({ bucket, from })?.count ?? 0;
-  if (started < request.limit) {
-    q.buckets.insertStart.run({ bucket, now, expiresAt: later(now, windowMs) });
-    return { status: 'started' };
-  }
-  const oldest = q.buckets.selectNthStart.get({ bucket, from, offset: started - request.limit });
-  const roomAt = later(oldest!.startedAt, windowMs);
-  const herd = q.buckets.joinHerd.get({ bucket, roomAt });
-  const availableAt = deferredUntil(roomAt, herd?.before ?? 0, request);
-  q.lease.deferTask.run({ ...request, availableAt, now, waitsUntil: null });
-  return { status: 'deferred', availableAt };
+  const isHeld = (index: number) => q.buckets.selectHeldLeases.get({ ...requests[index]! }) !== undefined;
+  return runSteps(rateGate(requests, isHeld, now), (step: RateGateStep) => {
+    switch (step.kind) {
+      case 'count':
+        q.buckets.deleteExpiredStarts.run({ bucket: step.bucket, now });
+        return q.buckets.countStarts.get({ bucket: step.bucket, from: step.from })?.count ?? 0;
+      case 'record':
+        for (let n = 0; n < step.n; n += 1) {
+          q.buckets.insertStarts.run({ bucket: step.bucket, now, expiresAt: later(now, step.windowMs) });
+        }
+        return undefined;
+      case 'nthStart':
+        return q.buckets.selectNthStart.get({ bucket: step.bucket, from: step.from, offset: step.offset })!.startedAt;
+      case 'joinHerd':
+        return q.buckets.joinHerd.get({ bucket: step.bucket, roomAt: step.roomAt, n: step.n })?.before ?? 0;
+      case 'giveBack':
+        return q.lease.deferTask.run({
+          ...requests[step.index]!,
+          availableAt: step.availableAt,
+          now,
+          waitsUntil: null,
+        });
+    }
+  });
 }

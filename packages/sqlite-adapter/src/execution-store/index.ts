@@ -204,8 +204,11 @@ export class SqliteExecutionStore implements ExecutionStore {
     return writeTransaction(this.#handle, 'waitForSignal', () => waitForSignalIn(this.#q, request));
   }
 
-  startRateLimited(request: RateLimitedStart): Promise<RateLimitedStartResult> {
-    return writeTransaction(this.#handle, 'startRateLimited', () => startRateLimitedIn(this.#q, request));
+  startRateLimited(requests: readonly RateLimitedStart[]): Promise<RateLimitedStartResult[]> {
+    if (requests.length === 0) return Promise.resolve([]);
+    return writeTransaction(this.#handle, 'startRateLimited', () =>
+      startRateLimitedIn(this.#q, requests, requests[0]!.now),
+    );
   }
 
   listConcurrencyGroups(workflowName: string | null): Promise<ConcurrencyGroupInfo[]> {

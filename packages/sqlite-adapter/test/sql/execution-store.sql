@@ -233,7 +233,7 @@ select "concurrency_slots"."group_name", "pipeline_executions"."workflow_name", 
   group by "pipeline_executions"."workflow_name", "concurrency_slots"."group_name"
   order by "pipeline_executions"."workflow_name" asc, "concurrency_slots"."group_name" asc;
 
--- buckets/selectHeldLease
+-- buckets/selectHeldLeases
 select "attempt"
   from "task_executions"
   where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."task_id" = ? and "task_executions"."status" = 'running' and "task_executions"."lease_owner" = ? and "task_executions"."attempt" = ?);
@@ -256,7 +256,7 @@ select "started_at"
   limit ?
   offset ?;
 
--- buckets/insertStart
+-- buckets/insertStarts
 insert into "rate_limit_starts" ("bucket", "started_at", "expires_at")
   values (?, ?, ?);
 
@@ -264,8 +264,8 @@ insert into "rate_limit_starts" ("bucket", "started_at", "expires_at")
 insert into "rate_limit_buckets" ("bucket", "herd_at", "herd_size")
   values (?, ?, ?)
   on conflict ("rate_limit_buckets"."bucket") do
-  update set "herd_at" = excluded.herd_at, "herd_size" = CASE WHEN "rate_limit_buckets"."herd_at" = excluded.herd_at THEN "rate_limit_buckets"."herd_size" + 1 ELSE 1 END
-  returning "herd_size" - 1;
+  update set "herd_at" = excluded.herd_at, "herd_size" = CASE WHEN "rate_limit_buckets"."herd_at" = excluded.herd_at THEN "rate_limit_buckets"."herd_size" + excluded.herd_size ELSE excluded.herd_size END
+  returning "herd_size" - ?;
 
 -- signals/lockPipelineStatus
 select "status"
