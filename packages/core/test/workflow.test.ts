@@ -121,6 +121,7 @@ describe('defineWorkflow refuses malformed task fields', () => {
       { rateLimit: { name: 'api', limit: 1, periodMs: 1, burst: 2 } as never },
       /rateLimit has unknown field "burst"/,
     ],
+    ['waitFor with a run', { waitFor: { signal: 'go' } }, /has both waitFor and run; a wait task has no run function/],
     ['delayMs 0', { delayMs: 0 }, /"t" delayMs must be a positive integer of milliseconds, at most 31622400000/],
     ['delayMs fractional', { delayMs: 1.5 }, /delayMs/],
     ['delayMs over a year', { delayMs: 366 * 24 * 3_600_000 + 1 }, /delayMs/],
@@ -260,7 +261,7 @@ describe('defineWorkflow and flow control', () => {
     );
   });
 
-  it.each(['waitFor', 'map'])(
+  it.each(['map'])(
     'refuses the task field %s, which this version does not run yet, instead of ignoring it',
     (field) => {
       expect(() => defineWorkflow({ name: 'w', tasks: [{ id: 't', run, [field]: 1 } as never] })).toThrow(
