@@ -15,7 +15,7 @@ import {
   runStepsAsync,
   TERMINAL_PIPELINE_STATUSES,
 } from '@orreryjs/core';
-import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import { arrayParam, decodeJson, encodeUuidList, inUuidList, lockOf, statusIn, statusNotIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
