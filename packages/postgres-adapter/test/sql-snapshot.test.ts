@@ -37,7 +37,6 @@ import {
   countActive,
   insertSlots,
   lockGroups,
-  readyFirstTasks,
   selectGroupOccupancy,
   selectOldestActive,
   selectQueued,
@@ -182,8 +181,7 @@ const stores = {
         countActive: countActive(db, tables, ['g']),
         selectQueueHeads: selectQueueHeads(db, tables, ['g'], 8),
         selectQueued: selectQueued(db, tables, 'g', 0),
-        admitSlots: admitSlots(db, tables, [id]),
-        readyFirstTasks: readyFirstTasks(db, tables, [id], now),
+        admitSlots: admitSlots(db, tables, [id], now),
         selectOldestActive: selectOldestActive(db, tables, 'g'),
         insertSlots: insertSlots(db, tables, [
           { pipelineExecutionId: id, group: { group: 'g', limit: 1, onLimit: 'queue' }, priority: 0, queuedAt: now },

@@ -32,7 +32,7 @@ import { cancelPipeline } from './control.js';
 /** How many queued slots one read of a group's queue takes. */
 const QUEUE_PAGE = 100;
 /** How many of each group's queue the admission reads first: most admissions let in one or two per group. */
-const QUEUE_HEAD = 8;
+const QUEUE_HEAD = 2;
 
 /**
  * Differs by necessity: SQLite's writers take turns (BEGIN IMMEDIATE), Postgres's take the
@@ -105,22 +105,22 @@ export function selectQueued(db: PostgresDb, tables: PostgresTables, group: stri
     .offset(offset);
 }
 
-/** Marks the pipelines' slots admitted: from now on they count in every group they belong to. */
-export function admitSlots(db: PostgresDb, { concurrencySlots: s }: PostgresTables, ids: readonly string[]) {
+/**
+ * Admits the pipelines: their slots count in every group they belong to from now on, and their
+ * tasks without dependencies become ready, no earlier than their delay from now (their runAt
+ * kept). One statement: the slots' update runs as a CTE.
+ */
+export function admitSlots(db: PostgresDb, tables: PostgresTables, ids: readonly string[], now: Date) {
+  const { concurrencySlots: s, taskExecutions: t } = tables;
+  const slots = db.$with('admitted_slots').as(
+    db
+      .update(s)
+      .set({ admitted: true })
+      .where(inUuidList(s.pipelineExecutionId, encodeUuidList(ids)))
+      .returning({ pipelineExecutionId: s.pipelineExecutionId }),
+  );
   return db
-    .update(s)
-    .set({ admitted: true })
-    .where(inUuidList(s.pipelineExecutionId, encodeUuidList(ids)));
-}
-
-/** Readies the admitted pipelines' tasks without dependencies, no earlier than their delay from now (their runAt kept). */
-export function readyFirstTasks(
-  db: PostgresDb,
-  { taskExecutions: t }: PostgresTables,
-  ids: readonly string[],
-  now: Date,
-) {
-  return db
+    .with(slots)
     .update(t)
     .set({
       status: 'ready',
@@ -257,8 +257,7 @@ export async function admitQueuedIn(
     }
   });
   if (admitted.length > 0) {
-    await admitSlots(tx, tables, admitted);
-    await readyFirstTasks(tx, tables, admitted, now);
+    await admitSlots(tx, tables, admitted, now);
   }
   return admitted;
 }

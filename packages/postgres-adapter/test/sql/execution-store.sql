@@ -245,14 +245,13 @@ select "tenant"."concurrency_slots"."pipeline_execution_id", "tenant"."concurren
   limit $2;
 
 -- admission/admitSlots
-update "tenant"."concurrency_slots"
+with "admitted_slots" as (update "tenant"."concurrency_slots"
   set "admitted" = $1
-  where "tenant"."concurrency_slots"."pipeline_execution_id" = ANY($2::uuid[]);
-
--- admission/readyFirstTasks
-update "tenant"."task_executions"
-  set "status" = $1, "available_at" = greatest("tenant"."task_executions"."available_at", $2::timestamptz + "tenant"."task_executions"."delay_ms" * interval '1 millisecond'), "updated_at" = $3
-  where ("tenant"."task_executions"."pipeline_execution_id" = ANY($4::uuid[]) and "tenant"."task_executions"."status" = 'not_started' and "tenant"."task_executions"."pending_deps" = 0);
+  where "tenant"."concurrency_slots"."pipeline_execution_id" = ANY($2::uuid[])
+  returning "pipeline_execution_id")
+  update "tenant"."task_executions"
+  set "status" = $3, "available_at" = greatest("tenant"."task_executions"."available_at", $4::timestamptz + "tenant"."task_executions"."delay_ms" * interval '1 millisecond'), "updated_at" = $5
+  where ("tenant"."task_executions"."pipeline_execution_id" = ANY($6::uuid[]) and "tenant"."task_executions"."status" = 'not_started' and "tenant"."task_executions"."pending_deps" = 0);
 
 -- admission/selectOldestActive
 select "tenant"."concurrency_slots"."pipeline_execution_id"

@@ -30,7 +30,7 @@ import { cancelPipeline } from './control.js';
 /** How many queued slots one read of a group's queue takes. */
 const QUEUE_PAGE = 100;
 /** How many of each group's queue the admission reads first: most admissions let in one or two per group. */
-const QUEUE_HEAD = 8;
+const QUEUE_HEAD = 2;
 
 /** Prepares the admission statements once on the connection. */
 export function prepareAdmission({ db, tables }: SqliteHandle) {
@@ -72,18 +72,21 @@ export function prepareAdmission({ db, tables }: SqliteHandle) {
       .limit(sql.placeholder('limit'))
       .offset(sql.placeholder('offset'))
       .prepare(),
-    // Marks the pipelines' slots admitted: from now on they count in every group they belong to.
-    admitSlots: db.update(s).set({ admitted: true }).where(ofPipelines(s.pipelineExecutionId)).prepare(),
-    // Readies the admitted pipelines' tasks without dependencies, no earlier than their delay from now (their runAt kept).
-    readyFirstTasks: db
-      .update(t)
-      .set({
-        status: 'ready',
-        availableAt: sql`max(${t.availableAt}, ${bind(t.availableAt, 'now')} + ${t.delayMs})`,
-        updatedAt: bind(t.updatedAt, 'now'),
-      })
-      .where(and(ofPipelines(t.pipelineExecutionId), sql`${t.status} = 'not_started'`, sql`${t.pendingDeps} = 0`))
-      .prepare(),
+    // Admits the pipelines: their slots count in every group they belong to from now on, and their tasks
+    // without dependencies become ready, no earlier than their delay from now (their runAt kept).
+    // Differs by necessity: no UPDATE in a CTE, so two statements where Postgres sends one.
+    admitSlots: [
+      db.update(s).set({ admitted: true }).where(ofPipelines(s.pipelineExecutionId)).prepare(),
+      db
+        .update(t)
+        .set({
+          status: 'ready',
+          availableAt: sql`max(${t.availableAt}, ${bind(t.availableAt, 'now')} + ${t.delayMs})`,
+          updatedAt: bind(t.updatedAt, 'now'),
+        })
+        .where(and(ofPipelines(t.pipelineExecutionId), sql`${t.status} = 'not_started'`, sql`${t.pendingDeps} = 0`))
+        .prepare(),
+    ] as const,
     // The group's oldest active pipeline: the one cancel_in_progress replaces.
     selectOldestActive: db
       .select({ id: s.pipelineExecutionId })
@@ -204,8 +207,9 @@ export function admitQueuedIn(q: AdmissionStatements, groups: readonly string[] 
   });
   if (admitted.length > 0) {
     const ids = encodeUuidList(admitted);
-    q.admitSlots.run({ ids });
-    q.readyFirstTasks.run({ ids, now });
+    const [admitSlots, readyFirstTasks] = q.admitSlots;
+    admitSlots.run({ ids });
+    readyFirstTasks.run({ ids, now });
   }
   return admitted;
 }

@@ -194,12 +194,12 @@ select "concurrency_slots"."pipeline_execution_id", "concurrency_slots"."slot_li
   limit ?
   offset ?;
 
--- admission/admitSlots
+-- admission/admitSlots#1
 update "concurrency_slots"
   set "admitted" = ?
   where "concurrency_slots"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?));
 
--- admission/readyFirstTasks
+-- admission/admitSlots#2
 update "task_executions"
   set "status" = ?, "available_at" = max("task_executions"."available_at", ? + "task_executions"."delay_ms"), "updated_at" = ?
   where ("task_executions"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?)) and "task_executions"."status" = 'not_started' and "task_executions"."pending_deps" = 0);
