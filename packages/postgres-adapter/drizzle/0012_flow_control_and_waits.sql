@@ -42,6 +42,7 @@ ALTER TABLE "concurrency_slots" ADD CONSTRAINT "concurrency_slots_pipeline_execu
 ALTER TABLE "signals" ADD CONSTRAINT "signals_pipeline_execution_id_pipeline_executions_id_fk" FOREIGN KEY ("pipeline_execution_id") REFERENCES "public"."pipeline_executions"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "concurrency_slots_queue_idx" ON "concurrency_slots" USING btree ("group_name","priority" DESC NULLS LAST,"queued_at","pipeline_execution_id") WHERE NOT admitted;--> statement-breakpoint
 CREATE INDEX "concurrency_slots_pipeline_idx" ON "concurrency_slots" USING btree ("pipeline_execution_id");--> statement-breakpoint
+CREATE INDEX "concurrency_slots_active_idx" ON "concurrency_slots" USING btree ("group_name") WHERE admitted;--> statement-breakpoint
 CREATE INDEX "rate_limit_starts_bucket_idx" ON "rate_limit_starts" USING btree ("bucket","started_at");--> statement-breakpoint
 CREATE INDEX "task_executions_priority_claim_idx" ON "task_executions" USING btree ("priority" DESC NULLS LAST,"available_at") WHERE coalesce(status = 'ready' AND priority <> 0, false);--> statement-breakpoint
 CREATE INDEX "task_executions_claim_idx" ON "task_executions" USING btree ("available_at") WHERE coalesce(status = 'ready' AND priority = 0, false);--> statement-breakpoint

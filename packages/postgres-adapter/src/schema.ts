@@ -259,6 +259,9 @@ function defineTables(table: TableFn) {
         .on(t.groupName, t.priority.desc(), t.queuedAt, t.pipelineExecutionId)
         .where(sql`NOT admitted`),
       index('concurrency_slots_pipeline_idx').on(t.pipelineExecutionId),
+      // A group's active pipelines, counted (and their ended ones forgotten) by every admission: a walk of
+      // the active few, however long the group's queue.
+      index('concurrency_slots_active_idx').on(t.groupName).where(sql`admitted`),
     ],
   );
 

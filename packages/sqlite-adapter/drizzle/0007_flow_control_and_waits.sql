@@ -11,6 +11,7 @@ CREATE TABLE `concurrency_slots` (
 --> statement-breakpoint
 CREATE INDEX `concurrency_slots_queue_idx` ON `concurrency_slots` (`group_name`,priority DESC,`queued_at`,`pipeline_execution_id`) WHERE NOT admitted;--> statement-breakpoint
 CREATE INDEX `concurrency_slots_pipeline_idx` ON `concurrency_slots` (`pipeline_execution_id`);--> statement-breakpoint
+CREATE INDEX `concurrency_slots_active_idx` ON `concurrency_slots` (`group_name`) WHERE admitted;--> statement-breakpoint
 CREATE TABLE `rate_limit_buckets` (
 	`bucket` text PRIMARY KEY NOT NULL,
 	`herd_at` integer NOT NULL,

@@ -234,6 +234,9 @@ export const concurrencySlots = sqliteTable(
       .on(t.groupName, sql`priority DESC`, t.queuedAt, t.pipelineExecutionId)
       .where(sql`NOT admitted`),
     index('concurrency_slots_pipeline_idx').on(t.pipelineExecutionId),
+    // A group's active pipelines, counted (and their ended ones forgotten) by every admission: a walk of
+    // the active few, however long the group's queue.
+    index('concurrency_slots_active_idx').on(t.groupName).where(sql`admitted`),
   ],
 );
 

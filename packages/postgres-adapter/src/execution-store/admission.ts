@@ -53,8 +53,10 @@ export function selectQueuedGroupNames(db: PostgresDb, { concurrencySlots: s }: 
 }
 
 /**
- * Forgets the slots of ended pipelines in `groups` (no longer active, nor queued) and counts
- * each group's active pipelines, in one statement. Raw SQL: a DELETE in a CTE, whose rows the
+ * Forgets the admitted slots of ended pipelines in `groups` (no longer active) and counts each
+ * group's active pipelines, in one statement: both walk the group's active slots only, however
+ * long its queue (a queued slot whose pipeline was cancelled is passed over by the queue reads,
+ * and goes with its pipeline). Raw SQL: a DELETE in a CTE, whose rows the
  * count leaves out (the statement's snapshot still sees them).
  */
 export function countActive(db: PostgresDb, tables: PostgresTables, groups: readonly string[]) {
@@ -62,7 +64,7 @@ export function countActive(db: PostgresDb, tables: PostgresTables, groups: read
   const inGroups = sql`group_name = ANY(${arrayParam([...groups])}::text[])`;
   return db.execute<{ group: string; active: number }>(sql`WITH ended AS (
       DELETE FROM ${s} AS ended_slot USING ${p} AS ended_pipeline
-      WHERE ended_slot.${inGroups} AND ended_pipeline.id = ended_slot.pipeline_execution_id
+      WHERE ended_slot.${inGroups} AND ended_slot.admitted AND ended_pipeline.id = ended_slot.pipeline_execution_id
         AND ended_pipeline.${statusIn(sql`status`, TERMINAL_PIPELINE_STATUSES)}
       RETURNING ended_slot.group_name, ended_slot.pipeline_execution_id
     )

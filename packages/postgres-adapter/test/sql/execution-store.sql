@@ -216,7 +216,7 @@ select distinct "group_name"
 -- admission/countActive
 WITH ended AS (
       DELETE FROM "tenant"."concurrency_slots" AS ended_slot USING "tenant"."pipeline_executions" AS ended_pipeline
-      WHERE ended_slot.group_name = ANY($1::text[]) AND ended_pipeline.id = ended_slot.pipeline_execution_id
+      WHERE ended_slot.group_name = ANY($1::text[]) AND ended_slot.admitted AND ended_pipeline.id = ended_slot.pipeline_execution_id
         AND ended_pipeline.status IN ('completed', 'failed', 'cancelled')
       RETURNING ended_slot.group_name, ended_slot.pipeline_execution_id
     )

@@ -42,14 +42,15 @@ export function prepareAdmission({ db, tables }: SqliteHandle) {
   return {
     // The groups with queued pipelines: what a periodic admission goes through.
     selectQueuedGroupNames: db.selectDistinct({ group: s.groupName }).from(s).where(sql`NOT ${s.admitted}`).prepare(),
-    // Forgets the slots of ended pipelines (no longer active, nor queued), then counts each group's active
-    // pipelines. Differs by necessity: no DELETE in a CTE, so two statements where Postgres sends one.
+    // Forgets the admitted slots of ended pipelines (no longer active), then counts each group's active
+    // pipelines: both walk the active slots only, however long the queue. Differs by necessity: no DELETE in a CTE, so two statements where Postgres sends one.
     countActive: [
       db
         .delete(s)
         .where(
           and(
             inGroups,
+            sql`${s.admitted}`,
             sql`${s.pipelineExecutionId} IN (SELECT ${p.id} FROM ${p} WHERE ${p.id} = ${s.pipelineExecutionId}
               AND ${statusIn(p.status, TERMINAL_PIPELINE_STATUSES)})`,
           ),

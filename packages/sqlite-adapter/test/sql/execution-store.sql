@@ -176,7 +176,7 @@ select distinct "group_name"
 -- admission/countActive#1
 delete
   from "concurrency_slots"
-  where ("concurrency_slots"."group_name" IN (SELECT value FROM json_each(?)) and "concurrency_slots"."pipeline_execution_id" IN (SELECT "pipeline_executions"."id" FROM "pipeline_executions" WHERE "pipeline_executions"."id" = "concurrency_slots"."pipeline_execution_id"
+  where ("concurrency_slots"."group_name" IN (SELECT value FROM json_each(?)) and "concurrency_slots"."admitted" and "concurrency_slots"."pipeline_execution_id" IN (SELECT "pipeline_executions"."id" FROM "pipeline_executions" WHERE "pipeline_executions"."id" = "concurrency_slots"."pipeline_execution_id"
               AND "pipeline_executions"."status" IN ('completed', 'failed', 'cancelled')));
 
 -- admission/countActive#2
