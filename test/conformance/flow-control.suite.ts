@@ -211,6 +211,25 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
       expect(next.map((c) => c.pipeline.id)).toEqual([second.id]);
     });
 
+    it('creates a pipeline of a group once per idempotency key, holding one place in its queue', async () => {
+      const { wf, group } = limited(1);
+      const key = `key-${uniqueName()}`;
+      await wf.create({ now: at(0), concurrency: [group] });
+      const first = await store().createPipeline({
+        ...newPipelineOf(wf),
+        idempotencyKey: key,
+        now: at(1),
+        concurrency: [group],
+      });
+      const again = await store().createPipelines([
+        { ...newPipelineOf(wf), idempotencyKey: key, now: at(2), concurrency: [group] },
+      ]);
+      expect(again).toEqual([{ pipeline: first.pipeline, created: false }]);
+      expect(await store().listConcurrencyGroups(wf.name)).toEqual([
+        { group: group.group, workflowName: wf.name, active: 1, queued: 1, limit: 1 },
+      ]);
+    });
+
     it('reports each group with its active and queued pipelines, leaving out ended ones', async () => {
       const { wf, group, create } = limited(2);
       const other = workflowFixture(storage, SINGLE);

@@ -58,6 +58,7 @@ import {
 import {
   cancelPipelineRow,
   cancelTasks,
+  forgetQueuedSlots,
   pausePipelineRow,
   requeueRunningTasks,
   retryPipelineRow,
@@ -212,6 +213,7 @@ const stores = {
       control: {
         cancelPipelineRow: cancelPipelineRow(db, tables, id, now),
         cancelTasks: cancelTasks(db, tables, id, now),
+        forgetQueuedSlots: forgetQueuedSlots(db, tables, id),
         pausePipelineRow: pausePipelineRow(db, tables, id, null, now),
         requeueRunningTasks: requeueRunningTasks(db, tables, id, now),
         retryPipelineRow: retryPipelineRow(db, tables, id, 1, now),

@@ -88,8 +88,8 @@ async function selectPipelineIn(tx: PostgresDb, tables: PostgresTables, id: stri
 }
 
 /**
- * Cancels a pipeline and its unfinished tasks inside `tx`. Two statements: the task update must
- * run after the pipeline lock is held, on a snapshot that sees every claim committed before it
+ * Cancels a pipeline and its unfinished tasks inside `tx` (and takes it out of its groups'
+ * queues). Two statements: the task update must run after the pipeline lock is held, on a snapshot that sees every claim committed before it
  * (a single statement's snapshot could predate them and leave a claimed task running).
  */
 export async function cancelPipeline(
@@ -102,7 +102,17 @@ export async function cancelPipeline(
   const [cancelled] = await cancelPipelineRow(tx, tables, id, now, error);
   if (cancelled === undefined) return selectPipelineIn(tx, tables, id);
   await cancelTasks(tx, tables, id, now);
+  if (cancelled.concurrency !== null) await forgetQueuedSlots(tx, tables, id);
   return cancelled;
+}
+
+/**
+ * Takes a cancelled pipeline out of its groups' queues, so that no queue read passes over it
+ * again. Its admitted slots stay until the next admission in their groups forgets them (the
+ * one that lets the next pipeline in).
+ */
+export function forgetQueuedSlots(db: PostgresDb, { concurrencySlots: s }: PostgresTables, id: string) {
+  return db.delete(s).where(and(eq(s.pipelineExecutionId, id), sql`NOT ${s.admitted}`));
 }
 
 /** Pauses a pipeline and requeues its running tasks inside `tx`; two statements, as {@link cancelPipeline}. */

@@ -371,6 +371,11 @@ update "tenant"."task_executions"
   set "status" = $1, "lease_owner" = $2, "lease_expires_at" = $3, "completed_at" = $4, "updated_at" = $5
   where ("tenant"."task_executions"."pipeline_execution_id" = $6 and "tenant"."task_executions"."status" NOT IN ('completed', 'failed', 'skipped', 'cancelled'));
 
+-- control/forgetQueuedSlots
+delete
+  from "tenant"."concurrency_slots"
+  where ("tenant"."concurrency_slots"."pipeline_execution_id" = $1 and NOT "tenant"."concurrency_slots"."admitted");
+
 -- control/pausePipelineRow
 update "tenant"."pipeline_executions"
   set "status" = $1, "pause_reason" = $2, "updated_at" = $3

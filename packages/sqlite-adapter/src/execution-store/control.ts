@@ -35,6 +35,17 @@ export function prepareControl({ db, tables }: SqliteHandle) {
       .where(and(eq(p.id, bind(p.id, 'id')), statusIn(p.status, UNFINISHED_PIPELINE_STATUSES)))
       .returning()
       .prepare(),
+    // Takes a cancelled pipeline out of its groups' queues, so that no queue read passes over it again. Its
+    // admitted slots stay until the next admission in their groups forgets them (the one that lets the next in).
+    forgetQueuedSlots: db
+      .delete(tables.concurrencySlots)
+      .where(
+        and(
+          eq(tables.concurrencySlots.pipelineExecutionId, bind(tables.concurrencySlots.pipelineExecutionId, 'id')),
+          sql`NOT ${tables.concurrencySlots.admitted}`,
+        ),
+      )
+      .prepare(),
     cancelTasks: db
       .update(t)
       .set({ status: 'cancelled', leaseOwner: null, leaseExpiresAt: null, completedAt: now, updatedAt: now })
@@ -114,6 +125,7 @@ export function cancelPipeline(
   const cancelled = q.control.cancelPipelineRow.get({ id, now, error });
   if (cancelled === undefined) return q.pipelines.selectPipeline.get({ id }) ?? null;
   q.control.cancelTasks.run({ id, now });
+  if (cancelled.concurrency !== null) q.control.forgetQueuedSlots.run({ id });
   return cancelled;
 }
 

@@ -135,6 +135,11 @@ update "pipeline_executions"
   where ("pipeline_executions"."id" = ? and "pipeline_executions"."status" IN ('pending', 'running', 'paused'))
   returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at";
 
+-- control/forgetQueuedSlots
+delete
+  from "concurrency_slots"
+  where ("concurrency_slots"."pipeline_execution_id" = ? and NOT "concurrency_slots"."admitted");
+
 -- control/cancelTasks
 update "task_executions"
   set "status" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "completed_at" = ?, "updated_at" = ?
