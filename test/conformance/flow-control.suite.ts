@@ -358,6 +358,8 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
       await wf.finish(a!, completed(), at(11));
       const [b] = await wf.claim('r', at(12));
       expect(b!.task.taskId).toBe('b');
+      // The claim brings the stored signal along; waitForSignal finds the same.
+      expect(b!.signal).toEqual({ payload: 'yes' });
       const found = await store().waitForSignal({
         runnerId: 'r',
         ...leaseOfTask(b!.task),
@@ -378,6 +380,7 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
         tasks: [{ id: crypto.randomUUID(), taskId: 'only', position: 0, pendingDeps: 0, waitSignal: 'go' }],
       });
       const [claimed] = await wf.claim('r', at(10));
+      expect(claimed!.signal).toBeUndefined();
       const wait = (now: Date, sleepUntil: Date | null, waitsUntil: Date | null, task = claimed!.task) =>
         store().waitForSignal({ runnerId: 'r', ...leaseOfTask(task), name: 'go', now, waitsUntil, sleepUntil });
       expect(await wait(at(10), at(5_000), at(5_000))).toEqual({ status: 'waiting' });
@@ -391,10 +394,35 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
       ).toBe('sent');
       const [again] = await wf.claim('r', at(20));
       expect(again!.task).toMatchObject({ taskId: 'only', attempt: 1, waitsUntil: at(5_000) });
+      expect(again!.signal).toEqual({ payload: { ok: true } });
       expect(await wait(at(20), at(5_000), at(5_000), again!.task)).toEqual({
         status: 'signalled',
         payload: { ok: true },
       });
+    });
+
+    it('claims a wait task with its stored signal (a null payload too), and other tasks without one', async () => {
+      const wf = workflowFixture(storage, CHAIN);
+      const waiting = (signal: string) => ({
+        ...newPipelineOf(wf),
+        tasks: [
+          { id: crypto.randomUUID(), taskId: 'a', position: 0, pendingDeps: 0, waitSignal: signal },
+          { id: crypto.randomUUID(), taskId: 'b', position: 1, pendingDeps: 1 },
+        ],
+      });
+      const nulled = await store().createPipeline(waiting('go'));
+      const other = await store().createPipeline(waiting('go'));
+      const plain = await wf.create({ now: at(1) });
+      // A signal of another name, and one to another execution, are not this task's.
+      await store().sendSignal({ executionId: nulled.pipeline.id, name: 'go', payload: null, now: at(2) });
+      await store().sendSignal({ executionId: other.pipeline.id, name: 'stop', payload: 'no', now: at(2) });
+      await store().sendSignal({ executionId: plain.id, name: 'go', payload: 'no', now: at(2) });
+      const claimed = await wf.claim('r', at(10));
+      const byPipeline = new Map(claimed.map((c) => [c.pipeline.id, c]));
+      expect(claimed).toHaveLength(3);
+      expect(byPipeline.get(nulled.pipeline.id)!.signal).toEqual({ payload: null });
+      expect(byPipeline.get(other.pipeline.id)!.signal).toBeUndefined();
+      expect(byPipeline.get(plain.id)!.signal).toBeUndefined();
     });
 
     it('says a wait task timed out when its deadline has passed without the signal', async () => {

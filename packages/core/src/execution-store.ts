@@ -187,6 +187,13 @@ export interface ClaimedTask {
    * started is taken over without a charge, and this is false.
    */
   leaseExpired: boolean;
+  /**
+   * A wait task's signal, when the claim found it stored: the caller completes the task with
+   * its payload without {@link ExecutionStore.waitForSignal}. Absent for other tasks, and when
+   * the claim did not see it (a signal committed during the claim may be missed; waitForSignal
+   * then finds it).
+   */
+  signal?: { payload: Json | null };
 }
 
 /**
@@ -385,7 +392,8 @@ export interface ExecutionStore {
    * Leases up to `limit` claimable tasks of registered workflows in pending or running
    * pipelines: `ready` ones whose `availableAt` has come, and `running` ones whose lease
    * expired (a failed attempt). Marks their pipelines running. Concurrent claimers never
-   * receive the same task (SKIP LOCKED on Postgres).
+   * receive the same task (SKIP LOCKED on Postgres). A wait task comes with its signal when
+   * one is stored ({@link ClaimedTask.signal}).
    */
   claimTasks(request: ClaimTasksRequest): Promise<ClaimedTask[]>;
   /**

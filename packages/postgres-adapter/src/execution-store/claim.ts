@@ -2,13 +2,14 @@ import {
   ACTIVE_PIPELINE_STATUSES,
   type ClaimedTask,
   type ClaimTasksRequest,
+  type Json,
   type PipelineRow,
   registeredTaskKeys,
   type TaskRow,
   TERMINAL_TASK_STATUSES,
 } from '@orreryjs/core';
 import { and, asc, desc, eq, getTableColumns, lt, lte, type SQL, sql } from 'drizzle-orm';
-import { alias } from 'drizzle-orm/pg-core';
+import { alias, type PgColumn } from 'drizzle-orm/pg-core';
 import type pg from 'pg';
 import {
   aliasColumns,
@@ -97,7 +98,7 @@ function selectClaimable(db: PostgresDb, tables: PostgresTables, condition: SQL 
  * return each leased task with its locked pipeline row and its pipeline's terminal tasks.
  */
 export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
-  const { pipelineExecutions: p, taskExecutions: t } = tables;
+  const { pipelineExecutions: p, taskExecutions: t, signals: g } = tables;
   const pipelineRow = getTableColumns(p);
   const taskRow = taskRowColumns(tables);
   const now = bind(t.updatedAt, 'now');
@@ -130,6 +131,13 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
   const STARTED_ATTEMPT_LOST = sql`${candidates.status} = 'running' AND ${candidates.startedAt} IS NOT NULL`;
   const LOST_ERROR = sql`'lease expired (held by ' || coalesce(${t.leaseOwner}, 'nobody') || ')'`;
   const startNow = sql`${sql.placeholder('startNow')}::int`;
+  // A wait task's stored signal, so that its attempt need not read it in a transaction of its own (none
+  // for other tasks: their wait_signal is null). A scalar subquery, one probe of the signals' key per
+  // claimed task whatever the planner guesses of the claim's row count.
+  const storedSignal = db
+    .select({ payload: g.payload })
+    .from(g)
+    .where(and(eq(g.pipelineExecutionId, t.pipelineExecutionId), eq(g.name, t.waitSignal)));
   const leased = db.$with('leased').as(
     db
       .update(t)
@@ -157,6 +165,7 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
         ...taskRow,
         priority: t.priority,
         leaseExpired: sql<boolean>`${STARTED_ATTEMPT_LOST}`.as('lease_expired'),
+        signalPayload: sql`(${storedSignal})`.as('signal_payload'),
         ...carryAliased(candidates, pipelineRow, 'p_'),
       }),
   );
@@ -192,6 +201,7 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
       .select({
         task: fieldsOf(leased, taskRow),
         leaseExpired: leased.leaseExpired,
+        signalPayload: leased.signalPayload,
         pipeline: pickAliased(leased, pipelineRow, 'p_'),
         startedId: started.startedId,
         terminal: terminal.tasks,
@@ -205,7 +215,7 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
   return {
     claimTasks: {
       /** The columns its rows decode with, worked out once: the task's, and the pipeline's under `p_`. */
-      rowColumns: { task: taskRow, pipeline: pipelineRow },
+      rowColumns: { task: taskRow, pipeline: pipelineRow, signalPayload: g.payload },
       // The snapshot test reads the text through getQuery().
       getQuery: () => ({ sql: rendered.text() }),
       /** On the pool (a transaction of its own), or on `client` inside the caller's transaction. */
@@ -225,9 +235,15 @@ export type ClaimStatements = ReturnType<typeof prepareClaim>;
 /** A row of the claim: the leased task's columns, its pipeline's as `p_<column>`, and what the CTEs add. */
 type ClaimRow = Record<string, unknown> & {
   lease_expired: boolean;
+  signal_payload: unknown;
   started_id: string | null;
   terminal_tasks: Array<Record<string, unknown>> | null;
 };
+
+/** A stored signal's payload column (its value wrapped in an object) as {@link ClaimedTask.signal}. */
+function decodeSignal(column: PgColumn, value: unknown): { payload: Json | null } {
+  return { payload: (column.mapFromDriverValue(value) as { value: Json | null }).value };
+}
 
 /** Leases up to `limit` claimable tasks to the claimer, with their pipelines and terminal tasks. */
 export async function claimTasks(
@@ -248,7 +264,7 @@ export async function claimTasks(
   )) as ClaimRow[];
   // A pipeline this claim started reads as the statement wrote it: running, started and updated now.
   const startedAt = new Date(dateToIso(request.now));
-  const { task: taskRow, pipeline: pipelineRow } = q.claimTasks.rowColumns;
+  const { task: taskRow, pipeline: pipelineRow, signalPayload } = q.claimTasks.rowColumns;
   // Decoded once per pipeline: tasks of one pipeline claimed together share the (read-only) list.
   const terminalOf = new Map<string, TaskRow[]>();
   const terminalTasks = (pipelineId: string, rows: Array<Record<string, unknown>> | null) => {
@@ -270,6 +286,7 @@ export async function claimTasks(
           : { ...pipeline, status: 'running' as const, startedAt, updatedAt: startedAt },
       terminalTasks: terminalTasks(task.pipelineExecutionId, row.terminal_tasks),
       leaseExpired: row.lease_expired,
+      ...(row.signal_payload === null ? {} : { signal: decodeSignal(signalPayload, row.signal_payload) }),
     };
   });
 }

@@ -202,6 +202,8 @@ async function runTraced(
  * when none, under the task's id); else the task is given back until its timeout (or for good:
  * a signal wakes it), holding nothing; past the timeout it fails with SignalTimeoutError,
  * never retried. The deadline is kept from the first wait, so waking early changes nothing.
+ * A signal the claim brought along completes it at once: a stored signal is never changed nor
+ * removed while its execution lives, so no transaction of its own need read it again.
  */
 async function awaitSignal(
   env: AttemptEnvironment,
@@ -215,14 +217,17 @@ async function awaitSignal(
   const waitsUntil =
     claimed.task.waitsUntil ?? (waitFor.timeoutMs === undefined ? null : new Date(now.getTime() + waitFor.timeoutMs));
   const timedOut = waitsUntil !== null && waitsUntil.getTime() <= now.getTime();
-  const found = await env.store.waitForSignal({
-    runnerId: env.runnerId,
-    ...leaseOf(entry),
-    name: waitFor.signal,
-    now,
-    waitsUntil,
-    sleepUntil: timedOut ? null : (waitsUntil ?? MAX_STORABLE_DATE),
-  });
+  const found =
+    claimed.signal !== undefined
+      ? { status: 'signalled' as const, ...claimed.signal }
+      : await env.store.waitForSignal({
+          runnerId: env.runnerId,
+          ...leaseOf(entry),
+          name: waitFor.signal,
+          now,
+          waitsUntil,
+          sleepUntil: timedOut ? null : (waitsUntil ?? MAX_STORABLE_DATE),
+        });
   switch (found.status) {
     case 'signalled': {
       const output = { set: { [ref.taskId]: found.payload }, deleted: [] };

@@ -1,6 +1,7 @@
 import {
   type ClaimedTask,
   defineWorkflow,
+  type ExecutionStore,
   type PipelineRow,
   type Storage,
   silentLogger,
@@ -9,6 +10,7 @@ import {
   type TaskRow,
 } from '@orreryjs/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ONE_TASK_WORKFLOW, oneTaskPipelines } from '../../../../test/support/pipelines.js';
 import { tempSqliteStorage } from '../../../../test/support/sqlite.js';
 import type { RunnerEvents } from '../../src/events.js';
 import { WorkflowRegistry } from '../../src/registry.js';
@@ -87,6 +89,33 @@ describe('a task attempt', () => {
       ['t', 'completed', row.output],
     ]);
     expect(env.active.size).toBe(0);
+  });
+
+  it('completes a wait task with the signal its claim brought, reading it in no transaction of its own', async () => {
+    const env = environment({ waitFor: { signal: 'go' } });
+    const now = new Date();
+    const [pipeline] = oneTaskPipelines(1, now);
+    await storage.executions.createPipeline({ ...pipeline!, tasks: [{ ...pipeline!.tasks[0]!, waitSignal: 'go' }] });
+    await storage.executions.sendSignal({ executionId: pipeline!.id, name: 'go', payload: { by: 'ada' }, now });
+    const [claimed] = await storage.executions.claimTasks({
+      runnerId: RUNNER_ID,
+      registered: [ONE_TASK_WORKFLOW],
+      limit: 1,
+      leaseMs: LEASE_MS,
+      now,
+    });
+    expect(claimed!.signal).toEqual({ payload: { by: 'ada' } });
+    const reads: unknown[] = [];
+    const store = Object.create(storage.executions) as ExecutionStore;
+    store.waitForSignal = (request) => {
+      reads.push(request);
+      return storage.executions.waitForSignal(request);
+    };
+    await startAttempt(claimed!, { ...env, store }).done;
+    expect(reads).toEqual([]);
+    const row = await taskRow(claimed!);
+    expect(row).toMatchObject({ status: 'completed', attempt: 1, output: { set: { t: { by: 'ada' } } } });
+    expect(events.map(([event]) => event)).toEqual(['task:completed']);
   });
 
   it('commits a retry for a failure the policy retries, and asks to be woken when its back-off ends', async () => {

@@ -2,6 +2,7 @@ import {
   ACTIVE_PIPELINE_STATUSES,
   type ClaimedTask,
   type ClaimTasksRequest,
+  type Json,
   registeredTaskKeys,
   type TaskRow,
   TERMINAL_TASK_STATUSES,
@@ -49,7 +50,7 @@ function selectClaimable(db: SqliteDb, tables: SqliteTables, condition: SQL | un
 
 /** Prepares the claim statements once on the connection. */
 export function prepareClaim({ db, tables }: SqliteHandle) {
-  const { pipelineExecutions: p, taskExecutions: t } = tables;
+  const { pipelineExecutions: p, taskExecutions: t, signals: g } = tables;
   const now = bind(t.updatedAt, 'now');
   const byIds = (column: unknown) => sql`${column} IN ${uuidListSql(sql.placeholder('ids'))}`;
   const IS_RUNNING = isRunning(tables);
@@ -70,6 +71,12 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
     byPriority,
   );
   const selectExpired = selectClaimable(db, tables, and(IS_RUNNING, lt(t.leaseExpiresAt, now)), byPriority);
+  // A wait task's stored signal, so that its attempt need not read it in a transaction of its own (none
+  // for other tasks: their wait_signal is null).
+  const storedSignal = db
+    .select({ payload: g.payload })
+    .from(g)
+    .where(and(eq(g.pipelineExecutionId, t.pipelineExecutionId), eq(g.name, t.waitSignal)));
   const leaseTasks = db
     .update(t)
     .set({
@@ -87,7 +94,11 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
       updatedAt: now,
     })
     .where(byIds(t.id))
-    .returning({ ...taskRowColumns(tables), priority: t.priority })
+    .returning({
+      ...taskRowColumns(tables),
+      priority: t.priority,
+      signalPayload: sql<{ value: Json | null } | null>`(${storedSignal})`.mapWith(g.payload),
+    })
     .prepare();
   const startPipelines = db
     .update(p)
@@ -160,10 +171,11 @@ export function claimTasks(q: ClaimStatements, request: ClaimTasksRequest): Clai
     if (list === undefined) terminal.set(row.pipelineExecutionId, [row]);
     else list.push(row);
   }
-  return tasks.sort(inClaimOrder).map(({ priority: _priority, ...task }) => ({
+  return tasks.sort(inClaimOrder).map(({ priority: _priority, signalPayload, ...task }) => ({
     task,
     pipeline: pipelines.get(task.pipelineExecutionId)!,
     terminalTasks: terminal.get(task.pipelineExecutionId) ?? [],
     leaseExpired: expired.has(task.id),
+    ...(signalPayload === null ? {} : { signal: { payload: signalPayload.value } }),
   }));
 }
