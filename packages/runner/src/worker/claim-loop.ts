@@ -52,7 +52,9 @@ export const CLAIM_AHEAD_MAX_TASK_MS = 10;
  *   in parallel with the outcomes' commits (riding along would make each cycle wait for the
  *   previous one's commit), and, while tasks are short, ahead of its free slots.
  * - `idle`: the last claim along found nothing. Outcomes commit alone, at once; new work arrives
- *   with its own nudge (a pipeline created here, a wake-up) or the poll.
+ *   with its own nudge (a pipeline created here, a wake-up) or the poll. But outcomes that may
+ *   ready their dependents take the claim along: the dependents then start with the outcome's
+ *   commit, not with a claim after it (a DAG's next task, a signalled wait task's successor).
  */
 export type ClaimMode = 'ridingAlong' | 'saturated' | 'idle';
 
@@ -246,7 +248,8 @@ export class ClaimLoop extends BackgroundLoop {
   }
 
   #claimAlong(): ClaimAlong | null {
-    if (!this.running || this.mode !== 'ridingAlong') return null;
+    const mode = this.mode;
+    if (!this.running || mode === 'saturated' || (mode === 'idle' && !this.#writer.nextMayReady)) return null;
     const reservation = this.#reserve();
     if (reservation === null) return null;
     return {

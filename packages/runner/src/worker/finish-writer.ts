@@ -63,6 +63,16 @@ export class FinishWriter {
     return this.#queue.length > 0 && this.#inFlight < MAX_WRITES_IN_FLIGHT;
   }
 
+  /**
+   * The next write holds an outcome that may ready tasks: a terminal one of a task with
+   * dependents (each is readied once its last dependency ends).
+   */
+  get nextMayReady(): boolean {
+    return this.#queue
+      .slice(0, MAX_FINISHES_PER_WRITE)
+      .some(({ request }) => request.outcome.status !== 'retry' && request.dependents.length > 0);
+  }
+
   /** Queues an outcome for the next write; resolves once it is committed (or refused by its fence). */
   enqueue(request: FinishTaskRequest): Promise<FinishTaskResult> {
     return new Promise((resolve, reject) => this.#queue.push({ request, resolve, reject }));

@@ -102,6 +102,35 @@ describe.each(ADAPTERS)('ClaimLoop on $name', (adapter) => {
     expect(claims).toEqual([10]);
   });
 
+  it('when idle, takes the claim along with an outcome that may ready its dependents, and only then', async () => {
+    const { loop, started, writes, claims } = claimLoop(10);
+    await storage.executions.createPipeline(diamond());
+    loop.start();
+    await waitFor(() => started.length === 2);
+    // a's claim along finds nothing (c waits for b too): idle.
+    await loop.commit(completion(started[0]!));
+    expect(loop.mode).toBe('idle');
+    // Idle, b's outcome may ready c: the claim rides along and leases c with b's commit.
+    await loop.commit(completion(started[1]!));
+    expect(started.map((c) => c.task.taskId)).toEqual(['a', 'b', 'c']);
+    expect(loop.mode).toBe('ridingAlong');
+    await loop.commit(completion(started[2]!));
+    expect(loop.mode).toBe('idle');
+    // Idle, an outcome that readies nothing commits alone.
+    await storage.executions.createPipeline(diamond());
+    loop.nudge();
+    await waitFor(() => started.length === 5);
+    await loop.commit({ ...completion(started[3]!), dependents: [] });
+    expect(writes).toEqual([
+      { outcomes: 1, withClaim: true },
+      { outcomes: 1, withClaim: true },
+      { outcomes: 1, withClaim: true },
+      { outcomes: 1, withClaim: false },
+    ]);
+    // Two claims of its own (the first tick, the nudge); c's rode along.
+    expect(claims).toEqual([10, 10]);
+  });
+
   it('is saturated when a claim fills every free slot: it then commits outcomes alone and claims on its own', async () => {
     const { loop, started, writes, claims } = claimLoop(2);
     await storage.executions.createPipelines([diamond(), diamond(), diamond()]);
