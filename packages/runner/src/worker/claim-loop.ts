@@ -247,9 +247,14 @@ export class ClaimLoop extends BackgroundLoop {
     }
   }
 
-  #claimAlong(): ClaimAlong | null {
+  /** Whether the next write of outcomes takes a claim along (see {@link ClaimMode}). */
+  #nextWriteClaims(): boolean {
     const mode = this.mode;
-    if (!this.running || mode === 'saturated' || (mode === 'idle' && !this.#writer.nextMayReady)) return null;
+    return mode === 'ridingAlong' || (mode === 'idle' && this.#writer.nextMayReady);
+  }
+
+  #claimAlong(): ClaimAlong | null {
+    if (!this.running || !this.#nextWriteClaims()) return null;
     const reservation = this.#reserve();
     if (reservation === null) return null;
     return {
@@ -264,8 +269,9 @@ export class ClaimLoop extends BackgroundLoop {
   }
 
   protected async tick(signal: AbortSignal): Promise<void> {
-    // Outcomes waiting for their write will claim along with it, in the same transaction.
-    if (signal.aborted || (this.#writer.queued > 0 && this.mode === 'ridingAlong')) return;
+    // Outcomes waiting for their write will claim along with it, in the same transaction: a claim
+    // here would take the free slots first, and the dependents they ready would wait for a claim after it.
+    if (signal.aborted || (this.#writer.queued > 0 && this.#nextWriteClaims())) return;
     const reservation = this.#reserve();
     if (reservation === null) {
       // Slots promised to a claim in flight, whose snapshot may predate the work that woke us: claim again after it.

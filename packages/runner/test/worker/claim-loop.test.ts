@@ -131,6 +131,61 @@ describe.each(ADAPTERS)('ClaimLoop on $name', (adapter) => {
     expect(claims).toEqual([10, 10]);
   });
 
+  it('when idle, leaves the claim to a queued write that may ready dependents, rather than take its slots first', async () => {
+    const recorded = recording(storage.executions);
+    let instant = false;
+    const claimTasks = recorded.store.claimTasks;
+    // A wake-up arriving while the claim is in flight (as a signal's does), so the loop ticks again at once.
+    recorded.store.claimTasks = (request) => {
+      if (instant) loop!.nudge();
+      return claimTasks(request);
+    };
+    const registry = new WorkflowRegistry();
+    registry.add(
+      defineWorkflow({
+        name: WORKFLOW,
+        tasks: [
+          { id: 'a', run: noop },
+          { id: 'b', run: noop },
+          { id: 'c', dependsOn: ['a', 'b'], run: noop },
+        ],
+      }),
+    );
+    const started: ClaimedTask[] = [];
+    const committed: Array<Promise<unknown>> = [];
+    loop = new ClaimLoop({
+      store: recorded.store,
+      registry,
+      active: new ActiveTasks(),
+      ahead: new ClaimedAhead(),
+      // Instant tasks (a signalled wait task): the outcome is queued as the claim hands the task out.
+      startAttempt: (claimed) => {
+        started.push(claimed);
+        if (instant) committed.push(loop!.commit(completion(claimed)));
+      },
+      runnerId: 'r1',
+      maxConcurrentTasks: 10,
+      taskLeaseMs: 60_000,
+      pollIntervalMs: 60_000,
+      clock: systemClock,
+      logger: silentLogger,
+    });
+    await storage.executions.createPipeline(diamond());
+    loop.start();
+    await waitFor(() => started.length === 2);
+    await loop.commit(completion(started[0]!));
+    expect(loop.mode).toBe('idle');
+    instant = true;
+    await storage.executions.createPipeline(diamond());
+    loop.nudge();
+    await waitFor(() => started.length === 5);
+    await Promise.all(committed);
+    // The new a and b committed together and leased their c; the tick after their claim claimed nothing.
+    expect(started.slice(2).map((c) => c.task.taskId)).toEqual(['a', 'b', 'c']);
+    expect(recorded.writes.slice(1, 2)).toEqual([{ outcomes: 2, withClaim: true }]);
+    expect(recorded.claims).toEqual([10, 10]);
+  });
+
   it('is saturated when a claim fills every free slot: it then commits outcomes alone and claims on its own', async () => {
     const { loop, started, writes, claims } = claimLoop(2);
     await storage.executions.createPipelines([diamond(), diamond(), diamond()]);
