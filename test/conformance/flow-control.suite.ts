@@ -401,7 +401,7 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
       });
     });
 
-    it('claims a wait task with its stored signal (a null payload too), and other tasks without one', async () => {
+    it('claims a wait task with its stored signal (null, or text Postgres cannot hold), and other tasks without', async () => {
       const wf = workflowFixture(storage, CHAIN);
       const waiting = (signal: string) => ({
         ...newPipelineOf(wf),
@@ -412,14 +412,18 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
       });
       const nulled = await store().createPipeline(waiting('go'));
       const other = await store().createPipeline(waiting('go'));
+      const awkward = await store().createPipeline(waiting('go'));
       const plain = await wf.create({ now: at(1) });
       // A signal of another name, and one to another execution, are not this task's.
       await store().sendSignal({ executionId: nulled.pipeline.id, name: 'go', payload: null, now: at(2) });
       await store().sendSignal({ executionId: other.pipeline.id, name: 'stop', payload: 'no', now: at(2) });
       await store().sendSignal({ executionId: plain.id, name: 'go', payload: 'no', now: at(2) });
+      const text = { nul: 'a\u0000b', lone: 'x\ud800y' };
+      await store().sendSignal({ executionId: awkward.pipeline.id, name: 'go', payload: text, now: at(2) });
       const claimed = await wf.claim('r', at(10));
       const byPipeline = new Map(claimed.map((c) => [c.pipeline.id, c]));
-      expect(claimed).toHaveLength(3);
+      expect(claimed).toHaveLength(4);
+      expect(byPipeline.get(awkward.pipeline.id)!.signal).toEqual({ payload: text });
       expect(byPipeline.get(nulled.pipeline.id)!.signal).toEqual({ payload: null });
       expect(byPipeline.get(other.pipeline.id)!.signal).toBeUndefined();
       expect(byPipeline.get(plain.id)!.signal).toBeUndefined();
@@ -469,6 +473,44 @@ export function describeFlowControl(open: OpenStorage, openSecond?: () => Promis
           await Promise.all(Array.from({ length: 10 }, (_, n) => stores[n % 2]!.admitQueued([group.group], at(100))));
           const claimed = await wf.claim('r', at(200));
           expect(claimed).toHaveLength(3);
+        } finally {
+          await second.close();
+        }
+      });
+
+      it('never leaves a wait task asleep once its signal is stored, however a signal and its wait interleave', async () => {
+        const second = await openSecond();
+        try {
+          const wf = workflowFixture(storage, SINGLE);
+          for (let n = 0; n < 20; n += 1) {
+            const created = await store().createPipeline({
+              ...newPipelineOf(wf),
+              tasks: [{ id: crypto.randomUUID(), taskId: 'only', position: 0, pendingDeps: 0, waitSignal: 'go' }],
+            });
+            const [claimed] = await wf.claim('r', at(10));
+            // The wait (looking, then giving the task back for good) and the signal, from two connections at once.
+            const [found, sent] = await Promise.all([
+              store().waitForSignal({
+                runnerId: 'r',
+                ...leaseOfTask(claimed!.task),
+                name: 'go',
+                now: at(10),
+                waitsUntil: null,
+                sleepUntil: at(10_000_000),
+              }),
+              second.executions.sendSignal({ executionId: created.pipeline.id, name: 'go', payload: n, now: at(11) }),
+            ]);
+            expect(sent).toBe('sent');
+            if (found.status === 'signalled') {
+              expect(found.payload).toBe(n);
+              continue;
+            }
+            // Given back before the signal: the signal woke it, and the next claim brings the signal along.
+            expect(found.status).toBe('waiting');
+            const [again] = await wf.claim('r', at(11));
+            expect(again!.task.pipelineExecutionId).toBe(created.pipeline.id);
+            expect(again!.signal).toEqual({ payload: n });
+          }
         } finally {
           await second.close();
         }

@@ -67,13 +67,6 @@ import {
 import { prepareExecutionStore } from '../src/execution-store/index.js';
 import { deferTask } from '../src/execution-store/lease.js';
 import { countWork, selectPipelines } from '../src/execution-store/pipelines.js';
-import {
-  insertSignal,
-  lockPipelineStatus,
-  selectSignal,
-  sharePipeline,
-  wakeWaitingTask,
-} from '../src/execution-store/signals.js';
 import { prepareRunnerStore } from '../src/runner-store/index.js';
 import { tablesIn } from '../src/schema.js';
 import type { PostgresDb, PostgresHandle } from '../src/transaction.js';
@@ -189,13 +182,6 @@ const stores = {
         ]),
         selectQueuedGroups: selectQueuedGroups(db, tables, [id]),
         selectGroupOccupancy: selectGroupOccupancy(db, tables, 'w'),
-      },
-      signals: {
-        lockPipelineStatus: lockPipelineStatus(db, tables, id),
-        sharePipeline: sharePipeline(db, tables, id),
-        insertSignal: insertSignal(db, tables, { executionId: id, name: 's', payload: null, now }),
-        wakeWaitingTask: wakeWaitingTask(db, tables, { executionId: id, name: 's', payload: null, now }),
-        selectSignal: selectSignal(db, tables, id, 's'),
       },
       lease: {
         deferTask: deferTask(db, tables, { ...rateLimited, availableAt: now }),

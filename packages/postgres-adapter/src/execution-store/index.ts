@@ -38,7 +38,7 @@ import { finishTasks, prepareFinish } from './finish.js';
 import { deferTask, prepareLease, releaseLeases, renewLeases } from './lease.js';
 import { countWork, createPipelinesIn, preparePipelines, selectPipelines } from './pipelines.js';
 import { prepareRetention } from './retention.js';
-import { sendSignalIn, waitForSignalIn } from './signals.js';
+import { prepareSignals, sendSignalIn, waitForSignalIn } from './signals.js';
 
 /** Every prepared statement of the execution store, by the file of the guarantee it serves. */
 export function prepareExecutionStore(handle: PostgresHandle) {
@@ -49,6 +49,7 @@ export function prepareExecutionStore(handle: PostgresHandle) {
     finish: prepareFinish(handle),
     control: prepareControl(handle),
     retention: prepareRetention(handle),
+    signals: prepareSignals(handle),
   };
 }
 
@@ -201,11 +202,13 @@ export class PostgresExecutionStore implements ExecutionStore {
   }
 
   sendSignal(request: SendSignalRequest): Promise<SendSignalResult> {
-    return transaction(this.#handle, 'sendSignal', (tx) => sendSignalIn(tx, this.#handle.tables, request));
+    return transaction(this.#handle, 'sendSignal', (tx) => sendSignalIn(this.#q.signals, tx, request));
   }
 
   waitForSignal(request: WaitForSignalRequest): Promise<WaitForSignalResult> {
-    return transaction(this.#handle, 'waitForSignal', (tx) => waitForSignalIn(tx, this.#handle.tables, request));
+    return transaction(this.#handle, 'waitForSignal', (tx) =>
+      waitForSignalIn(this.#q.signals, tx, this.#handle.tables, request),
+    );
   }
 
   startRateLimited(requests: readonly RateLimitedStart[]): Promise<RateLimitedStartResult[]> {

@@ -192,6 +192,32 @@ delete
   from "tenant"."rate_limit_starts"
   where ctid IN (SELECT ctid FROM "tenant"."rate_limit_starts" WHERE "tenant"."rate_limit_starts"."expires_at" < $1::timestamp (3) with time zone LIMIT $2);
 
+-- signals/lockPipelineStatus
+select "status"
+  from "tenant"."pipeline_executions"
+  where "tenant"."pipeline_executions"."id" = $1::uuid for update;
+
+-- signals/sharePipeline
+select "id"
+  from "tenant"."pipeline_executions"
+  where "tenant"."pipeline_executions"."id" = $1::uuid for share;
+
+-- signals/insertSignal
+WITH stored AS (
+  INSERT INTO "tenant"."signals" ("pipeline_execution_id", "name", "payload", "received_at")
+  VALUES ($1::uuid, $2::text, $3::jsonb, $4::timestamp (3) with time zone)
+  ON CONFLICT DO NOTHING RETURNING 1
+), woken AS (
+  UPDATE "tenant"."task_executions" SET "available_at" = $5::timestamp (3) with time zone, "updated_at" = $6::timestamp (3) with time zone
+  WHERE ("tenant"."task_executions"."pipeline_execution_id" = $7::uuid and "tenant"."task_executions"."wait_signal" = $8::text and "tenant"."task_executions"."status" = 'ready' and "tenant"."task_executions"."available_at" > $9::timestamp (3) with time zone) AND EXISTS (SELECT FROM stored)
+)
+SELECT count(*)::int AS stored FROM stored;
+
+-- signals/selectSignal
+select "payload"
+  from "tenant"."signals"
+  where ("tenant"."signals"."pipeline_execution_id" = $1::uuid and "tenant"."signals"."name" = $2::text);
+
 -- pipelines/selectPipelines
 select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at"
   from "tenant"."pipeline_executions"
@@ -284,32 +310,6 @@ select "tenant"."concurrency_slots"."group_name", "tenant"."pipeline_executions"
   where ("tenant"."pipeline_executions"."status" NOT IN ('completed', 'failed', 'cancelled') and "tenant"."pipeline_executions"."workflow_name" = $1)
   group by "tenant"."pipeline_executions"."workflow_name", "tenant"."concurrency_slots"."group_name"
   order by "tenant"."pipeline_executions"."workflow_name" asc, "tenant"."concurrency_slots"."group_name" asc;
-
--- signals/lockPipelineStatus
-select "status"
-  from "tenant"."pipeline_executions"
-  where "tenant"."pipeline_executions"."id" = $1 for update;
-
--- signals/sharePipeline
-select "id"
-  from "tenant"."pipeline_executions"
-  where "tenant"."pipeline_executions"."id" = $1 for share;
-
--- signals/insertSignal
-insert into "tenant"."signals" ("pipeline_execution_id", "name", "payload", "received_at")
-  values ($1, $2, $3, $4)
-  on conflict do nothing
-  returning "name";
-
--- signals/wakeWaitingTask
-update "tenant"."task_executions"
-  set "available_at" = $1, "updated_at" = $2
-  where ("tenant"."task_executions"."pipeline_execution_id" = $3 and "tenant"."task_executions"."wait_signal" = $4 and "tenant"."task_executions"."status" = 'ready' and "tenant"."task_executions"."available_at" > $5);
-
--- signals/selectSignal
-select "payload"
-  from "tenant"."signals"
-  where ("tenant"."signals"."pipeline_execution_id" = $1 and "tenant"."signals"."name" = $2);
 
 -- lease/deferTask
 update "tenant"."task_executions"

@@ -12,7 +12,7 @@ import type { LeaseStatements } from './lease.js';
 
 /*
  * Signals: stored once per (execution, name), early ones kept; a signal wakes the wait task
- * that sleeps for it, whose next attempt reads it and completes.
+ * that sleeps for it, whose next attempt reads it and completes (or its claim brings it along).
  */
 
 /** Prepares the signal statements once on the connection. */
@@ -29,31 +29,34 @@ export function prepareSignals({ db, tables }: SqliteHandle) {
       .from(p)
       .where(eq(p.id, bind(p.id, 'executionId')))
       .prepare(),
-    // Stores the signal unless one of its name is there; returns a row only when stored.
-    insertSignal: db
-      .insert(g)
-      .values({
-        pipelineExecutionId: bind(g.pipelineExecutionId, 'executionId'),
-        name: bind(g.name, 'name'),
-        payload: bind(g.payload, 'payload'),
-        receivedAt: bind(g.receivedAt, 'now'),
-      })
-      .onConflictDoNothing()
-      .returning({ name: g.name })
-      .prepare(),
-    // Makes the execution's ready wait task of this signal claimable now.
-    wakeWaitingTask: db
-      .update(t)
-      .set({ availableAt: bind(t.availableAt, 'now'), updatedAt: bind(t.updatedAt, 'now') })
-      .where(
-        and(
-          eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'executionId')),
-          eq(t.waitSignal, bind(t.waitSignal, 'name')),
-          sql`${t.status} = 'ready'`,
-          gt(t.availableAt, bind(t.availableAt, 'now')),
-        ),
-      )
-      .prepare(),
+    // Stores the signal unless one of its name is there (returning a row only when stored); when
+    // stored, makes the execution's ready wait task of this signal claimable now. Differs by
+    // necessity: no UPDATE in a CTE, so two statements in order.
+    insertSignal: [
+      db
+        .insert(g)
+        .values({
+          pipelineExecutionId: bind(g.pipelineExecutionId, 'executionId'),
+          name: bind(g.name, 'name'),
+          payload: bind(g.payload, 'payload'),
+          receivedAt: bind(g.receivedAt, 'now'),
+        })
+        .onConflictDoNothing()
+        .returning({ name: g.name })
+        .prepare(),
+      db
+        .update(t)
+        .set({ availableAt: bind(t.availableAt, 'now'), updatedAt: bind(t.updatedAt, 'now') })
+        .where(
+          and(
+            eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'executionId')),
+            eq(t.waitSignal, bind(t.waitSignal, 'name')),
+            sql`${t.status} = 'ready'`,
+            gt(t.availableAt, bind(t.availableAt, 'now')),
+          ),
+        )
+        .prepare(),
+    ] as const,
     // Differs by necessity: no sharePipeline (a row lock); the writer's BEGIN IMMEDIATE orders a wait and a signal.
     // The signal `name` of an execution.
     selectSignal: db.select({ wrapped: g.payload }).from(g).where(ofSignal).prepare(),
@@ -69,8 +72,9 @@ export function sendSignalIn(q: SignalStatements, request: SendSignalRequest): S
   const pipeline = q.lockPipelineStatus.get(params);
   if (pipeline === undefined) return 'unknown';
   if (isTerminalPipelineStatus(pipeline.status)) return 'terminal';
-  if (q.insertSignal.all(params).length === 0) return 'duplicate';
-  q.wakeWaitingTask.run(params);
+  const [insertSignal, wakeWaitingTask] = q.insertSignal;
+  if (insertSignal.all(params).length === 0) return 'duplicate';
+  wakeWaitingTask.run(params);
   return 'sent';
 }
 

@@ -279,13 +279,13 @@ select "status"
   from "pipeline_executions"
   where "pipeline_executions"."id" = ?;
 
--- signals/insertSignal
+-- signals/insertSignal#1
 insert into "signals" ("pipeline_execution_id", "name", "payload", "received_at")
   values (?, ?, ?, ?)
   on conflict do nothing
   returning "name";
 
--- signals/wakeWaitingTask
+-- signals/insertSignal#2
 update "task_executions"
   set "available_at" = ?, "updated_at" = ?
   where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."wait_signal" = ? and "task_executions"."status" = 'ready' and "task_executions"."available_at" > ?);
