@@ -10,7 +10,8 @@
  *    window with no work at all. A sleeping task is a row, so both should be the idle cost of
  *    the claim loop's polls.
  * 2. Signal to start: a wait task's signal sent, to its dependent task's first instruction
- *    (p50/p95), against executeAsync of a one-task pipeline to its task's first instruction.
+ *    (p50/p95), against executeAsync of a one-task pipeline to its task's first instruction;
+ *    one of each in turn, so that both see the same load.
  *
  * PostgreSQL comes from TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test.
  * Results are printed and written to bench/results/waits-<date>.json.
@@ -86,17 +87,15 @@ try {
   const asleepCpuMs = await cpuOver(WINDOW_MS);
   process.stdout.write('\n');
 
-  // 2. Plain start latency, then signal-to-start latency, one at a time.
+  // 2. Plain start latency and signal-to-start latency, one at a time, alternated, so that both
+  // see the same load on a shared machine.
   const plainMs: number[] = [];
-  for (let n = 0; n < SIGNALS; n += 1) {
-    const from = performance.now();
-    const execution = await runner.executeAsync('plain');
-    await until(() => started.has(execution.id));
-    plainMs.push(started.get(execution.id)! - from);
-    if (n % 20 === 0) progress(`plain starts: ${n}/${SIGNALS}`);
-  }
   const signalMs: number[] = [];
   for (let n = 0; n < SIGNALS; n += 1) {
+    const fromPlain = performance.now();
+    const plainExecution = await runner.executeAsync('plain');
+    await until(() => started.has(plainExecution.id));
+    plainMs.push(started.get(plainExecution.id)! - fromPlain);
     const execution = await runner.executeAsync('approval');
     // Waiting: its wait task given back (its deadline never comes), so the signal wakes it.
     await new Promise((resolve) => setTimeout(resolve, 30));
@@ -104,7 +103,7 @@ try {
     await runner.signal(execution.id, 'approved');
     await until(() => started.has(execution.id));
     signalMs.push(started.get(execution.id)! - from);
-    if (n % 20 === 0) progress(`signal starts: ${n}/${SIGNALS}`);
+    if (n % 20 === 0) progress(`plain and signal starts: ${n}/${SIGNALS}`);
   }
   process.stdout.write('\n');
 
