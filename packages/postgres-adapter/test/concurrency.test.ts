@@ -1,4 +1,5 @@
 import { type ClaimedTask, type NewPipeline, newId, type Storage, type TaskOutcome } from '@orreryjs/core';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { openPostgresStorage } from '../src/index.js';
@@ -17,6 +18,15 @@ afterAll(async () => {
 });
 
 const NOW = new Date('2030-01-01T00:00:00.000Z');
+
+/** Resolves once `condition` holds, checking every 5 ms; rejects after 10 s. */
+async function waitUntil(condition: () => Promise<boolean>): Promise<void> {
+  const deadline = performance.now() + 10_000;
+  while (!(await condition())) {
+    if (performance.now() > deadline) throw new Error('condition not met within 10 s');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 const completed: TaskOutcome = { status: 'completed', output: { set: {}, deleted: [] } };
 
 /** A pipeline of workflow `workflowName` whose tasks depend on each other as `dag` says. */
@@ -148,6 +158,84 @@ describe('several pools on one schema', () => {
       expect(await storages[0]!.executions.getPipeline(p.id)).toMatchObject({ status: 'cancelled' });
       const tasks = await storages[0]!.executions.listTasks(p.id);
       expect(tasks.every((task) => task.status === 'cancelled' && task.leaseOwner === null)).toBe(true);
+    }
+  });
+  it('wakes a wait task that is given back while its signal waits for the pipeline row', async () => {
+    const workflowName = `wf_${newId().slice(0, 8)}`;
+    const created = pipeline(workflowName, { wait: [] });
+    await storages[0]!.executions.createPipeline({ ...created, tasks: [{ ...created.tasks[0]!, waitSignal: 'go' }] });
+    const [claimed] = await storages[0]!.executions.claimTasks({
+      runnerId: 'r',
+      registered: [{ workflowName, taskIds: ['wait'] }],
+      limit: 1,
+      leaseMs: 60_000,
+      now: NOW,
+    });
+    // A wait task's look, held open: the pipeline row shared, the signal not there, the task given back for good.
+    const wait = new pg.Client({ connectionString: postgresUrl() });
+    await wait.connect();
+    try {
+      await wait.query('BEGIN');
+      await wait.query(`SELECT id FROM "${schema}".pipeline_executions WHERE id = $1 FOR SHARE`, [created.id]);
+      await wait.query(
+        `UPDATE "${schema}".task_executions SET status = 'ready', attempt = attempt - 1, available_at = '2200-01-01Z',
+          lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`,
+        [claimed!.task.id],
+      );
+      const later = new Date(NOW.getTime() + 1_000);
+      const sending = storages[1]!.executions.sendSignal({
+        executionId: created.id,
+        name: 'go',
+        payload: 1,
+        now: later,
+      });
+      // The signal waits for the row the look holds.
+      await waitUntil(async () => {
+        const { rows } = await wait.query(
+          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))',
+        );
+        return rows[0].n > 0;
+      });
+      await wait.query('COMMIT');
+      expect(await sending).toBe('sent');
+      const [again] = await storages[2]!.executions.claimTasks({
+        runnerId: 'r2',
+        registered: [{ workflowName, taskIds: ['wait'] }],
+        limit: 1,
+        leaseMs: 60_000,
+        now: later,
+      });
+      expect(again?.task.id).toBe(claimed!.task.id);
+      expect(again?.signal).toEqual({ payload: 1 });
+    } finally {
+      await wait.end();
+    }
+  });
+  it('refuses a signal that waits for the pipeline row while the execution ends, and stores nothing', async () => {
+    const workflowName = `wf_${newId().slice(0, 8)}`;
+    const created = pipeline(workflowName, { wait: [] });
+    await storages[0]!.executions.createPipeline({ ...created, tasks: [{ ...created.tasks[0]!, waitSignal: 'go' }] });
+    const ending = new pg.Client({ connectionString: postgresUrl() });
+    await ending.connect();
+    try {
+      await ending.query('BEGIN');
+      await ending.query(`UPDATE "${schema}".pipeline_executions SET status = 'cancelled' WHERE id = $1`, [created.id]);
+      const sending = storages[1]!.executions.sendSignal({ executionId: created.id, name: 'go', payload: 1, now: NOW });
+      await waitUntil(async () => {
+        const { rows } = await ending.query(
+          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))',
+        );
+        return rows[0].n > 0;
+      });
+      await ending.query('COMMIT');
+      expect(await sending).toBe('terminal');
+      const { rows } = await ending.query(
+        `SELECT count(*)::int AS n FROM "${schema}".signals WHERE pipeline_execution_id = $1`,
+        [created.id],
+      );
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await ending.end();
     }
   });
 });

@@ -38,7 +38,7 @@ import { finishTasks, prepareFinish } from './finish.js';
 import { deferTask, prepareLease, releaseLeases, renewLeases } from './lease.js';
 import { countWork, createPipelinesIn, preparePipelines, selectPipelines } from './pipelines.js';
 import { prepareRetention } from './retention.js';
-import { prepareSignals, sendSignalIn, waitForSignalIn } from './signals.js';
+import { prepareSignals, sendSignal, waitForSignalIn } from './signals.js';
 
 /** Every prepared statement of the execution store, by the file of the guarantee it serves. */
 export function prepareExecutionStore(handle: PostgresHandle) {
@@ -202,7 +202,7 @@ export class PostgresExecutionStore implements ExecutionStore {
   }
 
   sendSignal(request: SendSignalRequest): Promise<SendSignalResult> {
-    return transaction(this.#handle, 'sendSignal', (tx) => sendSignalIn(this.#q.signals, tx, request));
+    return statement('sendSignal', () => sendSignal(this.#q.signals, this.#handle.pool, request));
   }
 
   waitForSignal(request: WaitForSignalRequest): Promise<WaitForSignalResult> {

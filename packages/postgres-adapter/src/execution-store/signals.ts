@@ -3,12 +3,13 @@ import {
   type PipelineStatus,
   type SendSignalRequest,
   type SendSignalResult,
+  TERMINAL_PIPELINE_STATUSES,
   type WaitForSignalRequest,
   type WaitForSignalResult,
 } from '@orreryjs/core';
 import { and, eq, type SQLWrapper, sql } from 'drizzle-orm';
 import type pg from 'pg';
-import { bind, DRIVER_TEXT_TYPES, renderBuilt } from '../codec.js';
+import { bind, DRIVER_TEXT_TYPES, renderBuilt, statusNotIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
 import { deferTask } from './lease.js';
@@ -34,19 +35,50 @@ function namedStatement(named: PostgresHandle['named'], name: string, query: SQL
 
 /**
  * Builds the signal statements once; each is named, so each connection parses it once (a
- * signal's latency is its transaction's round trips: issue 23).
+ * signal's latency is its round trips: issue 23).
  */
 export function prepareSignals({ db, tables, named }: PostgresHandle) {
   const { pipelineExecutions: p, signals: g, taskExecutions: t } = tables;
   const executionId = bind(p.id, 'executionId');
   const name = bind(g.name, 'name');
   const now = bind(g.receivedAt, 'now');
+  // A ready wait task asleep: one given back, whose signal wakes it.
+  const wakes = sql`${t.status} = 'ready' AND ${t.availableAt} > ${now}`;
   return {
-    /** The execution's status, its row locked, so that a signal and the execution's end are ordered. */
-    lockPipelineStatus: namedStatement(
+    /**
+     * sendSignal as one statement: the execution's row locked (so that a signal, a wait task's
+     * look and the execution's end are ordered) and its status read; unless it has ended, the
+     * signal stored unless one of its name is there; when stored, the execution's ready wait
+     * task of this signal made claimable now (a trigger tells the other processes).
+     *
+     * The wake-up reads the wait task as the statement's snapshot saw it, which may predate a
+     * look that held the row and gave the task back (status `running` then, `ready` at the end
+     * of time now). So it matches a `running` task too, and sets the values by CASE from the
+     * row it updates: a row changed since the snapshot is read again at its latest version
+     * (READ COMMITTED's recheck of an UPDATE), so the task given back is woken, and a task
+     * still running is left as it is. Raw SQL: an insert and an update in CTEs, and columns
+     * set by CASE, which drizzle's builder cannot chain.
+     */
+    sendSignal: namedStatement(
       named,
-      'orrery_lock_pipeline_status',
-      db.select({ status: p.status }).from(p).where(eq(p.id, executionId)).for('update'),
+      'orrery_send_signal',
+      sql`WITH locked AS (
+  SELECT ${p.status} FROM ${p} WHERE ${eq(p.id, executionId)} FOR UPDATE
+), stored AS (
+  INSERT INTO ${g} (${sql.identifier(g.pipelineExecutionId.name)}, ${sql.identifier(g.name.name)}, ${sql.identifier(g.payload.name)}, ${sql.identifier(g.receivedAt.name)})
+  SELECT ${bind(g.pipelineExecutionId, 'executionId')}, ${name}, ${bind(g.payload, 'payload')}, ${now} FROM locked
+  WHERE ${statusNotIn(sql.raw('locked.status'), TERMINAL_PIPELINE_STATUSES)}
+  ON CONFLICT DO NOTHING RETURNING 1
+), woken AS (
+  UPDATE ${t} SET ${sql.identifier(t.availableAt.name)} = CASE WHEN ${wakes} THEN ${now} ELSE ${t.availableAt} END,
+    ${sql.identifier(t.updatedAt.name)} = CASE WHEN ${wakes} THEN ${now} ELSE ${t.updatedAt} END
+  WHERE ${and(
+    eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'executionId')),
+    eq(t.waitSignal, bind(t.waitSignal, 'name')),
+    sql`${t.status} IN ('ready', 'running')`,
+  )} AND EXISTS (SELECT FROM stored)
+)
+SELECT (SELECT status FROM locked) AS status, (SELECT count(*)::int FROM stored) AS stored`,
     ),
     /**
      * Holds the pipeline row while a wait task looks for its signal: a signal (which locks it for
@@ -56,31 +88,6 @@ export function prepareSignals({ db, tables, named }: PostgresHandle) {
       named,
       'orrery_share_pipeline',
       db.select({ id: p.id }).from(p).where(eq(p.id, executionId)).for('share'),
-    ),
-    /**
-     * Stores the signal unless one of its name is there and, when stored, makes the execution's
-     * ready wait task of this signal claimable now (a trigger tells the other processes); says
-     * whether it stored. One statement, after the lock: its snapshot, taken once the lock is
-     * held, sees a wait task given back by the attempt that held the row. Raw SQL: an insert
-     * and an update in CTEs, which drizzle's builder cannot chain.
-     */
-    insertSignal: namedStatement(
-      named,
-      'orrery_insert_signal',
-      sql`WITH stored AS (
-  INSERT INTO ${g} (${sql.identifier(g.pipelineExecutionId.name)}, ${sql.identifier(g.name.name)}, ${sql.identifier(g.payload.name)}, ${sql.identifier(g.receivedAt.name)})
-  VALUES (${bind(g.pipelineExecutionId, 'executionId')}, ${name}, ${bind(g.payload, 'payload')}, ${now})
-  ON CONFLICT DO NOTHING RETURNING 1
-), woken AS (
-  UPDATE ${t} SET ${sql.identifier(t.availableAt.name)} = ${now}, ${sql.identifier(t.updatedAt.name)} = ${now}
-  WHERE ${and(
-    eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'executionId')),
-    eq(t.waitSignal, bind(t.waitSignal, 'name')),
-    sql`${t.status} = 'ready'`,
-    sql`${t.availableAt} > ${now}`,
-  )} AND EXISTS (SELECT FROM stored)
-)
-SELECT count(*)::int AS stored FROM stored`,
     ),
     /** The signal `name` of an execution. */
     selectSignal: namedStatement(
@@ -96,18 +103,18 @@ SELECT count(*)::int AS stored FROM stored`,
 
 export type SignalStatements = ReturnType<typeof prepareSignals>;
 
-/** Stores a signal and wakes its wait task inside `tx` (see ExecutionStore.sendSignal). */
-export async function sendSignalIn(
+/** Stores a signal and wakes its wait task, in one statement (see ExecutionStore.sendSignal). */
+export async function sendSignal(
   q: SignalStatements,
-  tx: PostgresDb,
+  pool: pg.Pool,
   request: SendSignalRequest,
 ): Promise<SendSignalResult> {
-  const [pipeline] = await q.lockPipelineStatus.execute(tx.$client, { executionId: request.executionId });
-  if (pipeline === undefined) return 'unknown';
-  if (isTerminalPipelineStatus(pipeline.status as PipelineStatus)) return 'terminal';
   // Wrapped in an object, as the column holds it: a payload may be any JSON value.
-  const [stored] = await q.insertSignal.execute(tx.$client, { ...request, payload: { value: request.payload } });
-  return stored?.stored === 0 ? 'duplicate' : 'sent';
+  const [row] = await q.sendSignal.execute(pool, { ...request, payload: { value: request.payload } });
+  const status = row?.status as PipelineStatus | null | undefined;
+  if (status === null || status === undefined) return 'unknown';
+  if (isTerminalPipelineStatus(status)) return 'terminal';
+  return row!.stored === 0 ? 'duplicate' : 'sent';
 }
 
 /** A wait task looks for its signal inside `tx` (see ExecutionStore.waitForSignal). */

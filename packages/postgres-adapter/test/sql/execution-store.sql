@@ -192,26 +192,25 @@ delete
   from "tenant"."rate_limit_starts"
   where ctid IN (SELECT ctid FROM "tenant"."rate_limit_starts" WHERE "tenant"."rate_limit_starts"."expires_at" < $1::timestamp (3) with time zone LIMIT $2);
 
--- signals/lockPipelineStatus
-select "status"
-  from "tenant"."pipeline_executions"
-  where "tenant"."pipeline_executions"."id" = $1::uuid for update;
+-- signals/sendSignal
+WITH locked AS (
+  SELECT "tenant"."pipeline_executions"."status" FROM "tenant"."pipeline_executions" WHERE "tenant"."pipeline_executions"."id" = $1::uuid FOR UPDATE
+), stored AS (
+  INSERT INTO "tenant"."signals" ("pipeline_execution_id", "name", "payload", "received_at")
+  SELECT $2::uuid, $3::text, $4::jsonb, $5::timestamp (3) with time zone FROM locked
+  WHERE locked.status NOT IN ('completed', 'failed', 'cancelled')
+  ON CONFLICT DO NOTHING RETURNING 1
+), woken AS (
+  UPDATE "tenant"."task_executions" SET "available_at" = CASE WHEN "tenant"."task_executions"."status" = 'ready' AND "tenant"."task_executions"."available_at" > $6::timestamp (3) with time zone THEN $7::timestamp (3) with time zone ELSE "tenant"."task_executions"."available_at" END,
+    "updated_at" = CASE WHEN "tenant"."task_executions"."status" = 'ready' AND "tenant"."task_executions"."available_at" > $8::timestamp (3) with time zone THEN $9::timestamp (3) with time zone ELSE "tenant"."task_executions"."updated_at" END
+  WHERE ("tenant"."task_executions"."pipeline_execution_id" = $10::uuid and "tenant"."task_executions"."wait_signal" = $11::text and "tenant"."task_executions"."status" IN ('ready', 'running')) AND EXISTS (SELECT FROM stored)
+)
+SELECT (SELECT status FROM locked) AS status, (SELECT count(*)::int FROM stored) AS stored;
 
 -- signals/sharePipeline
 select "id"
   from "tenant"."pipeline_executions"
   where "tenant"."pipeline_executions"."id" = $1::uuid for share;
-
--- signals/insertSignal
-WITH stored AS (
-  INSERT INTO "tenant"."signals" ("pipeline_execution_id", "name", "payload", "received_at")
-  VALUES ($1::uuid, $2::text, $3::jsonb, $4::timestamp (3) with time zone)
-  ON CONFLICT DO NOTHING RETURNING 1
-), woken AS (
-  UPDATE "tenant"."task_executions" SET "available_at" = $5::timestamp (3) with time zone, "updated_at" = $6::timestamp (3) with time zone
-  WHERE ("tenant"."task_executions"."pipeline_execution_id" = $7::uuid and "tenant"."task_executions"."wait_signal" = $8::text and "tenant"."task_executions"."status" = 'ready' and "tenant"."task_executions"."available_at" > $9::timestamp (3) with time zone) AND EXISTS (SELECT FROM stored)
-)
-SELECT count(*)::int AS stored FROM stored;
 
 -- signals/selectSignal
 select "payload"

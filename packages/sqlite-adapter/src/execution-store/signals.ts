@@ -23,16 +23,16 @@ export function prepareSignals({ db, tables }: SqliteHandle) {
     eq(g.name, bind(g.name, 'name')),
   );
   return {
-    // The execution's status. Differs by necessity: no row lock; the writer's BEGIN IMMEDIATE orders it.
-    lockPipelineStatus: db
-      .select({ status: p.status })
-      .from(p)
-      .where(eq(p.id, bind(p.id, 'executionId')))
-      .prepare(),
-    // Stores the signal unless one of its name is there (returning a row only when stored); when
-    // stored, makes the execution's ready wait task of this signal claimable now. Differs by
-    // necessity: no UPDATE in a CTE, so two statements in order.
-    insertSignal: [
+    // The execution's status; unless it has ended, the signal stored unless one of its name is there
+    // (a row returned only when stored); when stored, the execution's ready wait task of this signal
+    // made claimable now. Differs by necessity: no UPDATE in a CTE, so three statements in order, and
+    // no row lock: the writer's BEGIN IMMEDIATE orders a signal, a wait and the execution's end.
+    sendSignal: [
+      db
+        .select({ status: p.status })
+        .from(p)
+        .where(eq(p.id, bind(p.id, 'executionId')))
+        .prepare(),
       db
         .insert(g)
         .values({
@@ -69,10 +69,10 @@ export type SignalStatements = ReturnType<typeof prepareSignals>;
 export function sendSignalIn(q: SignalStatements, request: SendSignalRequest): SendSignalResult {
   // Wrapped in an object, as the column holds it: a payload may be any JSON value.
   const params = { ...request, payload: { value: request.payload } };
-  const pipeline = q.lockPipelineStatus.get(params);
+  const [lockPipelineStatus, insertSignal, wakeWaitingTask] = q.sendSignal;
+  const pipeline = lockPipelineStatus.get(params);
   if (pipeline === undefined) return 'unknown';
   if (isTerminalPipelineStatus(pipeline.status)) return 'terminal';
-  const [insertSignal, wakeWaitingTask] = q.insertSignal;
   if (insertSignal.all(params).length === 0) return 'duplicate';
   wakeWaitingTask.run(params);
   return 'sent';

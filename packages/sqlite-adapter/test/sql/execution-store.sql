@@ -274,18 +274,18 @@ insert into "rate_limit_buckets" ("bucket", "herd_at", "herd_size")
   update set "herd_at" = excluded.herd_at, "herd_size" = CASE WHEN "rate_limit_buckets"."herd_at" = excluded.herd_at THEN "rate_limit_buckets"."herd_size" + excluded.herd_size ELSE excluded.herd_size END
   returning "herd_size" - ?;
 
--- signals/lockPipelineStatus
+-- signals/sendSignal#1
 select "status"
   from "pipeline_executions"
   where "pipeline_executions"."id" = ?;
 
--- signals/insertSignal#1
+-- signals/sendSignal#2
 insert into "signals" ("pipeline_execution_id", "name", "payload", "received_at")
   values (?, ?, ?, ?)
   on conflict do nothing
   returning "name";
 
--- signals/insertSignal#2
+-- signals/sendSignal#3
 update "task_executions"
   set "available_at" = ?, "updated_at" = ?
   where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."wait_signal" = ? and "task_executions"."status" = 'ready' and "task_executions"."available_at" > ?);
