@@ -131,9 +131,9 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
   const STARTED_ATTEMPT_LOST = sql`${candidates.status} = 'running' AND ${candidates.startedAt} IS NOT NULL`;
   const LOST_ERROR = sql`'lease expired (held by ' || coalesce(${t.leaseOwner}, 'nobody') || ')'`;
   const startNow = sql`${sql.placeholder('startNow')}::int`;
-  // A wait task's stored signal, so that its attempt need not read it in a transaction of its own (none
-  // for other tasks: their wait_signal is null). A scalar subquery, one probe of the signals' key per
-  // claimed task whatever the planner guesses of the claim's row count.
+  // A wait task's stored signal, so that its attempt need not read it in a transaction of its own. A
+  // scalar subquery, one probe of the signals' key per claimed wait task whatever the planner guesses of
+  // the claim's row count; none for other tasks (behind a CASE, their claim costs what it did).
   const storedSignal = db
     .select({ payload: g.payload })
     .from(g)
@@ -165,7 +165,7 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
         ...taskRow,
         priority: t.priority,
         leaseExpired: sql<boolean>`${STARTED_ATTEMPT_LOST}`.as('lease_expired'),
-        signalPayload: sql`(${storedSignal})`.as('signal_payload'),
+        signalPayload: sql`CASE WHEN ${t.waitSignal} IS NOT NULL THEN (${storedSignal}) END`.as('signal_payload'),
         ...carryAliased(candidates, pipelineRow, 'p_'),
       }),
   );

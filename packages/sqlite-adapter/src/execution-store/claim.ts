@@ -72,7 +72,7 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
   );
   const selectExpired = selectClaimable(db, tables, and(IS_RUNNING, lt(t.leaseExpiresAt, now)), byPriority);
   // A wait task's stored signal, so that its attempt need not read it in a transaction of its own (none
-  // for other tasks: their wait_signal is null).
+  // for other tasks, behind a CASE).
   const storedSignal = db
     .select({ payload: g.payload })
     .from(g)
@@ -97,7 +97,9 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
     .returning({
       ...taskRowColumns(tables),
       priority: t.priority,
-      signalPayload: sql<{ value: Json | null } | null>`(${storedSignal})`.mapWith(g.payload),
+      signalPayload: sql<{
+        value: Json | null;
+      } | null>`CASE WHEN ${t.waitSignal} IS NOT NULL THEN (${storedSignal}) END`.mapWith(g.payload),
     })
     .prepare();
   const startPipelines = db
