@@ -88,6 +88,12 @@ export interface TaskRow {
   completedAt: Date | null;
   /** When a wait task's signal times out, once it has waited; null (or absent) before, and for other tasks. */
   waitsUntil?: Date | null;
+  /** An instance of a map task (see map.ts): that task's id; null or absent for a task. */
+  mapOf?: string | null;
+  /** An instance of a map task: its item's position in the list, from 0. */
+  mapIndex?: number | null;
+  /** An instance of a map task: its item, wrapped as the column holds it (an item may be any JSON value). */
+  mapItem?: { value: Json } | null;
 }
 
 /** Input of {@link ExecutionStore.createPipeline}. */
@@ -179,7 +185,7 @@ export interface ClaimedTask {
   /** The row after the claim: `running`, attempt incremented, leased to the claimer. */
   task: TaskRow;
   pipeline: PipelineRow;
-  /** Every task of the pipeline that is terminal, with its output. */
+  /** Every task of the pipeline that is terminal, with its output (instances of map tasks left out). */
   terminalTasks: TaskRow[];
   /**
    * True when this claim took over the expired lease of an attempt whose code had started
@@ -229,9 +235,18 @@ export type TaskOutcome =
 export interface FinishTaskRequest extends LeaseRef {
   runnerId: string;
   outcome: TaskOutcome;
-  /** Task ids that depend directly on this one: their pending counts drop when it ends. */
+  /**
+   * Task ids that depend directly on this one: their pending counts drop when it ends. For an
+   * instance of a map task: the map task's dependents, for when this outcome settles it.
+   */
   dependents: readonly string[];
   now: Date;
+  /**
+   * Set for an instance of a map task (its row's `mapOf` and `mapIndex`): its outcome does not
+   * count in the pipeline; completing the last instance, or failing one for good, settles the
+   * map task in the same transaction (see map.ts).
+   */
+  mapInstance?: { taskId: string; index: number };
 }
 
 /** What {@link ExecutionStore.finishTasks} did with one outcome. */
@@ -265,6 +280,24 @@ export interface DeferTaskRequest extends LeaseRef {
   now: Date;
   /** A wait task's signal deadline, kept from the first time it waits (later values are ignored). */
   waitsUntil?: Date | null;
+}
+
+/** Input of {@link ExecutionStore.startMap}: a claimed map task and the items its map returned. */
+export interface StartMapRequest extends LeaseRef {
+  runnerId: string;
+  /** At most MAX_MAP_ITEMS, checked by the caller; at least one. */
+  items: readonly Json[];
+  now: Date;
+}
+
+/** A map task's instances by status, as {@link ExecutionStore.countMapInstances} reports them. */
+export interface MapInstanceCounts {
+  taskId: string;
+  total: number;
+  completed: number;
+  failed: number;
+  /** Leased now (their attempt runs, or is claimed ahead). */
+  running: number;
 }
 
 /** Input of {@link ExecutionStore.waitForSignal}. */
@@ -379,7 +412,7 @@ export interface ExecutionStore {
    */
   listPipelineIdsByPrefix(hexPrefix: string, limit: number): Promise<string[]>;
   listPipelines(filter: PipelineFilter): Promise<PipelineRow[]>;
-  /** Tasks of a pipeline in canonical order. */
+  /** Tasks of a pipeline in canonical order (without the instances of its map tasks). */
   listTasks(pipelineExecutionId: string): Promise<TaskRow[]>;
   /**
    * Leases up to `limit` claimable tasks of registered workflows in pending or running
@@ -467,6 +500,17 @@ export interface ExecutionStore {
    * fails it).
    */
   waitForSignal(request: WaitForSignalRequest): Promise<WaitForSignalResult>;
+  /**
+   * Starts a claimed map task's instances, fenced on its lease: one `ready` row per item
+   * (claimable now, the pipeline's priority), and the task itself parked under MAP_LEASE_OWNER
+   * until they settle it (see map.ts and {@link finishTasks}). False when the lease was lost:
+   * nothing written.
+   */
+  startMap(request: StartMapRequest): Promise<boolean>;
+  /** The instances of a pipeline's map task, in item order (empty before it mapped, or for another task). */
+  listMapInstances(pipelineExecutionId: string, taskId: string): Promise<TaskRow[]>;
+  /** The instance counts of each map task of a pipeline that has instances, in task order. */
+  countMapInstances(pipelineExecutionId: string): Promise<MapInstanceCounts[]>;
   /** Cancels a non-terminal pipeline and its non-terminal tasks; null when unknown. */
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null>;
   /** Pauses a pending or running pipeline; running tasks go back to ready (not a failure). */

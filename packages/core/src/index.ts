@@ -86,6 +86,7 @@ export type {
   FinishTasksOptions,
   FinishTasksResult,
   LeaseRef,
+  MapInstanceCounts,
   NewPipeline,
   PipelineFilter,
   PipelineRow,
@@ -97,6 +98,7 @@ export type {
   RetriedTask,
   SendSignalRequest,
   SendSignalResult,
+  StartMapRequest,
   StoredAttempt,
   TaskOutcome,
   TaskRow,
@@ -142,6 +144,21 @@ export {
   type WaitingFor,
 } from './flow-control.js';
 export { describeConcurrencyRule, describeWaitingFor, effectivePriority } from './flow-control-text.js';
+export {
+  checkMapItems,
+  instanceOutput,
+  instanceResult,
+  MAP_LEASE_OWNER,
+  MAX_MAP_ITEMS,
+  type MapTally,
+  mapInstanceTaskId,
+  mapSettlement,
+  mapTallies,
+  mapTaskOutput,
+  mapTaskRequest,
+  type ParkedMapTask,
+  withSettledMaps,
+} from './map.js';
 export { deepMerge, isJsonObject, type Json, type JsonObject, jsonByteLength, toJson } from './json.js';
 export { type Logger, silentLogger } from './logger.js';
 export {

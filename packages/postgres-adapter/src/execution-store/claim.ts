@@ -7,7 +7,7 @@ import {
   type TaskRow,
   TERMINAL_TASK_STATUSES,
 } from '@orreryjs/core';
-import { and, asc, desc, eq, getTableColumns, lt, lte, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, isNull, lt, lte, type SQL, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import type pg from 'pg';
 import {
@@ -83,7 +83,10 @@ function selectClaimable(db: PostgresDb, tables: PostgresTables, condition: SQL 
       and(
         condition,
         likely(statusIn(p.status, ACTIVE_PIPELINE_STATUSES)),
-        likely(inTextList(sql`${t.workflowName} || chr(31) || ${t.taskId}`, sql.placeholder('registered'))),
+        // An instance of a map task runs its task's code: the task's registration covers it.
+        likely(
+          inTextList(sql`${t.workflowName} || chr(31) || coalesce(${t.mapOf}, ${t.taskId})`, sql.placeholder('registered')),
+        ),
       ),
     )
     .orderBy(...order)
@@ -182,6 +185,8 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
         and(
           sql`${tt.pipelineExecutionId} IN (SELECT ${leased.pipelineExecutionId} FROM ${leased})`,
           statusIn(tt.status, TERMINAL_TASK_STATUSES),
+          // Instances of map tasks are not the pipeline's tasks: their task's output carries their results.
+          isNull(tt.mapOf),
         ),
       )
       .groupBy(tt.pipelineExecutionId),
