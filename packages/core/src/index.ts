@@ -26,6 +26,7 @@ export {
   contextDelta,
   DEFAULT_MAX_CONTEXT_BYTES,
   mergeContext,
+  readOnlyContext,
 } from './context.js';
 export type {
   CatchupPolicy,
@@ -144,21 +145,6 @@ export {
   type WaitingFor,
 } from './flow-control.js';
 export { describeConcurrencyRule, describeWaitingFor, effectivePriority } from './flow-control-text.js';
-export {
-  checkMapItems,
-  instanceOutput,
-  instanceResult,
-  MAP_LEASE_OWNER,
-  MAX_MAP_ITEMS,
-  type MapTally,
-  mapInstanceTaskId,
-  mapSettlement,
-  mapTallies,
-  mapTaskOutput,
-  mapTaskRequest,
-  type ParkedMapTask,
-  withSettledMaps,
-} from './map.js';
 export { deepMerge, isJsonObject, type Json, type JsonObject, jsonByteLength, toJson } from './json.js';
 export { type Logger, silentLogger } from './logger.js';
 export {
@@ -171,6 +157,22 @@ export {
   setLongTimeout,
   sleep,
 } from './loop.js';
+export {
+  checkMapItems,
+  instanceOutput,
+  instanceResult,
+  isInstanceOf,
+  MAP_LEASE_OWNER,
+  MAX_MAP_ITEMS,
+  type MapTally,
+  mapInstanceTaskId,
+  mapSettlement,
+  mapTallies,
+  mapTaskOutput,
+  mapTaskRequest,
+  type ParkedMapTask,
+  withSettledMaps,
+} from './map.js';
 export { checkPage, MAX_PAGE_VALUE, type Page, type PageInput, type PageLimits } from './paging.js';
 export { type RateGateStep, rateGate } from './rate-gate.js';
 export { RETRY_DEFAULTS, type RetryPolicy, retryDelayMs, shouldRetry } from './retry.js';

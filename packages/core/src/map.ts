@@ -36,6 +36,11 @@ export function mapInstanceTaskId(taskId: string, index: number): string {
   return `${taskId}[${index}]`;
 }
 
+/** Whether `taskId` names an instance of the map task `mapTaskId`. */
+export function isInstanceOf(taskId: string, mapTaskId: string): boolean {
+  return taskId.startsWith(`${mapTaskId}[`) && taskId.endsWith(']');
+}
+
 /**
  * The items `map` returned, checked: an array of at most {@link MAX_MAP_ITEMS} JSON values.
  * @throws ValidationError naming the task and what is wrong.
@@ -61,7 +66,6 @@ export function instanceOutput(instanceTaskId: string, value: unknown): ContextD
 export function mapTaskOutput(taskId: string, results: readonly Json[]): ContextDelta {
   return { set: { [taskId]: [...results] }, deleted: [] };
 }
-
 
 /** What an instance's accepted outcome does to its map task, as the settle step counts it. */
 export interface MapTally {
@@ -138,7 +142,11 @@ export function instanceResult(row: TaskRow): Json {
  * The map task's own outcome, an ordinary finish under the map lease: failed with the first
  * failed instance's error, or completed with `results` (every instance's, in item order).
  */
-export function mapTaskRequest(tally: MapTally, parked: ParkedMapTask, results: readonly Json[] | null): FinishTaskRequest {
+export function mapTaskRequest(
+  tally: MapTally,
+  parked: ParkedMapTask,
+  results: readonly Json[] | null,
+): FinishTaskRequest {
   const outcome: TaskOutcome =
     tally.failed !== null
       ? // ran: false: the map task's own attempt (its map) succeeded; it has no history entry of its own.

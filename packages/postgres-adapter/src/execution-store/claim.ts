@@ -85,7 +85,10 @@ function selectClaimable(db: PostgresDb, tables: PostgresTables, condition: SQL 
         likely(statusIn(p.status, ACTIVE_PIPELINE_STATUSES)),
         // An instance of a map task runs its task's code: the task's registration covers it.
         likely(
-          inTextList(sql`${t.workflowName} || chr(31) || coalesce(${t.mapOf}, ${t.taskId})`, sql.placeholder('registered')),
+          inTextList(
+            sql`${t.workflowName} || chr(31) || coalesce(${t.mapOf}, ${t.taskId})`,
+            sql.placeholder('registered'),
+          ),
         ),
       ),
     )

@@ -77,11 +77,13 @@ export function pausePipelineRow(db: PostgresDb, tables: PostgresTables, id: str
 /** Gives the running tasks of a pausing pipeline back: ready again, not a failure. */
 export function requeueRunningTasks(db: PostgresDb, tables: PostgresTables, id: string, now: Date) {
   const t = tables.taskExecutions;
-  return db
-    .update(t)
-    .set({ status: 'ready', leaseOwner: null, leaseExpiresAt: null, availableAt: now, updatedAt: now })
-    // A map task waiting on its instances stays as it is: its instances are what pause sends back.
-    .where(and(eq(t.pipelineExecutionId, id), isRunning(tables), ne(t.leaseOwner, MAP_LEASE_OWNER)));
+  return (
+    db
+      .update(t)
+      .set({ status: 'ready', leaseOwner: null, leaseExpiresAt: null, availableAt: now, updatedAt: now })
+      // A map task waiting on its instances stays as it is: its instances are what pause sends back.
+      .where(and(eq(t.pipelineExecutionId, id), isRunning(tables), ne(t.leaseOwner, MAP_LEASE_OWNER)))
+  );
 }
 
 async function selectPipelineIn(tx: PostgresDb, tables: PostgresTables, id: string): Promise<PipelineRow | null> {

@@ -3,7 +3,6 @@ import {
   type FinishTaskResult,
   instanceResult,
   MAP_LEASE_OWNER,
-  type MapInstanceCounts,
   type MapTally,
   mapInstanceTaskId,
   mapSettlement,
@@ -54,7 +53,12 @@ type ParkedMapTask = { workflowName: string; position: number; priority: number 
  * Inserts a map task's instances, `ready` now, one per item, in one statement. Raw SQL: rows
  * from parallel arrays (unnest), which drizzle's builder cannot insert from.
  */
-export function insertInstances(db: PostgresDb, tables: PostgresTables, request: StartMapRequest, parked: ParkedMapTask) {
+export function insertInstances(
+  db: PostgresDb,
+  tables: PostgresTables,
+  request: StartMapRequest,
+  parked: ParkedMapTask,
+) {
   const t = tables.taskExecutions;
   const ids = encodeUuidList(request.items.map(() => newId()));
   const taskIds = request.items.map((_, index) => mapInstanceTaskId(request.taskId, index));

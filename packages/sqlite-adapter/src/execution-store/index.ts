@@ -36,8 +36,8 @@ import { prepareRateLimits, startRateLimitedIn } from './buckets.js';
 import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTasks, prepareFinish } from './finish.js';
-import { countMapInstancesIn, prepareMaps, settleMapsIn, startMapIn } from './maps.js';
 import { prepareLease, releaseLeases, renewLeases } from './lease.js';
+import { countMapInstancesIn, prepareMaps, settleMapsIn, startMapIn } from './maps.js';
 import { countWork, createPipelineIn, preparePipelines, selectPipelines } from './pipelines.js';
 import { prepareRetention } from './retention.js';
 import { prepareSignals, sendSignalIn, waitForSignalIn } from './signals.js';
@@ -175,7 +175,9 @@ export class SqliteExecutionStore implements ExecutionStore {
   }
 
   countMapInstances(pipelineExecutionId: string): Promise<MapInstanceCounts[]> {
-    return readTransaction(this.#handle, 'countMapInstances', () => countMapInstancesIn(this.#q.maps, pipelineExecutionId));
+    return readTransaction(this.#handle, 'countMapInstances', () =>
+      countMapInstancesIn(this.#q.maps, pipelineExecutionId),
+    );
   }
 
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null> {
