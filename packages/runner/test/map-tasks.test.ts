@@ -101,7 +101,15 @@ describe.each(ADAPTERS)('map tasks, on $name', (adapter) => {
     let ran = 0;
     const wf = defineWorkflow({
       name: 'empty',
-      tasks: [{ id: 'each', map: () => [], run: () => void (ran += 1) }],
+      tasks: [
+        {
+          id: 'each',
+          map: () => [],
+          run: () => {
+            ran += 1;
+          },
+        },
+      ],
     });
     const runner = await runners.open({ workflows: [wf] });
     await runner.start();
