@@ -66,6 +66,15 @@ import {
 } from '../src/execution-store/control.js';
 import { prepareExecutionStore } from '../src/execution-store/index.js';
 import { deferTask } from '../src/execution-store/lease.js';
+import {
+  cancelMapInstances,
+  countDownMapTask,
+  countMapInstancesOf,
+  deleteMapInstances,
+  insertInstances,
+  parkMapTask,
+  selectMapInstances,
+} from '../src/execution-store/maps.js';
 import { countWork, selectPipelines } from '../src/execution-store/pipelines.js';
 import {
   insertSignal,
@@ -113,6 +122,24 @@ const rateLimited = {
   now,
 };
 const release = { now, runnerId: 'r', workflowNames: ['w'], limit: 10 };
+const startMap = {
+  taskExecutionId: id,
+  pipelineExecutionId: id,
+  taskId: 't',
+  attempt: 1,
+  runnerId: 'r',
+  items: [1, 'a'],
+  now,
+};
+const mapTally = {
+  pipelineExecutionId: id,
+  taskId: 't',
+  completed: 1,
+  failed: null,
+  dependents: [],
+  lastOrd: 0,
+  now,
+};
 
 // The cron store's `handoff/insertPipelines` is the execution store's `pipelines/insertPipelines`, in execution-store.sql already.
 const { insertPipelines: _insertPipelines, ...handoffStatements } = prepareCronStore(handle).handoff;
@@ -209,6 +236,15 @@ const stores = {
         selectNthStart: selectNthStart(db, tables, 'b', now, 1),
         insertStarts: insertStarts(db, tables, 'b', now, 1000, 2),
         joinHerd: joinHerd(db, tables, 'b', now, 3),
+      },
+      maps: {
+        parkMapTask: parkMapTask(db, tables, { ...startMap }),
+        insertInstances: insertInstances(db, tables, startMap, { workflowName: 'w', position: 0, priority: 0 }),
+        countDownMapTask: countDownMapTask(db, tables, mapTally),
+        selectMapInstances: selectMapInstances(db, tables, id, 't'),
+        cancelMapInstances: cancelMapInstances(db, tables, mapTally),
+        countMapInstancesOf: countMapInstancesOf(db, tables, id),
+        deleteMapInstances: deleteMapInstances(db, tables, id, [id]),
       },
       control: {
         cancelPipelineRow: cancelPipelineRow(db, tables, id, now),
