@@ -60,9 +60,9 @@ export function describeMapTasks(open: OpenStorage, openSecond?: () => Promise<S
       expect(await store().startMap({ ...lease, runnerId: 'r', items: ['a', { b: 1 }, null] })).toBe(true);
       const instances = await store().listMapInstances(pipeline.id, 'fan');
       expect(instances.map((i) => [i.taskId, i.status, i.mapOf, i.mapIndex, i.mapItem])).toEqual([
-        ['fan[0]', 'ready', 'fan', 0, { value: 'a' }],
-        ['fan[1]', 'ready', 'fan', 1, { value: { b: 1 } }],
-        ['fan[2]', 'ready', 'fan', 2, { value: null }],
+        ['fan[0]', 'ready', 'fan', 0, { value: 'a', attempt: 1 }],
+        ['fan[1]', 'ready', 'fan', 1, { value: { b: 1 }, attempt: 1 }],
+        ['fan[2]', 'ready', 'fan', 2, { value: null, attempt: 1 }],
       ]);
       const tasks = await store().listTasks(pipeline.id);
       expect(tasks.map((t) => [t.taskId, t.status, t.leaseOwner, t.leaseExpiresAt, t.pendingDeps])).toEqual([
@@ -172,7 +172,10 @@ export function describeMapTasks(open: OpenStorage, openSecond?: () => Promise<S
       expect(await store().startMap({ runnerId: 'r', ...leaseOfTask(refan!.task), items: ['c'], now: at(12) })).toBe(
         true,
       );
-      expect((await store().listMapInstances(pipeline.id, 'fan')).map((r) => r.mapItem)).toEqual([{ value: 'c' }]);
+      // Under the task's later attempt: a runner reads the input of this mapping anew.
+      expect((await store().listMapInstances(pipeline.id, 'fan')).map((r) => r.mapItem)).toEqual([
+        { value: 'c', attempt: 2 },
+      ]);
     });
 
     if (openSecond !== undefined) {
@@ -184,8 +187,8 @@ export function describeMapTasks(open: OpenStorage, openSecond?: () => Promise<S
             const { pipeline } = await mapped(wf, [0, 1]);
             const [a, b] = await wf.claim('r', at(3));
             const [x, y] = await Promise.all([
-              store().finishTasks([instanceRequest(wf, a!, result(a!, a!.task.mapIndex), at(4))]),
-              second.executions.finishTasks([instanceRequest(wf, b!, result(b!, b!.task.mapIndex), at(4))]),
+              store().finishTasks([instanceRequest(wf, a!, result(a!, a!.task.mapIndex!), at(4))]),
+              second.executions.finishTasks([instanceRequest(wf, b!, result(b!, b!.task.mapIndex!), at(4))]),
             ]);
             expect(x.finished[0]!.readied + y.finished[0]!.readied).toBe(1);
             const [fan, after] = await store().listTasks(pipeline.id);

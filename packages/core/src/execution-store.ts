@@ -58,6 +58,17 @@ export interface StoredAttempt {
   error: string | null;
 }
 
+/**
+ * An instance's item as its row stores it: wrapped, since an item may be any JSON value, with
+ * the attempt of its map task that mapped it. The instances of one mapping share their task's
+ * input, so a runner reads it once per (pipeline, task, attempt); a retried map task maps anew
+ * under a later attempt.
+ */
+export interface MapItem {
+  value: Json;
+  attempt: number;
+}
+
 /** A stored task execution. */
 export interface TaskRow {
   id: string;
@@ -92,8 +103,8 @@ export interface TaskRow {
   mapOf?: string | null;
   /** An instance of a map task: its item's position in the list, from 0. */
   mapIndex?: number | null;
-  /** An instance of a map task: its item, wrapped as the column holds it (an item may be any JSON value). */
-  mapItem?: { value: Json } | null;
+  /** An instance of a map task: its item, wrapped as the column holds it (see {@link MapItem}). */
+  mapItem?: MapItem | null;
 }
 
 /** Input of {@link ExecutionStore.createPipeline}. */
@@ -185,7 +196,11 @@ export interface ClaimedTask {
   /** The row after the claim: `running`, attempt incremented, leased to the claimer. */
   task: TaskRow;
   pipeline: PipelineRow;
-  /** Every task of the pipeline that is terminal, with its output (instances of map tasks left out). */
+  /**
+   * Every task of the pipeline that is terminal, with its output (instances of map tasks left
+   * out). Empty for an instance of a map task when no other task of its pipeline was claimed
+   * with it: its task's input is read once per mapping (see map.ts).
+   */
   terminalTasks: TaskRow[];
   /**
    * True when this claim took over the expired lease of an attempt whose code had started

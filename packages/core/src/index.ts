@@ -88,6 +88,7 @@ export type {
   FinishTasksResult,
   LeaseRef,
   MapInstanceCounts,
+  MapItem,
   NewPipeline,
   PipelineFilter,
   PipelineRow,

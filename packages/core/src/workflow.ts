@@ -41,9 +41,10 @@ export interface TaskDefinition {
   dependsOn?: string[];
   /**
    * The work. Writes to `ctx` become the task's output when the attempt succeeds. Every task
-   * has one, except a wait task (`waitFor`), which has none.
+   * has one, except a wait task (`waitFor`), which has none. What it returns is ignored, except
+   * in an instance of a map task: there it is the instance's result (JSON; `undefined` is null).
    */
-  run?: (ctx: Context, info: TaskRunInfo) => Promise<void> | void;
+  run?: (ctx: Context, info: TaskRunInfo) => Promise<Json | void> | Json | void;
   /** Retries after a failed attempt. */
   retry?: RetryPolicy;
   /**

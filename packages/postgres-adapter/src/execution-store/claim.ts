@@ -174,7 +174,9 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
       // Only the id: the rest of the started row is the locked one with the three columns set here (see claimTasks).
       .returning({ startedId: sql<string>`${p.id}`.as('started_id') }),
   );
-  // The terminal tasks of each claimed pipeline, aggregated once per pipeline however many of its tasks were claimed.
+  // The terminal tasks of each claimed pipeline, aggregated once per pipeline however many of its tasks were claimed;
+  // none for a pipeline of which only instances of map tasks were claimed: the runner reads their task's input once
+  // per mapping (see core's map.ts), where this would read every instance row of the pipeline on each claim.
   const tt = alias(t, 'tt');
   const terminal = db.$with('terminal').as(
     db
@@ -186,7 +188,7 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
       .from(tt)
       .where(
         and(
-          sql`${tt.pipelineExecutionId} IN (SELECT ${leased.pipelineExecutionId} FROM ${leased})`,
+          sql`${tt.pipelineExecutionId} IN (SELECT ${leased.pipelineExecutionId} FROM ${leased} WHERE ${leased.mapOf} IS NULL)`,
           statusIn(tt.status, TERMINAL_TASK_STATUSES),
           // Instances of map tasks are not the pipeline's tasks: their task's output carries their results.
           isNull(tt.mapOf),

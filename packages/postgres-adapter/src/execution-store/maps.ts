@@ -3,6 +3,7 @@ import {
   type FinishTaskResult,
   instanceResult,
   MAP_LEASE_OWNER,
+  type MapItem,
   type MapTally,
   mapInstanceTaskId,
   mapSettlement,
@@ -62,7 +63,7 @@ export function insertInstances(
   const t = tables.taskExecutions;
   const ids = encodeUuidList(request.items.map(() => newId()));
   const taskIds = request.items.map((_, index) => mapInstanceTaskId(request.taskId, index));
-  const items = request.items.map((item) => encodeJson({ value: item }));
+  const items = request.items.map((item) => encodeJson({ value: item, attempt: request.attempt } satisfies MapItem));
   const now = sql`${sql.param(request.now, t.updatedAt)}::timestamptz`;
   return db.execute(sql`INSERT INTO ${t} (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt,
   failed_attempts, pending_deps, available_at, priority, map_of, map_index, map_item, updated_at)

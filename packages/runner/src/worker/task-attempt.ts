@@ -32,6 +32,7 @@ import type { EmitEvent } from '../events.js';
 import type { WorkflowRegistry } from '../registry.js';
 import { SPAN_ATTRIBUTES, setOutcome, startTaskSpan } from '../tracing.js';
 import { type ActiveTask, type ActiveTasks, leaseOf } from './active-tasks.js';
+import type { MapInputs } from './map-inputs.js';
 import type { RateGate } from './rate-gate.js';
 import { taskInput, unmetTrigger } from './task-input.js';
 import { completedOutcome, errorMessage, failedOutcome, finishedTaskRows, maxAttempts } from './task-outcome.js';
@@ -63,6 +64,8 @@ export interface AttemptEnvironment {
   outcomeReady(entry: ActiveTask): void;
   /** Counts rate-limited starts, batched with the attempts that start at the same time. */
   rateGate: RateGate;
+  /** The input of map tasks' instances, read once per mapping. */
+  mapInputs: MapInputs;
   /**
    * Commits an outcome, fenced on the attempt: the claim loop's group commit, so that outcomes
    * ending together commit together (and may take the next claim along).
@@ -165,7 +168,11 @@ async function runTraced(
   let outcome: TaskOutcome;
   let stack: string | null = null;
   try {
-    const context = new Context(taskInput(workflow, definition.id, pipeline.input, claimed.terminalTasks));
+    const context = new Context(
+      isInstance
+        ? await env.mapInputs.inputOf(workflow, claimed)
+        : taskInput(workflow, definition.id, pipeline.input, claimed.terminalTasks),
+    );
     if (isInstance) {
       readOnlyContext(
         context,
@@ -436,7 +443,9 @@ async function commit(
   // An instance that failed for good failed its map task and cancelled the others: stop those running here.
   if (task.mapOf != null && outcome.status === 'failed')
     env.active.abortMapInstances(task.pipelineExecutionId, task.mapOf);
-  if (result.readied > 0) env.wake();
+  // A map's instances come in numbers, and a claim skips them while another transaction holds their
+  // pipeline (as this outcome's did): claim again rather than wait for the poll.
+  if (result.readied > 0 || task.mapOf != null) env.wake();
   if (outcome.status === 'retry') env.wake(outcome.availableAt.getTime());
   if (result.finishedPipeline !== null) {
     env.pipelineFinished(

@@ -157,7 +157,12 @@ export function claimTasks(q: ClaimStatements, request: ClaimTasksRequest): Clai
   startPipelines.run({ ids: pipelineIds, now: request.now });
   const pipelines = new Map(selectPipelinesById.all({ ids: pipelineIds }).map((row) => [row.id, row]));
   const terminal = new Map<string, TaskRow[]>();
-  for (const row of selectTerminalTasks.all({ ids: pipelineIds })) {
+  // None for a pipeline of which only instances of map tasks were claimed: the runner reads their task's input
+  // once per mapping (see core's map.ts), where this would read every instance row of the pipeline on each claim.
+  const withTasks = encodeUuidList([
+    ...new Set(tasks.filter((t) => t.mapOf == null).map((t) => t.pipelineExecutionId)),
+  ]);
+  for (const row of selectTerminalTasks.all({ ids: withTasks })) {
     const list = terminal.get(row.pipelineExecutionId);
     if (list === undefined) terminal.set(row.pipelineExecutionId, [row]);
     else list.push(row);

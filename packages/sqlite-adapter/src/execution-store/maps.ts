@@ -4,6 +4,7 @@ import {
   instanceResult,
   MAP_LEASE_OWNER,
   type MapInstanceCounts,
+  type MapItem,
   mapInstanceTaskId,
   mapSettlement,
   mapTallies,
@@ -133,8 +134,7 @@ export function startMapIn(q: MapStatements, request: StartMapRequest): boolean 
       instanceTaskId: mapInstanceTaskId(request.taskId, index),
       taskId: request.taskId,
       index,
-      // Wrapped, as the column holds it: an item may be any JSON value.
-      item: { value: item },
+      item: { value: item, attempt: request.attempt } satisfies MapItem,
       now: request.now,
     });
   });
