@@ -44,6 +44,7 @@ export interface TaskDefinition {
    * has one, except a wait task (`waitFor`), which has none. What it returns is ignored, except
    * in an instance of a map task: there it is the instance's result (JSON; `undefined` is null).
    */
+  // biome-ignore lint/suspicious/noConfusingVoidType: run returns nothing (void), or an instance's result.
   run?: (ctx: Context, info: TaskRunInfo) => Promise<Json | void> | Json | void;
   /** Retries after a failed attempt. */
   retry?: RetryPolicy;
