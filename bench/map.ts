@@ -2,7 +2,7 @@
  * Map tasks on PostgreSQL: a map of N no-op items against N one-task pipelines, on the same
  * runner settings in one run (issue 23's figure: the map at ≥ 80 % of the pipelines' rate).
  *
- *   npm run bench:map                   # N = 10,000, rounds alternated twice
+ *   npm run bench:map                   # N = 10,000, 3 rounds alternated
  *   BENCH_SCALE=0.1 npm run bench:map
  *
  * - pipelines: N one-task pipelines written with executeAsyncMany (chunks of 500), then a fresh
@@ -11,7 +11,7 @@
  * - map: one pipeline whose task maps over N items (no-op instances), on a fresh runner
  *   already started: from executeAsync to the pipeline completed (the map computed, its
  *   instances inserted, claimed, run and gathered).
- * Each round runs on a fresh schema; both scenarios alternate, twice.
+ * Each round runs on a fresh schema; both scenarios alternate, BENCH_ROUNDS times (default 3).
  *
  * PostgreSQL comes from TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test.
  * Results are printed and written to bench/results/map-<date>.json.
@@ -25,7 +25,7 @@ const SCALE = Number(process.env.BENCH_SCALE ?? 1);
 const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const N = Math.ceil(10_000 * SCALE);
 const CHUNK = 500;
-const ROUNDS = 2;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** The runner's settings in both scenarios: its defaults but the cron loop. */
 const RUNNER = {
   enableCronScheduling: false,

@@ -1,6 +1,6 @@
 import { ContextError, defineWorkflow, type Json, MAX_MAP_ITEMS } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
-import { ADAPTERS, runnersPerTest } from './support.js';
+import { ADAPTERS, runnersPerTest, waitFor } from './support.js';
 
 /**
  * Map tasks (dynamic fan-out) through real runners, on both adapters: one instance per item,
@@ -175,5 +175,36 @@ describe.each(ADAPTERS)('map tasks, on $name', (adapter) => {
     expect(each.instances?.completed).toBe(0);
     expect(each.instances?.total).toBe(4);
     expect(result.finalContext.cleaned).toBe(true);
+  });
+
+  it("obeys the task's rate limit: instances over it wait, holding no slot", async () => {
+    const ran: number[] = [];
+    const wf = defineWorkflow({
+      name: 'paced',
+      tasks: [
+        {
+          id: 'each',
+          map: () => Array.from({ length: 8 }, (_, i) => i),
+          rateLimit: { name: 'partner-api', limit: 3, periodMs: 3_600_000 },
+          run: (_ctx, info) => {
+            ran.push(info.index!);
+          },
+        },
+      ],
+    });
+    const runner = await runners.open({ workflows: [wf], maxConcurrentTasks: 8 });
+    await runner.start();
+    const execution = await runner.executeAsync('paced');
+    await waitFor(() => ran.length === 3);
+    // The limit reached and held: the five others are ready again an hour on, none running.
+    await waitFor(async () => {
+      const each = (await runner.getExecutionResult(execution.id)).tasks[0]!;
+      return each.instances?.completed === 3 && each.instances.running === 0;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(ran).toHaveLength(3);
+    const each = (await runner.getExecutionResult(execution.id)).tasks[0]!;
+    expect(each).toMatchObject({ status: 'running', instances: { total: 8, completed: 3, failed: 0, running: 0 } });
+    await runner.cancelExecution(execution.id);
   });
 });
