@@ -27,11 +27,7 @@ const N = Math.ceil(10_000 * SCALE);
 const CHUNK = 500;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** The runner's settings in both scenarios: its defaults but the cron loop. */
-const RUNNER = {
-  enableCronScheduling: false,
-  maxConcurrentTasks: 10,
-  pollIntervalMs: Number(process.env.POLL ?? 250),
-} as const;
+const RUNNER = { enableCronScheduling: false, maxConcurrentTasks: 10 } as const;
 
 const single = defineWorkflow({ name: 'single', tasks: [{ id: 'noop', run: () => {} }] });
 const fan = defineWorkflow({
