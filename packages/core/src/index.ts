@@ -3,6 +3,7 @@ export {
   type AdmissionStep,
   admissionPlan,
   firstFullGroups,
+  type GroupsAndHeads,
   type QueuedSlot,
   type QueueHead,
   runSteps,

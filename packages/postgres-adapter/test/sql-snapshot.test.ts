@@ -35,6 +35,7 @@ import { lockSchedule } from '../src/cron-store/trigger.js';
 import {
   admitSlots,
   countActive,
+  countActiveWithHeads,
   insertSlots,
   lockGroups,
   selectGroupOccupancy,
@@ -42,7 +43,6 @@ import {
   selectQueued,
   selectQueuedGroupNames,
   selectQueuedGroups,
-  selectQueueHeads,
   tryLockGroup,
 } from '../src/execution-store/admission.js';
 import {
@@ -207,7 +207,7 @@ const stores = {
         tryLockGroup: tryLockGroup(db, tables, 'g'),
         selectQueuedGroupNames: selectQueuedGroupNames(db, tables),
         countActive: countActive(db, tables, ['g']),
-        selectQueueHeads: selectQueueHeads(db, tables, ['g'], 8),
+        countActiveWithHeads: countActiveWithHeads(db, tables, ['g'], 8),
         selectQueued: selectQueued(db, tables, 'g', 0),
         admitSlots: admitSlots(db, tables, [id], now),
         selectOldestActive: selectOldestActive(db, tables, 'g'),

@@ -219,22 +219,39 @@ WITH ended AS (
       WHERE ended_slot.group_name = ANY($1::text[]) AND ended_slot.admitted AND ended_pipeline.id = ended_slot.pipeline_execution_id
         AND ended_pipeline.status IN ('completed', 'failed', 'cancelled')
       RETURNING ended_slot.group_name, ended_slot.pipeline_execution_id
-    )
-    SELECT slot.group_name AS "group", count(*)::int AS active FROM "tenant"."concurrency_slots" AS slot
-    WHERE slot.group_name = ANY($2::text[]) AND slot.admitted AND NOT EXISTS (SELECT 1 FROM ended
-      WHERE ended.group_name = slot.group_name AND ended.pipeline_execution_id = slot.pipeline_execution_id)
-    GROUP BY slot.group_name;
+    ), active AS (
+      SELECT slot.group_name, count(*)::int AS active FROM "tenant"."concurrency_slots" AS slot
+      WHERE slot.group_name = ANY($2::text[]) AND slot.admitted AND NOT EXISTS (SELECT 1 FROM ended
+        WHERE ended.group_name = slot.group_name AND ended.pipeline_execution_id = slot.pipeline_execution_id)
+      GROUP BY slot.group_name
+    ) SELECT group_name AS "group", active FROM active;
 
--- admission/selectQueueHeads
-SELECT g.name AS "group", q.pipeline_execution_id, q.slot_limit, q.concurrency
-      FROM unnest($1::text[]) AS g(name)
-      CROSS JOIN LATERAL (
-        SELECT slot.pipeline_execution_id, slot.slot_limit, pipeline.concurrency
-        FROM "tenant"."concurrency_slots" AS slot JOIN "tenant"."pipeline_executions" AS pipeline ON pipeline.id = slot.pipeline_execution_id
-        WHERE slot.group_name = g.name AND NOT slot.admitted AND pipeline.status = 'pending'
-        ORDER BY slot.priority DESC, slot.queued_at, slot.pipeline_execution_id
-        LIMIT $2
-      ) AS q;
+-- admission/countActiveWithHeads
+WITH ended AS (
+      DELETE FROM "tenant"."concurrency_slots" AS ended_slot USING "tenant"."pipeline_executions" AS ended_pipeline
+      WHERE ended_slot.group_name = ANY($1::text[]) AND ended_slot.admitted AND ended_pipeline.id = ended_slot.pipeline_execution_id
+        AND ended_pipeline.status IN ('completed', 'failed', 'cancelled')
+      RETURNING ended_slot.group_name, ended_slot.pipeline_execution_id
+    ), active AS (
+      SELECT slot.group_name, count(*)::int AS active FROM "tenant"."concurrency_slots" AS slot
+      WHERE slot.group_name = ANY($2::text[]) AND slot.admitted AND NOT EXISTS (SELECT 1 FROM ended
+        WHERE ended.group_name = slot.group_name AND ended.pipeline_execution_id = slot.pipeline_execution_id)
+      GROUP BY slot.group_name
+    )
+    SELECT group_name AS "group", active, NULL::uuid AS pipeline_execution_id, NULL::int AS slot_limit,
+      NULL::jsonb AS concurrency, 0 AS rank FROM active
+    UNION ALL
+    SELECT g.name, NULL, q.pipeline_execution_id, q.slot_limit, q.concurrency, q.rank
+    FROM unnest($3::text[]) AS g(name)
+    CROSS JOIN LATERAL (
+      SELECT slot.pipeline_execution_id, slot.slot_limit, pipeline.concurrency,
+        row_number() OVER (ORDER BY slot.priority DESC, slot.queued_at, slot.pipeline_execution_id) AS rank
+      FROM "tenant"."concurrency_slots" AS slot JOIN "tenant"."pipeline_executions" AS pipeline ON pipeline.id = slot.pipeline_execution_id
+      WHERE slot.group_name = g.name AND NOT slot.admitted AND pipeline.status = 'pending'
+      ORDER BY slot.priority DESC, slot.queued_at, slot.pipeline_execution_id
+      LIMIT $4
+    ) AS q
+    ORDER BY 1, 6;
 
 -- admission/selectQueued
 select "tenant"."concurrency_slots"."pipeline_execution_id", "tenant"."concurrency_slots"."slot_limit", "tenant"."pipeline_executions"."concurrency"
