@@ -81,6 +81,9 @@ export function describeExecutionStore(open: OpenStorage): void {
               startedAt: null,
               completedAt: null,
               waitsUntil: null,
+              mapOf: null,
+              mapIndex: null,
+              mapItem: null,
             })),
           );
         });

@@ -7,6 +7,7 @@ import { describeEdgeInput } from './edge-input.suite.js';
 import { describeExecutionStore } from './execution-store.suite.js';
 import type { ConformanceOptions, OpenStorage } from './fixtures.js';
 import { describeFlowControl } from './flow-control.suite.js';
+import { describeMapTasks } from './map-tasks.suite.js';
 import { describeOperations } from './operations.suite.js';
 import { describeRunnerStore } from './runner-store.suite.js';
 import { describeWorkflowStore } from './workflow-store.suite.js';
@@ -34,6 +35,7 @@ export function describeStorageConformance(name: string, open: OpenStorage, opti
     describeEdgeInput(open);
     describeOperations(open);
     describeFlowControl(open, options.concurrentClaims ? options.openSecond : undefined);
+    describeMapTasks(open, options.concurrentClaims ? options.openSecond : undefined);
     if (options.concurrentClaims && options.openSecond !== undefined)
       describeConcurrentClaims(open, options.openSecond);
   });

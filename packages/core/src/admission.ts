@@ -32,8 +32,11 @@ export type AdmissionStep =
    * pipelines (answer: `{ group, active }[]`, groups with none left out).
    */
   | { kind: 'countActive'; groups: string[] }
-  /** The first `perGroup` of each group's queue, in admission order (answer: `QueueHead[]`). */
-  | { kind: 'queueHeads'; groups: string[]; perGroup: number }
+  /**
+   * `countActive` of these groups and the first `perGroup` of each one's queue, in admission
+   * order, in one read: the first step of every admission (answer: {@link GroupsAndHeads}).
+   */
+  | { kind: 'countActiveWithHeads'; groups: string[]; perGroup: number }
   /** A further page of one group's queue in admission order (answer: `QueuedSlot[]`). */
   | { kind: 'queuePage'; group: string; offset: number }
   /** Lock a group outside the first set without waiting (answer: whether it was taken). */
@@ -41,6 +44,12 @@ export type AdmissionStep =
 
 /** The answer to {@link AdmissionStep} `countActive`. */
 export type ActiveCount = { group: string; active: number };
+
+/** The answer to {@link AdmissionStep} `countActiveWithHeads`. */
+export interface GroupsAndHeads {
+  active: ActiveCount[];
+  heads: QueueHead[];
+}
 
 /**
  * Decides which queued pipelines of `groups` (already locked by the caller) to admit: per
@@ -59,20 +68,26 @@ export function* admissionPlan(
   const active = new Map<string, number>();
   const locked = new Set<string>();
   const unavailable = new Set<string>();
-  function* take(some: string[]): Generator<AdmissionStep, void, unknown> {
+  /** Groups now held by this admission, their counts about to be read. */
+  const hold = (some: readonly string[]) => {
     for (const group of some) {
       locked.add(group);
       active.set(group, 0);
     }
-    for (const row of (yield { kind: 'countActive', groups: some }) as ActiveCount[]) {
-      active.set(row.group, Number(row.active));
-    }
+  };
+  const counted = (rows: readonly ActiveCount[]) => {
+    for (const row of rows) active.set(row.group, Number(row.active));
+  };
+  function* take(some: string[]): Generator<AdmissionStep, void, unknown> {
+    hold(some);
+    counted((yield { kind: 'countActive', groups: some }) as ActiveCount[]);
   }
-  yield* take([...groups]);
+  hold(groups);
+  // The groups asked for: their counts and the heads of their queues in one read.
+  const first = (yield { kind: 'countActiveWithHeads', groups: [...groups], perGroup: headSize }) as GroupsAndHeads;
+  counted(first.active);
   const heads = new Map<string, QueuedSlot[]>(groups.map((group) => [group, []]));
-  for (const head of (yield { kind: 'queueHeads', groups: [...groups], perGroup: headSize }) as QueueHead[]) {
-    heads.get(head.group)?.push(head);
-  }
+  for (const head of first.heads) heads.get(head.group)?.push(head);
   const admitted = new Set<string>();
   for (const group of groups) {
     let page = heads.get(group) ?? [];

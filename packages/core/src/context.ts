@@ -13,8 +13,10 @@ export interface ContextDelta {
   deleted: string[];
 }
 
-// Assigned in Context's static block: the runner reads a task's delta without widening the API.
+// Assigned in Context's static block: the runner reads a task's delta, and makes a context
+// read-only, without widening the API.
 let readDelta: (context: Context) => ContextDelta;
+let makeReadOnly: (context: Context, reason: string) => Context;
 
 /**
  * The data that flows through a pipeline. Values must be plain JSON so that every write
@@ -23,6 +25,8 @@ let readDelta: (context: Context) => ContextDelta;
 export class Context {
   #data: Map<string, Json>;
   #delta: { set: Map<string, Json>; deleted: Set<string> } = { set: new Map(), deleted: new Set() };
+  /** Why writes are refused (the message of their ContextError); null while writable. */
+  #readOnly: string | null = null;
 
   /** @throws ContextError when `data` holds a value that is not plain JSON. */
   constructor(data: Record<string, Json> = {}) {
@@ -43,6 +47,7 @@ export class Context {
    * @throws ContextError unless the value survives a JSON round trip unchanged.
    */
   set(key: string, value: Json): this {
+    if (this.#readOnly !== null) throw new ContextError(this.#readOnly);
     if (key === '__proto__') throw new ContextError('Context key "__proto__" is not allowed; choose another key.');
     const copy = toJson(value, key);
     this.#data.set(key, copy);
@@ -58,6 +63,7 @@ export class Context {
 
   /** Removes `key`; true when it was present. */
   delete(key: string): boolean {
+    if (this.#readOnly !== null) throw new ContextError(this.#readOnly);
     this.#delta.set.delete(key);
     this.#delta.deleted.add(key);
     return this.#data.delete(key);
@@ -78,12 +84,24 @@ export class Context {
       set: Object.fromEntries(context.#delta.set) as JsonObject,
       deleted: [...context.#delta.deleted],
     });
+    makeReadOnly = (context, reason) => {
+      context.#readOnly = reason;
+      return context;
+    };
   }
 }
 
 /** The keys set and deleted on `context` since it was built. Internal to the runner. */
 export function contextDelta(context: Context): ContextDelta {
   return readDelta(context);
+}
+
+/**
+ * Makes `context` read-only: `set` and `delete` then throw ContextError with `reason` (an
+ * instance of a map task reads the context; its return value is its result). Internal to the runner.
+ */
+export function readOnlyContext(context: Context, reason: string): Context {
+  return makeReadOnly(context, reason);
 }
 
 /**

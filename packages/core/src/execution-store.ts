@@ -58,6 +58,17 @@ export interface StoredAttempt {
   error: string | null;
 }
 
+/**
+ * An instance's item as its row stores it: wrapped, since an item may be any JSON value, with
+ * the attempt of its map task that mapped it. The instances of one mapping share their task's
+ * input, so a runner reads it once per (pipeline, task, attempt); a retried map task maps anew
+ * under a later attempt.
+ */
+export interface MapItem {
+  value: Json;
+  attempt: number;
+}
+
 /** A stored task execution. */
 export interface TaskRow {
   id: string;
@@ -88,6 +99,12 @@ export interface TaskRow {
   completedAt: Date | null;
   /** When a wait task's signal times out, once it has waited; null (or absent) before, and for other tasks. */
   waitsUntil?: Date | null;
+  /** An instance of a map task (see map.ts): that task's id; null or absent for a task. */
+  mapOf?: string | null;
+  /** An instance of a map task: its item's position in the list, from 0. */
+  mapIndex?: number | null;
+  /** An instance of a map task: its item, wrapped as the column holds it (see {@link MapItem}). */
+  mapItem?: MapItem | null;
 }
 
 /** Input of {@link ExecutionStore.createPipeline}. */
@@ -179,7 +196,11 @@ export interface ClaimedTask {
   /** The row after the claim: `running`, attempt incremented, leased to the claimer. */
   task: TaskRow;
   pipeline: PipelineRow;
-  /** Every task of the pipeline that is terminal, with its output. */
+  /**
+   * Every task of the pipeline that is terminal, with its output (instances of map tasks left
+   * out). Empty for an instance of a map task when no other task of its pipeline was claimed
+   * with it: its task's input is read once per mapping (see map.ts).
+   */
   terminalTasks: TaskRow[];
   /**
    * True when this claim took over the expired lease of an attempt whose code had started
@@ -236,9 +257,18 @@ export type TaskOutcome =
 export interface FinishTaskRequest extends LeaseRef {
   runnerId: string;
   outcome: TaskOutcome;
-  /** Task ids that depend directly on this one: their pending counts drop when it ends. */
+  /**
+   * Task ids that depend directly on this one: their pending counts drop when it ends. For an
+   * instance of a map task: the map task's dependents, for when this outcome settles it.
+   */
   dependents: readonly string[];
   now: Date;
+  /**
+   * Set for an instance of a map task (its row's `mapOf` and `mapIndex`): its outcome does not
+   * count in the pipeline; completing the last instance, or failing one for good, settles the
+   * map task in the same transaction (see map.ts).
+   */
+  mapInstance?: { taskId: string; index: number };
 }
 
 /** What {@link ExecutionStore.finishTasks} did with one outcome. */
@@ -272,6 +302,24 @@ export interface DeferTaskRequest extends LeaseRef {
   now: Date;
   /** A wait task's signal deadline, kept from the first time it waits (later values are ignored). */
   waitsUntil?: Date | null;
+}
+
+/** Input of {@link ExecutionStore.startMap}: a claimed map task and the items its map returned. */
+export interface StartMapRequest extends LeaseRef {
+  runnerId: string;
+  /** At most MAX_MAP_ITEMS, checked by the caller; at least one. */
+  items: readonly Json[];
+  now: Date;
+}
+
+/** A map task's instances by status, as {@link ExecutionStore.countMapInstances} reports them. */
+export interface MapInstanceCounts {
+  taskId: string;
+  total: number;
+  completed: number;
+  failed: number;
+  /** Leased now (their attempt runs, or is claimed ahead). */
+  running: number;
 }
 
 /** Input of {@link ExecutionStore.waitForSignal}. */
@@ -386,7 +434,7 @@ export interface ExecutionStore {
    */
   listPipelineIdsByPrefix(hexPrefix: string, limit: number): Promise<string[]>;
   listPipelines(filter: PipelineFilter): Promise<PipelineRow[]>;
-  /** Tasks of a pipeline in canonical order. */
+  /** Tasks of a pipeline in canonical order (without the instances of its map tasks). */
   listTasks(pipelineExecutionId: string): Promise<TaskRow[]>;
   /**
    * Leases up to `limit` claimable tasks of registered workflows in pending or running
@@ -475,6 +523,17 @@ export interface ExecutionStore {
    * fails it).
    */
   waitForSignal(request: WaitForSignalRequest): Promise<WaitForSignalResult>;
+  /**
+   * Starts a claimed map task's instances, fenced on its lease: one `ready` row per item
+   * (claimable now, the pipeline's priority), and the task itself parked under MAP_LEASE_OWNER
+   * until they settle it (see map.ts and {@link finishTasks}). False when the lease was lost:
+   * nothing written.
+   */
+  startMap(request: StartMapRequest): Promise<boolean>;
+  /** The instances of a pipeline's map task, in item order (empty before it mapped, or for another task). */
+  listMapInstances(pipelineExecutionId: string, taskId: string): Promise<TaskRow[]>;
+  /** The instance counts of each map task of a pipeline that has instances, in task order. */
+  countMapInstances(pipelineExecutionId: string): Promise<MapInstanceCounts[]>;
   /** Cancels a non-terminal pipeline and its non-terminal tasks; null when unknown. */
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null>;
   /** Pauses a pending or running pipeline; running tasks go back to ready (not a failure). */

@@ -68,6 +68,8 @@ export interface TaskResult {
    * `waitFor` has no timeout, and for every other task.
    */
   waitsUntil?: Date;
+  /** A map task that has mapped: its instances by status (the JSON API lists them). */
+  instances?: { total: number; completed: number; failed: number; running: number };
 }
 
 /** Everything known about a pipeline execution. */

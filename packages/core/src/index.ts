@@ -3,6 +3,7 @@ export {
   type AdmissionStep,
   admissionPlan,
   firstFullGroups,
+  type GroupsAndHeads,
   type QueuedSlot,
   type QueueHead,
   runSteps,
@@ -26,6 +27,7 @@ export {
   contextDelta,
   DEFAULT_MAX_CONTEXT_BYTES,
   mergeContext,
+  readOnlyContext,
 } from './context.js';
 export type {
   CatchupPolicy,
@@ -86,6 +88,8 @@ export type {
   FinishTasksOptions,
   FinishTasksResult,
   LeaseRef,
+  MapInstanceCounts,
+  MapItem,
   NewPipeline,
   PipelineFilter,
   PipelineRow,
@@ -97,6 +101,7 @@ export type {
   RetriedTask,
   SendSignalRequest,
   SendSignalResult,
+  StartMapRequest,
   StoredAttempt,
   TaskOutcome,
   TaskRow,
@@ -154,6 +159,22 @@ export {
   setLongTimeout,
   sleep,
 } from './loop.js';
+export {
+  checkMapItems,
+  instanceOutput,
+  instanceResult,
+  isInstanceOf,
+  MAP_LEASE_OWNER,
+  MAX_MAP_ITEMS,
+  type MapTally,
+  mapInstanceTaskId,
+  mapSettlement,
+  mapTallies,
+  mapTaskOutput,
+  mapTaskRequest,
+  type ParkedMapTask,
+  withSettledMaps,
+} from './map.js';
 export { checkPage, MAX_PAGE_VALUE, type Page, type PageInput, type PageLimits } from './paging.js';
 export { type RateGateStep, rateGate } from './rate-gate.js';
 export { RETRY_DEFAULTS, type RetryPolicy, retryDelayMs, shouldRetry } from './retry.js';

@@ -8,6 +8,7 @@ import {
   checkRateLimit,
   type RateLimit,
 } from './flow-control.js';
+import type { Json } from './json.js';
 import type { RetryPolicy } from './retry.js';
 import { assertKnownKeys } from './suggest.js';
 import { hasNul } from './text.js';
@@ -26,6 +27,10 @@ export interface TaskRunInfo {
   signal: AbortSignal;
   /** Set when a cron occurrence started the pipeline. */
   scheduledTime?: Date;
+  /** An instance of a map task: its item, as `map` returned it. */
+  item?: Json;
+  /** An instance of a map task: its item's position in the list, from 0. */
+  index?: number;
 }
 
 /** One node of a workflow's DAG. */
@@ -36,9 +41,11 @@ export interface TaskDefinition {
   dependsOn?: string[];
   /**
    * The work. Writes to `ctx` become the task's output when the attempt succeeds. Every task
-   * has one, except a wait task (`waitFor`), which has none.
+   * has one, except a wait task (`waitFor`), which has none. What it returns is ignored, except
+   * in an instance of a map task: there it is the instance's result (JSON; `undefined` is null).
    */
-  run?: (ctx: Context, info: TaskRunInfo) => Promise<void> | void;
+  // biome-ignore lint/suspicious/noConfusingVoidType: run returns nothing (void), or an instance's result.
+  run?: (ctx: Context, info: TaskRunInfo) => Promise<Json | void> | Json | void;
   /** Retries after a failed attempt. */
   retry?: RetryPolicy;
   /**
@@ -79,6 +86,13 @@ export interface TaskDefinition {
    * SignalTimeoutError, never retried. No slot, lease or process is held while it waits.
    */
   waitFor?: WaitFor;
+  /**
+   * Fan-out: called once, when the task becomes ready, on the worker that claims it; `run` then
+   * runs once per item (`info.item`, `info.index`), each an instance with its own attempts,
+   * lease, retries and time limit, `ctx` read-only. The task's output sets its id to the
+   * instances' return values (JSON, `undefined` as null) in item order. At most MAX_MAP_ITEMS items.
+   */
+  map?: (ctx: Context) => Json[];
 }
 
 /** What a wait task waits for (see {@link TaskDefinition.waitFor}). */
@@ -141,6 +155,7 @@ const TASK_KEYS = Object.keys({
   rateLimit: true,
   notBefore: true,
   waitFor: true,
+  map: true,
 } satisfies Record<keyof TaskDefinition, true>);
 
 /** The longest signal name, in characters. */
@@ -155,12 +170,6 @@ const RETRY_KEYS = Object.keys({
   jitter: true,
   retryOn: true,
 } satisfies Record<keyof RetryPolicy, true>);
-
-/**
- * Task fields of DESIGN.md that this version does not run yet: refused by name, so that a
- * workflow never silently runs without the limit or the wait it declares.
- */
-const NOT_YET_SUPPORTED_TASK_KEYS = ['map'];
 
 /** The longest `delayMs`: a year of 366 days. */
 export const MAX_TASK_DELAY_MS = 366 * 24 * 3_600_000;
@@ -247,18 +256,15 @@ function checkTask(name: string, task: TaskDefinition): void {
       `Workflow "${name}": task "${task.id}" ${field} must be ${what}, got ${describe(value)}.`,
     );
   };
-  for (const key of NOT_YET_SUPPORTED_TASK_KEYS) {
-    if (key in task) {
-      throw new WorkflowValidationError(
-        `Workflow "${name}": task "${task.id}" uses "${key}", which this version of Orrery does not support yet; remove it (a task would otherwise run without it).`,
-      );
-    }
-  }
   assertKnownKeys(task, TASK_KEYS, `task "${task.id}" key in workflow "${name}"`, 'keys', WorkflowValidationError);
   if (task.waitFor !== undefined) {
     checkWaitFor(name, task);
   } else if (typeof task.run !== 'function') {
     throw new WorkflowValidationError(`Workflow "${name}": task "${task.id}" has no run function.`);
+  }
+  if (task.map !== undefined) {
+    if (typeof task.map !== 'function') fail('map', 'a function (ctx) => items (an array of JSON values)', task.map);
+    if (task.waitFor !== undefined) fail('map', 'absent on a wait task (waitFor), which has no run to map', task.map);
   }
   const { dependsOn, trigger, when, timeoutMs, retry, delayMs } = task;
   checkRateLimit(name, task.id, task.rateLimit);
@@ -424,6 +430,7 @@ function structureHash(
     ...(t.rateLimit === undefined ? {} : { rateLimit: t.rateLimit }),
     ...(t.notBefore === undefined ? {} : { notBefore: 'custom' }),
     ...(t.waitFor === undefined ? {} : { waitFor: t.waitFor }),
+    ...(t.map === undefined ? {} : { map: 'custom' }),
   }));
   const rules = {
     ...(concurrency.length === 0 ? {} : { concurrency }),

@@ -261,12 +261,16 @@ describe('defineWorkflow and flow control', () => {
     );
   });
 
-  it.each(['map'])(
-    'refuses the task field %s, which this version does not run yet, instead of ignoring it',
-    (field) => {
-      expect(() => defineWorkflow({ name: 'w', tasks: [{ id: 't', run, [field]: 1 } as never] })).toThrow(
-        new RegExp(`task "t" uses "${field}", which this version of Orrery does not support yet`),
-      );
-    },
-  );
+  it('takes a map function, refuses any other value and a map on a wait task, and versions it', () => {
+    const items = () => [1, 2];
+    expect(() => defineWorkflow({ name: 'w', tasks: [{ id: 't', run, map: 1 } as never] })).toThrow(
+      /task "t" map must be a function \(ctx\) => items/,
+    );
+    expect(() =>
+      defineWorkflow({ name: 'w', tasks: [{ id: 't', waitFor: { signal: 's' }, map: items } as never] }),
+    ).toThrow(/task "t" map must be absent on a wait task/);
+    const mapped = defineWorkflow({ name: 'w', tasks: [{ id: 't', run, map: items }] });
+    expect(mapped.taskById.get('t')?.map).toBe(items);
+    expect(mapped.version).not.toBe(defineWorkflow({ name: 'w', tasks: [{ id: 't', run }] }).version);
+  });
 });

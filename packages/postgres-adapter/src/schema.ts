@@ -6,6 +6,7 @@ import type {
   CronExecutionStatus,
   Json,
   JsonObject,
+  MapItem,
   OverlapPolicy,
   PipelineGroup,
   PipelineStatus,
@@ -104,6 +105,12 @@ function defineTables(table: TableFn) {
       waitSignal: text('wait_signal'),
       /** When a wait task's signal times out, set when it first waits; null before, and for other tasks. */
       waitsUntil: timestamp('waits_until'),
+      /** An instance of a map task: that task's id (see core's map.ts); null for a task. */
+      mapOf: text('map_of'),
+      /** An instance of a map task: its item's position in the list, from 0. */
+      mapIndex: integer('map_index'),
+      /** An instance of a map task: its item, as the task's map returned it (wrapped, see MapItem). */
+      mapItem: json<MapItem>('map_item'),
       /** Its task's `delayMs`: readied, it becomes claimable this long after (0 for none). */
       delayMs: integer('delay_ms').notNull().default(0),
       /** The pipeline's priority, here so that the claim's index walk can order by it. */

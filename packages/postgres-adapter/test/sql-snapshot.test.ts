@@ -35,6 +35,7 @@ import { lockSchedule } from '../src/cron-store/trigger.js';
 import {
   admitSlots,
   countActive,
+  countActiveWithHeads,
   insertSlots,
   lockGroups,
   selectGroupOccupancy,
@@ -42,7 +43,6 @@ import {
   selectQueued,
   selectQueuedGroupNames,
   selectQueuedGroups,
-  selectQueueHeads,
   tryLockGroup,
 } from '../src/execution-store/admission.js';
 import {
@@ -66,6 +66,15 @@ import {
 } from '../src/execution-store/control.js';
 import { prepareExecutionStore } from '../src/execution-store/index.js';
 import { deferTask } from '../src/execution-store/lease.js';
+import {
+  cancelMapInstances,
+  countDownMapTask,
+  countMapInstancesOf,
+  deleteMapInstances,
+  insertInstances,
+  parkMapTask,
+  selectMapInstances,
+} from '../src/execution-store/maps.js';
 import { countWork, selectPipelines } from '../src/execution-store/pipelines.js';
 import { prepareRunnerStore } from '../src/runner-store/index.js';
 import { tablesIn } from '../src/schema.js';
@@ -106,6 +115,24 @@ const rateLimited = {
   now,
 };
 const release = { now, runnerId: 'r', workflowNames: ['w'], limit: 10 };
+const startMap = {
+  taskExecutionId: id,
+  pipelineExecutionId: id,
+  taskId: 't',
+  attempt: 1,
+  runnerId: 'r',
+  items: [1, 'a'],
+  now,
+};
+const mapTally = {
+  pipelineExecutionId: id,
+  taskId: 't',
+  completed: 1,
+  failed: null,
+  dependents: [],
+  lastOrd: 0,
+  now,
+};
 
 // The cron store's `handoff/insertPipelines` is the execution store's `pipelines/insertPipelines`, in execution-store.sql already.
 const { insertPipelines: _insertPipelines, ...handoffStatements } = prepareCronStore(handle).handoff;
@@ -173,7 +200,7 @@ const stores = {
         tryLockGroup: tryLockGroup(db, tables, 'g'),
         selectQueuedGroupNames: selectQueuedGroupNames(db, tables),
         countActive: countActive(db, tables, ['g']),
-        selectQueueHeads: selectQueueHeads(db, tables, ['g'], 8),
+        countActiveWithHeads: countActiveWithHeads(db, tables, ['g'], 8),
         selectQueued: selectQueued(db, tables, 'g', 0),
         admitSlots: admitSlots(db, tables, [id], now),
         selectOldestActive: selectOldestActive(db, tables, 'g'),
@@ -195,6 +222,15 @@ const stores = {
         selectNthStart: selectNthStart(db, tables, 'b', now, 1),
         insertStarts: insertStarts(db, tables, 'b', now, 1000, 2),
         joinHerd: joinHerd(db, tables, 'b', now, 3),
+      },
+      maps: {
+        parkMapTask: parkMapTask(db, tables, { ...startMap }),
+        insertInstances: insertInstances(db, tables, startMap, { workflowName: 'w', position: 0, priority: 0 }),
+        countDownMapTask: countDownMapTask(db, tables, mapTally),
+        selectMapInstances: selectMapInstances(db, tables, id, 't'),
+        cancelMapInstances: cancelMapInstances(db, tables, mapTally),
+        countMapInstancesOf: countMapInstancesOf(db, tables, id),
+        deleteMapInstances: deleteMapInstances(db, tables, id, [id]),
       },
       control: {
         cancelPipelineRow: cancelPipelineRow(db, tables, id, now),

@@ -88,6 +88,7 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
   readonly #storage: Storage;
   readonly #clock: OffsetClock;
   readonly #known: KnownWorkflows;
+  readonly #registry: WorkflowRegistry;
   readonly #waiters: CompletionWaiters;
   readonly #schedules: ScheduleCalls;
   readonly #control: ExecutionControl;
@@ -113,6 +114,7 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
     this.#localWork = parts.localWork ?? NO_LOCAL_WORK;
     this.#emit = parts.emit ?? ((event, payload) => emitSafely(this as never, logger, event, payload));
     this.#known = new KnownWorkflows(registry, storage.workflows);
+    this.#registry = registry;
     this.#writer = new PipelineWriter(storage.executions);
     this.#admission = new GroupAdmission(storage.executions, clock, logger);
     this.#waiters = new CompletionWaiters({
@@ -290,7 +292,7 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
    */
   async getExecutionResult(executionId: string): Promise<PipelineResult> {
     const row = await readPipeline(this.#storage.executions, executionId);
-    return toPipelineResult(row, await this.#storage.executions.listTasks(row.id));
+    return this.#result(row, await this.#storage.executions.listTasks(row.id));
   }
 
   /**
@@ -463,7 +465,17 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
 
   async #waitForResult(id: string, workflowName: string, timeoutMs: number): Promise<PipelineResult> {
     const { row, tasks } = await this.#waiters.wait(id, timeoutMs, this.#firstPollDelayMs(workflowName));
-    return toPipelineResult(row, tasks ?? (await this.#storage.executions.listTasks(id)));
+    return this.#result(row, tasks ?? (await this.#storage.executions.listTasks(id)));
+  }
+
+  /**
+   * The public result, with the instance counts of its map tasks: read only when the workflow
+   * has a map task, or is not registered here (then this process cannot tell).
+   */
+  async #result(row: PipelineRow, tasks: readonly TaskRow[]): Promise<PipelineResult> {
+    const workflow = this.#registry.find(row.workflowName);
+    const mapsItems = workflow === undefined || workflow.tasks.some((task) => task.map !== undefined);
+    return toPipelineResult(row, tasks, mapsItems ? await this.#storage.executions.countMapInstances(row.id) : []);
   }
 }
 

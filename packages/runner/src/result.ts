@@ -1,5 +1,6 @@
 import {
   type ContextDelta,
+  type MapInstanceCounts,
   mergeContext,
   type PipelineResult,
   type PipelineRow,
@@ -77,7 +78,7 @@ export function attemptHistory(row: TaskRow): TaskAttempt[] {
 }
 
 /** A task row as the public task result. A skipped task never ran, so it reports 0 attempts. */
-export function toTaskResult(row: TaskRow): TaskResult {
+export function toTaskResult(row: TaskRow, instances?: MapInstanceCounts): TaskResult {
   const durationMs = row.status === 'skipped' ? undefined : elapsedMs(row.startedAt, row.completedAt);
   return {
     taskId: row.taskId,
@@ -91,6 +92,16 @@ export function toTaskResult(row: TaskRow): TaskResult {
     attemptHistory: attemptHistory(row),
     // Only while the task waits: once it ends, the deadline no longer says anything.
     ...(row.status !== 'ready' || row.waitsUntil == null ? {} : { waitsUntil: row.waitsUntil }),
+    ...(instances === undefined
+      ? {}
+      : {
+          instances: {
+            total: instances.total,
+            completed: instances.completed,
+            failed: instances.failed,
+            running: instances.running,
+          },
+        }),
   };
 }
 
@@ -109,11 +120,16 @@ export function completedOutputs(tasks: readonly TaskRow[], only?: ReadonlySet<s
  * A pipeline and its tasks as the public result: `finalContext` = deepMerge(input, outputs
  * of every completed task in canonical order).
  */
-export function toPipelineResult(row: PipelineRow, tasks: readonly TaskRow[]): PipelineResult {
+export function toPipelineResult(
+  row: PipelineRow,
+  tasks: readonly TaskRow[],
+  instances: readonly MapInstanceCounts[] = [],
+): PipelineResult {
   const ordered = [...tasks].sort((a, b) => a.position - b.position);
+  const countsOf = new Map(instances.map((counts) => [counts.taskId, counts]));
   return {
     ...pipelineFields(row),
     finalContext: mergeContext(row.input, completedOutputs(ordered)),
-    tasks: ordered.map(toTaskResult),
+    tasks: ordered.map((task) => toTaskResult(task, countsOf.get(task.taskId))),
   };
 }

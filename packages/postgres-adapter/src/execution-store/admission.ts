@@ -2,6 +2,7 @@ import {
   type AdmissionStep,
   admissionPlan,
   firstFullGroups,
+  type GroupsAndHeads,
   isQueued,
   limitReachedError,
   type NewPipeline,
@@ -10,12 +11,11 @@ import {
   type PipelineGroup,
   type PipelineRow,
   type QueuedGroup,
-  type QueueHead,
   replacedError,
   runStepsAsync,
   TERMINAL_PIPELINE_STATUSES,
 } from '@orreryjs/core';
-import { and, asc, desc, eq, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, type SQL, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import { arrayParam, decodeJson, encodeUuidList, inUuidList, lockOf, statusIn, statusNotIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
@@ -53,45 +53,96 @@ export function selectQueuedGroupNames(db: PostgresDb, { concurrencySlots: s }: 
 }
 
 /**
- * Forgets the admitted slots of ended pipelines in `groups` (no longer active) and counts each
- * group's active pipelines, in one statement: both walk the group's active slots only, however
- * long its queue (a queued slot whose pipeline was cancelled is passed over by the queue reads,
- * and goes with its pipeline). Raw SQL: a DELETE in a CTE, whose rows the
- * count leaves out (the statement's snapshot still sees them).
+ * The CTEs `ended`, which forgets the admitted slots of ended pipelines in the groups (no
+ * longer active), and `active`, which counts each group's active pipelines without them (the
+ * statement's snapshot still sees the deleted rows). Both walk the groups' active slots only,
+ * however long their queues (a queued slot whose pipeline was cancelled is passed over by the
+ * queue reads, and goes with its pipeline). Raw SQL: a DELETE in a CTE.
  */
-export function countActive(db: PostgresDb, tables: PostgresTables, groups: readonly string[]) {
+function endedAndActive(tables: PostgresTables, inGroups: SQL) {
   const { concurrencySlots: s, pipelineExecutions: p } = tables;
-  const inGroups = sql`group_name = ANY(${arrayParam([...groups])}::text[])`;
-  return db.execute<{ group: string; active: number }>(sql`WITH ended AS (
+  return sql`ended AS (
       DELETE FROM ${s} AS ended_slot USING ${p} AS ended_pipeline
       WHERE ended_slot.${inGroups} AND ended_slot.admitted AND ended_pipeline.id = ended_slot.pipeline_execution_id
         AND ended_pipeline.${statusIn(sql`status`, TERMINAL_PIPELINE_STATUSES)}
       RETURNING ended_slot.group_name, ended_slot.pipeline_execution_id
-    )
-    SELECT slot.group_name AS "group", count(*)::int AS active FROM ${s} AS slot
-    WHERE slot.${inGroups} AND slot.admitted AND NOT EXISTS (SELECT 1 FROM ended
-      WHERE ended.group_name = slot.group_name AND ended.pipeline_execution_id = slot.pipeline_execution_id)
-    GROUP BY slot.group_name`);
+    ), active AS (
+      SELECT slot.group_name, count(*)::int AS active FROM ${s} AS slot
+      WHERE slot.${inGroups} AND slot.admitted AND NOT EXISTS (SELECT 1 FROM ended
+        WHERE ended.group_name = slot.group_name AND ended.pipeline_execution_id = slot.pipeline_execution_id)
+      GROUP BY slot.group_name
+    )`;
 }
 
-/**
- * Differs by necessity: the first `perGroup` of each group's queue in one statement (one index
- * walk per group), where SQLite reads each group's with selectQueued and no round trip.
- */
-export function selectQueueHeads(db: PostgresDb, tables: PostgresTables, groups: readonly string[], perGroup: number) {
-  const { concurrencySlots: s, pipelineExecutions: p } = tables;
-  // Raw SQL: a LATERAL join over the groups, which drizzle's builder has no form for.
-  return db.execute<{ group: string; pipeline_execution_id: string; slot_limit: number; concurrency: unknown }>(
-    sql`SELECT g.name AS "group", q.pipeline_execution_id, q.slot_limit, q.concurrency
-      FROM unnest(${arrayParam([...groups])}::text[]) AS g(name)
-      CROSS JOIN LATERAL (
-        SELECT slot.pipeline_execution_id, slot.slot_limit, pipeline.concurrency
-        FROM ${s} AS slot JOIN ${p} AS pipeline ON pipeline.id = slot.pipeline_execution_id
-        WHERE slot.group_name = g.name AND NOT slot.admitted AND pipeline.status = 'pending'
-        ORDER BY slot.priority DESC, slot.queued_at, slot.pipeline_execution_id
-        LIMIT ${perGroup}
-      ) AS q`,
+/** Forgets the slots of ended pipelines in `groups`, then counts each group's active (admitted) pipelines. */
+export function countActive(db: PostgresDb, tables: PostgresTables, groups: readonly string[]) {
+  const inGroups = sql`group_name = ANY(${arrayParam([...groups])}::text[])`;
+  return db.execute<{ group: string; active: number }>(
+    sql`WITH ${endedAndActive(tables, inGroups)} SELECT group_name AS "group", active FROM active`,
   );
+}
+
+/** A row of {@link countActiveWithHeads}: a group's count (`active` set), or one pipeline at the head of its queue. */
+type GroupStateRow = {
+  group: string;
+  active: number | null;
+  pipeline_execution_id: string | null;
+  slot_limit: number | null;
+  concurrency: unknown;
+};
+
+/**
+ * Differs by necessity: {@link countActive} and the first `perGroup` of each group's queue (one
+ * index walk per group) in one statement, the first read of every admission, where SQLite reads
+ * them in process with no round trip. Raw SQL: a LATERAL join over the groups, which drizzle's
+ * builder has no form for.
+ */
+export function countActiveWithHeads(
+  db: PostgresDb,
+  tables: PostgresTables,
+  groups: readonly string[],
+  perGroup: number,
+) {
+  const { concurrencySlots: s, pipelineExecutions: p } = tables;
+  const names = arrayParam([...groups]);
+  const inGroups = sql`group_name = ANY(${names}::text[])`;
+  return db.execute<GroupStateRow>(sql`WITH ${endedAndActive(tables, inGroups)}
+    SELECT group_name AS "group", active, NULL::uuid AS pipeline_execution_id, NULL::int AS slot_limit,
+      NULL::jsonb AS concurrency, 0 AS rank FROM active
+    UNION ALL
+    SELECT g.name, NULL, q.pipeline_execution_id, q.slot_limit, q.concurrency, q.rank
+    FROM unnest(${names}::text[]) AS g(name)
+    CROSS JOIN LATERAL (
+      SELECT slot.pipeline_execution_id, slot.slot_limit, pipeline.concurrency,
+        row_number() OVER (ORDER BY slot.priority DESC, slot.queued_at, slot.pipeline_execution_id) AS rank
+      FROM ${s} AS slot JOIN ${p} AS pipeline ON pipeline.id = slot.pipeline_execution_id
+      WHERE slot.group_name = g.name AND NOT slot.admitted AND pipeline.status = 'pending'
+      ORDER BY slot.priority DESC, slot.queued_at, slot.pipeline_execution_id
+      LIMIT ${perGroup}
+    ) AS q
+    ORDER BY 1, 6`);
+}
+
+/** {@link countActiveWithHeads}' rows as the admission plan takes them. */
+async function readGroupsAndHeads(
+  tx: PostgresDb,
+  tables: PostgresTables,
+  groups: readonly string[],
+  perGroup: number,
+): Promise<GroupsAndHeads> {
+  const answer: GroupsAndHeads = { active: [], heads: [] };
+  for (const row of (await countActiveWithHeads(tx, tables, groups, perGroup)).rows) {
+    if (row.pipeline_execution_id === null) answer.active.push({ group: row.group, active: row.active ?? 0 });
+    else {
+      answer.heads.push({
+        group: row.group,
+        pipelineExecutionId: row.pipeline_execution_id,
+        slotLimit: row.slot_limit ?? 0,
+        concurrency: decodeJson(row.concurrency) as PipelineGroup[] | null,
+      });
+    }
+  }
+  return answer;
 }
 
 /** A page of a group's queue, in admission order, with each pipeline's groups. */
@@ -243,15 +294,8 @@ export async function admitQueuedIn(
     switch (step.kind) {
       case 'countActive':
         return (await countActive(tx, tables, step.groups)).rows;
-      case 'queueHeads':
-        return (await selectQueueHeads(tx, tables, step.groups, step.perGroup)).rows.map(
-          (row): QueueHead => ({
-            group: row.group,
-            pipelineExecutionId: row.pipeline_execution_id,
-            slotLimit: row.slot_limit,
-            concurrency: decodeJson(row.concurrency) as PipelineGroup[] | null,
-          }),
-        );
+      case 'countActiveWithHeads':
+        return readGroupsAndHeads(tx, tables, step.groups, step.perGroup);
       case 'queuePage':
         return selectQueued(tx, tables, step.group, step.offset);
       case 'tryLock':

@@ -8,7 +8,7 @@ import {
   type TaskRow,
   TERMINAL_TASK_STATUSES,
 } from '@orreryjs/core';
-import { and, asc, desc, eq, getTableColumns, lt, lte, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, isNull, lt, lte, type SQL, sql } from 'drizzle-orm';
 import { alias, type PgColumn } from 'drizzle-orm/pg-core';
 import type pg from 'pg';
 import {
@@ -84,7 +84,13 @@ function selectClaimable(db: PostgresDb, tables: PostgresTables, condition: SQL 
       and(
         condition,
         likely(statusIn(p.status, ACTIVE_PIPELINE_STATUSES)),
-        likely(inTextList(sql`${t.workflowName} || chr(31) || ${t.taskId}`, sql.placeholder('registered'))),
+        // An instance of a map task runs its task's code: the task's registration covers it.
+        likely(
+          inTextList(
+            sql`${t.workflowName} || chr(31) || coalesce(${t.mapOf}, ${t.taskId})`,
+            sql.placeholder('registered'),
+          ),
+        ),
       ),
     )
     .orderBy(...order)
@@ -177,7 +183,9 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
       // Only the id: the rest of the started row is the locked one with the three columns set here (see claimTasks).
       .returning({ startedId: sql<string>`${p.id}`.as('started_id') }),
   );
-  // The terminal tasks of each claimed pipeline, aggregated once per pipeline however many of its tasks were claimed.
+  // The terminal tasks of each claimed pipeline, aggregated once per pipeline however many of its tasks were claimed;
+  // none for a pipeline of which only instances of map tasks were claimed: the runner reads their task's input once
+  // per mapping (see core's map.ts), where this would read every instance row of the pipeline on each claim.
   const tt = alias(t, 'tt');
   const terminal = db.$with('terminal').as(
     db
@@ -189,8 +197,10 @@ export function prepareClaim({ db, tables, named, pool }: PostgresHandle) {
       .from(tt)
       .where(
         and(
-          sql`${tt.pipelineExecutionId} IN (SELECT ${leased.pipelineExecutionId} FROM ${leased})`,
+          sql`${tt.pipelineExecutionId} IN (SELECT ${leased.pipelineExecutionId} FROM ${leased} WHERE ${leased.mapOf} IS NULL)`,
           statusIn(tt.status, TERMINAL_TASK_STATUSES),
+          // Instances of map tasks are not the pipeline's tasks: their task's output carries their results.
+          isNull(tt.mapOf),
         ),
       )
       .groupBy(tt.pipelineExecutionId),

@@ -1,5 +1,6 @@
 import {
   ACTIVE_PIPELINE_STATUSES,
+  MAP_LEASE_OWNER,
   newTaskStatus,
   type PipelineRow,
   RETRYABLE_PIPELINE_STATUSES,
@@ -7,11 +8,12 @@ import {
   TERMINAL_TASK_STATUSES,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq, ne, sql } from 'drizzle-orm';
 import { arrayParam, bind, encodeUuidList, statusIn, statusNotIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
 import { isRunning } from './conditions.js';
+import { deleteMapInstances } from './maps.js';
 
 /*
  * Operator control of a pipeline: cancel, pause, resume, retry. Cancel, pause and retry lock the pipeline row
@@ -75,10 +77,13 @@ export function pausePipelineRow(db: PostgresDb, tables: PostgresTables, id: str
 /** Gives the running tasks of a pausing pipeline back: ready again, not a failure. */
 export function requeueRunningTasks(db: PostgresDb, tables: PostgresTables, id: string, now: Date) {
   const t = tables.taskExecutions;
-  return db
-    .update(t)
-    .set({ status: 'ready', leaseOwner: null, leaseExpiresAt: null, availableAt: now, updatedAt: now })
-    .where(and(eq(t.pipelineExecutionId, id), isRunning(tables)));
+  return (
+    db
+      .update(t)
+      .set({ status: 'ready', leaseOwner: null, leaseExpiresAt: null, availableAt: now, updatedAt: now })
+      // A map task waiting on its instances stays as it is: its instances are what pause sends back.
+      .where(and(eq(t.pipelineExecutionId, id), isRunning(tables), ne(t.leaseOwner, MAP_LEASE_OWNER)))
+  );
 }
 
 async function selectPipelineIn(tx: PostgresDb, tables: PostgresTables, id: string): Promise<PipelineRow | null> {
@@ -199,6 +204,10 @@ export async function retryPipeline(
 ): Promise<PipelineRow | null> {
   const [retried] = await retryPipelineRow(tx, tables, id, tasks.length, now);
   if (retried === undefined) return selectPipelineIn(tx, tables, id);
-  if (tasks.length > 0) await retryTasks(tx, tables, id, tasks, now, retried.concurrency !== null);
+  if (tasks.length > 0) {
+    // A retried map task maps anew: its earlier instances go.
+    await deleteMapInstances(tx, tables, id, encodeUuidList(tasks.map((task) => task.id)));
+    await retryTasks(tx, tables, id, tasks, now, retried.concurrency !== null);
+  }
   return retried;
 }

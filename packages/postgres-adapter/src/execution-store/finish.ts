@@ -140,7 +140,10 @@ export async function finishTasks(
 ): Promise<FinishTaskResult[]> {
   if (requests.length === 0) return [];
   const columns = requests.map((request) => taskOutcomeColumns(request.outcome, request.now));
-  const dependents = requests.flatMap((request, ord) => request.dependents.map((taskId) => ({ ord, taskId })));
+  // An instance of a map task readies nothing and counts nothing itself: it settles its task (see maps.ts).
+  const dependents = requests.flatMap((request, ord) =>
+    request.mapInstance === undefined ? request.dependents.map((taskId) => ({ ord, taskId })) : [],
+  );
   // One `now` for the statement: a batch's outcomes are committed at one instant, the latest asked for.
   const now = new Date(Math.max(...requests.map((request) => request.now.getTime())));
   const rows = await q.finishTasks.execute(
@@ -158,7 +161,7 @@ export async function finishTasks(
       columns.map((c) => c.failed),
       columns.map((c) => (c.availableAt === null ? null : dateToIso(c.availableAt))),
       columns.map((c) => (c.completedAt === null ? null : dateToIso(c.completedAt))),
-      requests.map((r) => r.outcome.status !== 'retry'),
+      requests.map((r) => r.outcome.status !== 'retry' && r.mapInstance === undefined),
       requests.map((r) => (r.outcome.status === 'failed' ? storableText(r.outcome.error) : null)),
       dependents.map((d) => d.ord),
       dependents.map((d) => d.taskId),

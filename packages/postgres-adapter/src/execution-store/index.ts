@@ -13,6 +13,7 @@ import {
   groupsEndedBy,
   isQueued,
   type LeaseRef,
+  type MapInstanceCounts,
   type NewPipeline,
   type PipelineFilter,
   type PipelineRow,
@@ -23,6 +24,7 @@ import {
   type RetriedTask,
   type SendSignalRequest,
   type SendSignalResult,
+  type StartMapRequest,
   type TaskRow,
   uuidPrefixRange,
   type WaitForSignalRequest,
@@ -36,6 +38,7 @@ import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTasks, prepareFinish } from './finish.js';
 import { deferTask, prepareLease, releaseLeases, renewLeases } from './lease.js';
+import { countMapInstancesOf, selectMapInstances, settleMapsIn, startMapIn } from './maps.js';
 import { countWork, createPipelinesIn, preparePipelines, selectPipelines } from './pipelines.js';
 import { prepareRetention } from './retention.js';
 import { prepareSignals, sendSignal, waitForSignalIn } from './signals.js';
@@ -148,21 +151,40 @@ export class PostgresExecutionStore implements ExecutionStore {
     // BEGIN and COMMIT cost two round trips and save a commit (a WAL flush). In it, the slots of
     // the pipelines the outcomes ended are given on before the claim, which then sees them; without
     // a claim the caller gives them on (slotsGivenOn false).
-    if (outcomes.length === 0 || claim === null) {
+    // Instances of map tasks settle their tasks in the outcomes' transaction (see maps.ts).
+    const settlesMaps = outcomes.some((outcome) => outcome.mapInstance !== undefined);
+    if (outcomes.length === 0 || (claim === null && !settlesMaps)) {
       return statement('finishTasks', async () => ({
         finished: await finishTasks(this.#q.finish, outcomes),
         claimed: claim === null ? [] : await claimTasks(this.#q.claim, claim),
       }));
     }
     return transaction(this.#handle, 'finishTasks', async (tx) => {
-      const finished = await finishTasks(this.#q.finish, outcomes, tx.$client);
+      let finished = await finishTasks(this.#q.finish, outcomes, tx.$client);
+      if (settlesMaps) finished = await settleMapsIn(tx, this.#handle.tables, this.#q.finish, outcomes, finished);
       const groups = groupsEndedBy(finished);
       if (groups.length > 0) await admitQueuedIn(tx, this.#handle.tables, groups, outcomes[0]!.now);
       return {
         finished: groups.length > 0 ? withSlotsGivenOn(finished) : finished,
-        claimed: await claimTasks(this.#q.claim, claim, tx.$client),
+        claimed: claim === null ? [] : await claimTasks(this.#q.claim, claim, tx.$client),
       };
     });
+  }
+
+  startMap(request: StartMapRequest): Promise<boolean> {
+    return transaction(this.#handle, 'startMap', (tx) => startMapIn(tx, this.#handle.tables, request));
+  }
+
+  listMapInstances(pipelineExecutionId: string, taskId: string): Promise<TaskRow[]> {
+    return statement('listMapInstances', () =>
+      selectMapInstances(this.#handle.db, this.#handle.tables, pipelineExecutionId, taskId),
+    );
+  }
+
+  countMapInstances(pipelineExecutionId: string): Promise<MapInstanceCounts[]> {
+    return statement('countMapInstances', () =>
+      countMapInstancesOf(this.#handle.db, this.#handle.tables, pipelineExecutionId),
+    );
   }
 
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null> {

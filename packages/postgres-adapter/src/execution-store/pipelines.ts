@@ -8,7 +8,7 @@ import {
   type PipelineFilter,
   type PipelineRow,
 } from '@orreryjs/core';
-import { and, asc, desc, eq, getTableColumns, gte, lte, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gte, isNull, lte, type SQL, sql } from 'drizzle-orm';
 import {
   bind,
   canonicalUuid,
@@ -56,7 +56,8 @@ export function preparePipelines(handle: PostgresHandle) {
     selectTasks: db
       .select(taskRowColumns(tables))
       .from(t)
-      .where(eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'pipelineId')))
+      // Instances of map tasks are listed apart (see maps.ts).
+      .where(and(eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'pipelineId')), isNull(t.mapOf)))
       .orderBy(asc(t.position))
       .prepare(named('orrery_select_tasks')),
   };

@@ -41,28 +41,28 @@ select "id"
   limit $3;
 
 -- pipelines/selectTasks
-select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "map_of", "map_index", "map_item", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
   from "tenant"."task_executions"
-  where "tenant"."task_executions"."pipeline_execution_id" = $1::uuid
+  where ("tenant"."task_executions"."pipeline_execution_id" = $1::uuid and "tenant"."task_executions"."map_of" is null)
   order by "tenant"."task_executions"."position" asc;
 
 -- claim/claimTasks
 with "ready" as (select "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."task_id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."task_executions"."priority", "tenant"."task_executions"."started_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "p_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."trace_context" as "p_trace_context", "tenant"."pipeline_executions"."run_at" as "p_run_at", "tenant"."pipeline_executions"."priority" as "p_priority", "tenant"."pipeline_executions"."concurrency" as "p_concurrency", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
   from "tenant"."task_executions"
   inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."task_executions"."pipeline_execution_id"
-  where ((coalesce("tenant"."task_executions"."status" = 'ready' AND "tenant"."task_executions"."priority" = 0, false) and "tenant"."task_executions"."available_at" <= $1::timestamp (3) with time zone) and coalesce("tenant"."pipeline_executions"."status" IN ('pending', 'running'), false) and coalesce("tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($2::text[]), false))
+  where ((coalesce("tenant"."task_executions"."status" = 'ready' AND "tenant"."task_executions"."priority" = 0, false) and "tenant"."task_executions"."available_at" <= $1::timestamp (3) with time zone) and coalesce("tenant"."pipeline_executions"."status" IN ('pending', 'running'), false) and coalesce("tenant"."task_executions"."workflow_name" || chr(31) || coalesce("tenant"."task_executions"."map_of", "tenant"."task_executions"."task_id") = ANY($2::text[]), false))
   order by "tenant"."task_executions"."available_at" asc
   limit $3
   for no key update of "task_executions", "pipeline_executions" skip locked), "ready_by_priority" as (select "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."task_id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."task_executions"."priority", "tenant"."task_executions"."started_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "p_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."trace_context" as "p_trace_context", "tenant"."pipeline_executions"."run_at" as "p_run_at", "tenant"."pipeline_executions"."priority" as "p_priority", "tenant"."pipeline_executions"."concurrency" as "p_concurrency", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
   from "tenant"."task_executions"
   inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."task_executions"."pipeline_execution_id"
-  where ((coalesce("tenant"."task_executions"."status" = 'ready' AND "tenant"."task_executions"."priority" <> 0, false) and "tenant"."task_executions"."available_at" <= $4::timestamp (3) with time zone) and coalesce("tenant"."pipeline_executions"."status" IN ('pending', 'running'), false) and coalesce("tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($5::text[]), false))
+  where ((coalesce("tenant"."task_executions"."status" = 'ready' AND "tenant"."task_executions"."priority" <> 0, false) and "tenant"."task_executions"."available_at" <= $4::timestamp (3) with time zone) and coalesce("tenant"."pipeline_executions"."status" IN ('pending', 'running'), false) and coalesce("tenant"."task_executions"."workflow_name" || chr(31) || coalesce("tenant"."task_executions"."map_of", "tenant"."task_executions"."task_id") = ANY($5::text[]), false))
   order by "tenant"."task_executions"."priority" desc, "tenant"."task_executions"."available_at" asc
   limit $6
   for no key update of "task_executions", "pipeline_executions" skip locked), "expired" as (select "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."task_id", "tenant"."task_executions"."status", "tenant"."task_executions"."available_at", "tenant"."task_executions"."priority", "tenant"."task_executions"."started_at", "tenant"."pipeline_executions"."id" as "p_id", "tenant"."pipeline_executions"."workflow_name" as "p_workflow_name", "tenant"."pipeline_executions"."workflow_version" as "p_workflow_version", "tenant"."pipeline_executions"."status" as "p_status", "tenant"."pipeline_executions"."input" as "p_input", "tenant"."pipeline_executions"."idempotency_key" as "p_idempotency_key", "tenant"."pipeline_executions"."scheduled_time" as "p_scheduled_time", "tenant"."pipeline_executions"."schedule_id" as "p_schedule_id", "tenant"."pipeline_executions"."remaining_tasks" as "p_remaining_tasks", "tenant"."pipeline_executions"."failed_tasks" as "p_failed_tasks", "tenant"."pipeline_executions"."error" as "p_error", "tenant"."pipeline_executions"."pause_reason" as "p_pause_reason", "tenant"."pipeline_executions"."trace_context" as "p_trace_context", "tenant"."pipeline_executions"."run_at" as "p_run_at", "tenant"."pipeline_executions"."priority" as "p_priority", "tenant"."pipeline_executions"."concurrency" as "p_concurrency", "tenant"."pipeline_executions"."created_at" as "p_created_at", "tenant"."pipeline_executions"."started_at" as "p_started_at", "tenant"."pipeline_executions"."completed_at" as "p_completed_at", "tenant"."pipeline_executions"."updated_at" as "p_updated_at"
   from "tenant"."task_executions"
   inner join "tenant"."pipeline_executions" on "tenant"."pipeline_executions"."id" = "tenant"."task_executions"."pipeline_execution_id"
-  where (("tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_expires_at" < $7::timestamp (3) with time zone) and coalesce("tenant"."pipeline_executions"."status" IN ('pending', 'running'), false) and coalesce("tenant"."task_executions"."workflow_name" || chr(31) || "tenant"."task_executions"."task_id" = ANY($8::text[]), false))
+  where (("tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_expires_at" < $7::timestamp (3) with time zone) and coalesce("tenant"."pipeline_executions"."status" IN ('pending', 'running'), false) and coalesce("tenant"."task_executions"."workflow_name" || chr(31) || coalesce("tenant"."task_executions"."map_of", "tenant"."task_executions"."task_id") = ANY($8::text[]), false))
   order by "tenant"."task_executions"."priority" desc, "tenant"."task_executions"."available_at" asc
   limit $9
   for no key update of "task_executions", "pipeline_executions" skip locked), "candidates" as (((select "pipeline_execution_id", "task_id", "status", "available_at", "priority", "started_at", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_run_at", "p_priority", "p_concurrency", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"
@@ -80,16 +80,16 @@ with "ready" as (select "tenant"."task_executions"."pipeline_execution_id", "ten
             < (-"candidates"."priority", "candidates"."available_at", "candidates"."pipeline_execution_id", "candidates"."task_id")) < $18::int THEN $19::timestamp (3) with time zone END, "updated_at" = $20::timestamp (3) with time zone
   from "candidates"
   where ("tenant"."task_executions"."pipeline_execution_id" = "candidates"."pipeline_execution_id" and "tenant"."task_executions"."task_id" = "candidates"."task_id")
-  returning "tenant"."task_executions"."id", "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."workflow_name", "tenant"."task_executions"."task_id", "tenant"."task_executions"."position", "tenant"."task_executions"."status", "tenant"."task_executions"."attempt", "tenant"."task_executions"."failed_attempts", "tenant"."task_executions"."pending_deps", "tenant"."task_executions"."available_at", "tenant"."task_executions"."waits_until", "tenant"."task_executions"."lease_owner", "tenant"."task_executions"."lease_expires_at", "tenant"."task_executions"."runner_id", "tenant"."task_executions"."attempt_history", "tenant"."task_executions"."output", "tenant"."task_executions"."error", "tenant"."task_executions"."started_at", "tenant"."task_executions"."completed_at", "tenant"."task_executions"."priority", "candidates"."status" = 'running' AND "candidates"."started_at" IS NOT NULL as "lease_expired", CASE WHEN "tenant"."task_executions"."wait_signal" IS NOT NULL THEN ((select "payload"
+  returning "tenant"."task_executions"."id", "tenant"."task_executions"."pipeline_execution_id", "tenant"."task_executions"."workflow_name", "tenant"."task_executions"."task_id", "tenant"."task_executions"."position", "tenant"."task_executions"."status", "tenant"."task_executions"."attempt", "tenant"."task_executions"."failed_attempts", "tenant"."task_executions"."pending_deps", "tenant"."task_executions"."available_at", "tenant"."task_executions"."waits_until", "tenant"."task_executions"."map_of", "tenant"."task_executions"."map_index", "tenant"."task_executions"."map_item", "tenant"."task_executions"."lease_owner", "tenant"."task_executions"."lease_expires_at", "tenant"."task_executions"."runner_id", "tenant"."task_executions"."attempt_history", "tenant"."task_executions"."output", "tenant"."task_executions"."error", "tenant"."task_executions"."started_at", "tenant"."task_executions"."completed_at", "tenant"."task_executions"."priority", "candidates"."status" = 'running' AND "candidates"."started_at" IS NOT NULL as "lease_expired", CASE WHEN "tenant"."task_executions"."wait_signal" IS NOT NULL THEN ((select "payload"
   from "tenant"."signals"
   where ("tenant"."signals"."pipeline_execution_id" = "tenant"."task_executions"."pipeline_execution_id" and "tenant"."signals"."name" = "tenant"."task_executions"."wait_signal"))) END as "signal_payload", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_run_at", "p_priority", "p_concurrency", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at"), "started" as (update "tenant"."pipeline_executions"
   set "status" = $21, "started_at" = $22::timestamp (3) with time zone, "updated_at" = $23::timestamp (3) with time zone
   where ("tenant"."pipeline_executions"."status" = 'pending' and "tenant"."pipeline_executions"."id" IN (SELECT "leased"."pipeline_execution_id" FROM "leased"))
   returning "id" as "started_id"), "terminal" as (select "pipeline_execution_id" as "terminal_pipeline_id", json_agg(tt ORDER BY "position") as "terminal_tasks"
   from "tenant"."task_executions" "tt"
-  where ("tt"."pipeline_execution_id" IN (SELECT "leased"."pipeline_execution_id" FROM "leased") and "tt"."status" IN ('completed', 'failed', 'skipped', 'cancelled'))
+  where ("tt"."pipeline_execution_id" IN (SELECT "leased"."pipeline_execution_id" FROM "leased" WHERE "leased"."map_of" IS NULL) and "tt"."status" IN ('completed', 'failed', 'skipped', 'cancelled') and "tt"."map_of" is null)
   group by "tt"."pipeline_execution_id")
-  select "leased"."id", "leased"."pipeline_execution_id", "leased"."workflow_name", "leased"."task_id", "leased"."position", "leased"."status", "leased"."attempt", "leased"."failed_attempts", "leased"."pending_deps", "leased"."available_at", "leased"."waits_until", "leased"."lease_owner", "leased"."lease_expires_at", "leased"."runner_id", "leased"."attempt_history", "leased"."output", "leased"."error", "leased"."started_at", "leased"."completed_at", "lease_expired", "signal_payload", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_run_at", "p_priority", "p_concurrency", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at", "started_id", "terminal_tasks"
+  select "leased"."id", "leased"."pipeline_execution_id", "leased"."workflow_name", "leased"."task_id", "leased"."position", "leased"."status", "leased"."attempt", "leased"."failed_attempts", "leased"."pending_deps", "leased"."available_at", "leased"."waits_until", "leased"."map_of", "leased"."map_index", "leased"."map_item", "leased"."lease_owner", "leased"."lease_expires_at", "leased"."runner_id", "leased"."attempt_history", "leased"."output", "leased"."error", "leased"."started_at", "leased"."completed_at", "lease_expired", "signal_payload", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_run_at", "p_priority", "p_concurrency", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at", "started_id", "terminal_tasks"
   from "leased"
   left join "started" on "started_id" = "leased"."pipeline_execution_id"
   left join "terminal" on "terminal_pipeline_id" = "leased"."pipeline_execution_id"
@@ -246,22 +246,39 @@ WITH ended AS (
       WHERE ended_slot.group_name = ANY($1::text[]) AND ended_slot.admitted AND ended_pipeline.id = ended_slot.pipeline_execution_id
         AND ended_pipeline.status IN ('completed', 'failed', 'cancelled')
       RETURNING ended_slot.group_name, ended_slot.pipeline_execution_id
-    )
-    SELECT slot.group_name AS "group", count(*)::int AS active FROM "tenant"."concurrency_slots" AS slot
-    WHERE slot.group_name = ANY($2::text[]) AND slot.admitted AND NOT EXISTS (SELECT 1 FROM ended
-      WHERE ended.group_name = slot.group_name AND ended.pipeline_execution_id = slot.pipeline_execution_id)
-    GROUP BY slot.group_name;
+    ), active AS (
+      SELECT slot.group_name, count(*)::int AS active FROM "tenant"."concurrency_slots" AS slot
+      WHERE slot.group_name = ANY($2::text[]) AND slot.admitted AND NOT EXISTS (SELECT 1 FROM ended
+        WHERE ended.group_name = slot.group_name AND ended.pipeline_execution_id = slot.pipeline_execution_id)
+      GROUP BY slot.group_name
+    ) SELECT group_name AS "group", active FROM active;
 
--- admission/selectQueueHeads
-SELECT g.name AS "group", q.pipeline_execution_id, q.slot_limit, q.concurrency
-      FROM unnest($1::text[]) AS g(name)
-      CROSS JOIN LATERAL (
-        SELECT slot.pipeline_execution_id, slot.slot_limit, pipeline.concurrency
-        FROM "tenant"."concurrency_slots" AS slot JOIN "tenant"."pipeline_executions" AS pipeline ON pipeline.id = slot.pipeline_execution_id
-        WHERE slot.group_name = g.name AND NOT slot.admitted AND pipeline.status = 'pending'
-        ORDER BY slot.priority DESC, slot.queued_at, slot.pipeline_execution_id
-        LIMIT $2
-      ) AS q;
+-- admission/countActiveWithHeads
+WITH ended AS (
+      DELETE FROM "tenant"."concurrency_slots" AS ended_slot USING "tenant"."pipeline_executions" AS ended_pipeline
+      WHERE ended_slot.group_name = ANY($1::text[]) AND ended_slot.admitted AND ended_pipeline.id = ended_slot.pipeline_execution_id
+        AND ended_pipeline.status IN ('completed', 'failed', 'cancelled')
+      RETURNING ended_slot.group_name, ended_slot.pipeline_execution_id
+    ), active AS (
+      SELECT slot.group_name, count(*)::int AS active FROM "tenant"."concurrency_slots" AS slot
+      WHERE slot.group_name = ANY($2::text[]) AND slot.admitted AND NOT EXISTS (SELECT 1 FROM ended
+        WHERE ended.group_name = slot.group_name AND ended.pipeline_execution_id = slot.pipeline_execution_id)
+      GROUP BY slot.group_name
+    )
+    SELECT group_name AS "group", active, NULL::uuid AS pipeline_execution_id, NULL::int AS slot_limit,
+      NULL::jsonb AS concurrency, 0 AS rank FROM active
+    UNION ALL
+    SELECT g.name, NULL, q.pipeline_execution_id, q.slot_limit, q.concurrency, q.rank
+    FROM unnest($3::text[]) AS g(name)
+    CROSS JOIN LATERAL (
+      SELECT slot.pipeline_execution_id, slot.slot_limit, pipeline.concurrency,
+        row_number() OVER (ORDER BY slot.priority DESC, slot.queued_at, slot.pipeline_execution_id) AS rank
+      FROM "tenant"."concurrency_slots" AS slot JOIN "tenant"."pipeline_executions" AS pipeline ON pipeline.id = slot.pipeline_execution_id
+      WHERE slot.group_name = g.name AND NOT slot.admitted AND pipeline.status = 'pending'
+      ORDER BY slot.priority DESC, slot.queued_at, slot.pipeline_execution_id
+      LIMIT $4
+    ) AS q
+    ORDER BY 1, 6;
 
 -- admission/selectQueued
 select "tenant"."concurrency_slots"."pipeline_execution_id", "tenant"."concurrency_slots"."slot_limit", "tenant"."pipeline_executions"."concurrency"
@@ -361,6 +378,51 @@ insert into "tenant"."rate_limit_buckets" ("bucket", "herd_at", "herd_size")
   update set "herd_at" = excluded.herd_at, "herd_size" = CASE WHEN "tenant"."rate_limit_buckets"."herd_at" = excluded.herd_at THEN "tenant"."rate_limit_buckets"."herd_size" + excluded.herd_size ELSE excluded.herd_size END
   returning "herd_size" - $4;
 
+-- maps/parkMapTask
+update "tenant"."task_executions"
+  set "pending_deps" = $1, "lease_owner" = $2, "lease_expires_at" = $3, "started_at" = coalesce("tenant"."task_executions"."started_at", $4), "updated_at" = $5
+  where ("tenant"."task_executions"."pipeline_execution_id" = $6 and "tenant"."task_executions"."task_id" = $7 and "tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_owner" = $8 and "tenant"."task_executions"."attempt" = $9)
+  returning "workflow_name", "position", "priority";
+
+-- maps/insertInstances
+INSERT INTO "tenant"."task_executions" (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt,
+  failed_attempts, pending_deps, available_at, priority, map_of, map_index, map_item, updated_at)
+SELECT i.id, $1, $2, i.task_id, $3, 'ready', 0,
+  0, 0, $4::timestamptz, $5, $6, i.ord - 1, i.item, $7::timestamptz
+FROM unnest($8::uuid[], $9::text[], $10::jsonb[])
+  WITH ORDINALITY AS i(id, task_id, item, ord);
+
+-- maps/countDownMapTask
+update "tenant"."task_executions"
+  set "pending_deps" = "tenant"."task_executions"."pending_deps" - $1, "updated_at" = $2
+  where ("tenant"."task_executions"."pipeline_execution_id" = $3 and "tenant"."task_executions"."task_id" = $4 and "tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_owner" = $5)
+  returning "id", "attempt", "pending_deps";
+
+-- maps/selectMapInstances
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "map_of", "map_index", "map_item", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
+  from "tenant"."task_executions"
+  where ("tenant"."task_executions"."pipeline_execution_id" = $1 and "tenant"."task_executions"."map_of" = $2)
+  order by "tenant"."task_executions"."map_index" asc;
+
+-- maps/cancelMapInstances
+update "tenant"."task_executions"
+  set "status" = $1, "lease_owner" = $2, "lease_expires_at" = $3, "completed_at" = $4, "updated_at" = $5
+  where ("tenant"."task_executions"."pipeline_execution_id" = $6 and "tenant"."task_executions"."map_of" = $7 and "tenant"."task_executions"."status" NOT IN ('completed', 'failed', 'skipped', 'cancelled'));
+
+-- maps/countMapInstancesOf
+select "map_of", count(*)::int, (count(*) FILTER (WHERE "status" = 'completed'))::int, (count(*) FILTER (WHERE "status" = 'failed'))::int, (count(*) FILTER (WHERE "status" = 'running'))::int
+  from "tenant"."task_executions"
+  where ("tenant"."task_executions"."pipeline_execution_id" = $1 and "tenant"."task_executions"."map_of" is not null)
+  group by "tenant"."task_executions"."map_of"
+  order by min("tenant"."task_executions"."position");
+
+-- maps/deleteMapInstances
+delete
+  from "tenant"."task_executions"
+  where ("tenant"."task_executions"."pipeline_execution_id" = $1 and "tenant"."task_executions"."map_of" in (select "task_id"
+  from "tenant"."task_executions"
+  where ("tenant"."task_executions"."pipeline_execution_id" = $2 and "tenant"."task_executions"."id" in ($3))));
+
 -- control/cancelPipelineRow
 update "tenant"."pipeline_executions"
   set "status" = $1, "remaining_tasks" = $2, "completed_at" = $3, "updated_at" = $4
@@ -386,7 +448,7 @@ update "tenant"."pipeline_executions"
 -- control/requeueRunningTasks
 update "tenant"."task_executions"
   set "status" = $1, "available_at" = $2, "lease_owner" = $3, "lease_expires_at" = $4, "updated_at" = $5
-  where ("tenant"."task_executions"."pipeline_execution_id" = $6 and "tenant"."task_executions"."status" = 'running');
+  where ("tenant"."task_executions"."pipeline_execution_id" = $6 and "tenant"."task_executions"."status" = 'running' and "tenant"."task_executions"."lease_owner" <> $7);
 
 -- control/retryPipelineRow
 update "tenant"."pipeline_executions"

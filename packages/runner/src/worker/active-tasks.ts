@@ -1,4 +1,4 @@
-import type { LeaseRef } from '@orreryjs/core';
+import { isInstanceOf, type LeaseRef } from '@orreryjs/core';
 
 /** Why a running attempt's signal was aborted. Only a timeout counts as a failed attempt. */
 export type AbortCause = 'timeout' | 'cancelled' | 'paused' | 'shutdown' | 'lease_lost';
@@ -113,6 +113,15 @@ export class ActiveTasks {
   }
 
   /** Aborts every running attempt. */
+  /** Aborts this process's running instances of a map task (another instance failed it, cancelling them). */
+  abortMapInstances(pipelineExecutionId: string, mapTaskId: string): void {
+    for (const task of this.list()) {
+      if (task.pipelineExecutionId === pipelineExecutionId && isInstanceOf(task.taskId, mapTaskId)) {
+        this.abort(task, 'cancelled');
+      }
+    }
+  }
+
   abortAll(cause: AbortCause): void {
     for (const task of this.list()) this.abort(task, cause);
   }

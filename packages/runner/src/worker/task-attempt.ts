@@ -3,15 +3,20 @@ import {
   type ClaimedTask,
   type Clock,
   Context,
+  checkMapItems,
   type ExecutionStore,
   type FinishTaskRequest,
   type FinishTaskResult,
+  instanceOutput,
+  type Json,
   type Logger,
   leaseOfTask,
   MAX_STORABLE_DATE,
+  mapTaskOutput,
   type PipelineRow,
   type RateLimit,
   rateLimitBucket,
+  readOnlyContext,
   SignalTimeoutError,
   setLongTimeout,
   sleep,
@@ -19,6 +24,7 @@ import {
   type TaskOutcome,
   type TaskRow,
   type TaskRunInfo,
+  type ValidationError,
   type WaitFor,
   type Workflow,
 } from '@orreryjs/core';
@@ -26,6 +32,7 @@ import type { EmitEvent } from '../events.js';
 import type { WorkflowRegistry } from '../registry.js';
 import { SPAN_ATTRIBUTES, setOutcome, startTaskSpan } from '../tracing.js';
 import { type ActiveTask, type ActiveTasks, leaseOf } from './active-tasks.js';
+import type { MapInputs } from './map-inputs.js';
 import type { RateGate } from './rate-gate.js';
 import { taskInput, unmetTrigger } from './task-input.js';
 import { completedOutcome, errorMessage, failedOutcome, finishedTaskRows, maxAttempts } from './task-outcome.js';
@@ -57,6 +64,8 @@ export interface AttemptEnvironment {
   outcomeReady(entry: ActiveTask): void;
   /** Counts rate-limited starts, batched with the attempts that start at the same time. */
   rateGate: RateGate;
+  /** The input of map tasks' instances, read once per mapping. */
+  mapInputs: MapInputs;
   /**
    * Commits an outcome, fenced on the attempt: the claim loop's group commit, so that outcomes
    * ending together commit together (and may take the next claim along).
@@ -110,13 +119,15 @@ async function runAttempt(claimed: ClaimedTask, entry: ActiveTask, env: AttemptE
   if (entry.abortCause !== null) return;
   const { task: row, pipeline } = claimed;
   const workflow = env.registry.find(row.workflowName);
-  const definition = workflow?.taskById.get(row.taskId);
+  // An instance of a map task runs its task's code (see core's map.ts).
+  const definition = workflow?.taskById.get(row.mapOf ?? row.taskId);
   if (workflow === undefined || definition === undefined) {
     // Claims are filtered on registered tasks, so this means the registry and the claim disagree: give it back.
     await env.store.releaseLeases(env.runnerId, [entry], env.clock.now());
     return;
   }
-  const ref = { executionId: pipeline.id, workflowName: row.workflowName, taskId: row.taskId, attempt: row.attempt };
+  // Events, metrics and spans name an instance by its task: one series per task, however many items.
+  const ref = { executionId: pipeline.id, workflowName: row.workflowName, taskId: definition.id, attempt: row.attempt };
   // One orrery.task span per attempt, a child of the caller's stored trace context, active while the task runs.
   const traced = startTaskSpan(pipeline, ref, env.runnerId);
   try {
@@ -148,21 +159,36 @@ async function runTraced(
     const error = row.error ?? 'lease expired';
     return commit(env, claimed, entry, ref, span, { status: 'failed', error, ran: false }, 0);
   }
-  const skipReason = unmetTrigger(definition, claimed.terminalTasks);
+  // An instance's task already passed its trigger, `when` and `notBefore` before it mapped.
+  const isInstance = row.mapOf != null;
+  const skipReason = isInstance ? null : unmetTrigger(definition, claimed.terminalTasks);
   if (skipReason !== null) return commit(env, claimed, entry, ref, span, { status: 'skipped', reason: skipReason }, 0);
 
   const startedMs = env.clock.now().getTime();
   let outcome: TaskOutcome;
   let stack: string | null = null;
   try {
-    const context = new Context(taskInput(workflow, row.taskId, pipeline.input, claimed.terminalTasks));
-    if (definition.when !== undefined && !definition.when(context)) {
-      return commit(env, claimed, entry, ref, span, { status: 'skipped', reason: 'when returned false' }, 0);
-    }
-    if (definition.waitFor !== undefined) return await awaitSignal(env, claimed, entry, ref, span, definition.waitFor);
-    if (definition.notBefore !== undefined && (await deferredByNotBefore(env, entry, definition, context, ref))) {
-      span.setAttribute(SPAN_ATTRIBUTES.outcome, 'not_before');
-      return;
+    const context = new Context(
+      isInstance
+        ? await env.mapInputs.inputOf(workflow, claimed)
+        : taskInput(workflow, definition.id, pipeline.input, claimed.terminalTasks),
+    );
+    if (isInstance) {
+      readOnlyContext(
+        context,
+        `Task "${row.taskId}" is an instance of a map task: ctx is read-only; return its result from run instead.`,
+      );
+    } else {
+      if (definition.when !== undefined && !definition.when(context)) {
+        return commit(env, claimed, entry, ref, span, { status: 'skipped', reason: 'when returned false' }, 0);
+      }
+      if (definition.waitFor !== undefined)
+        return await awaitSignal(env, claimed, entry, ref, span, definition.waitFor);
+      if (definition.notBefore !== undefined && (await deferredByNotBefore(env, entry, definition, context, ref))) {
+        span.setAttribute(SPAN_ATTRIBUTES.outcome, 'not_before');
+        return;
+      }
+      if (definition.map !== undefined) return await startMap(env, claimed, entry, ref, span, definition, context);
     }
     if (
       definition.rateLimit !== undefined &&
@@ -172,8 +198,10 @@ async function runTraced(
       return;
     }
     env.emit('task:started', ref);
-    await runWithSignal(definition, context, attemptInfo(ref, entry, pipeline), entry, env);
-    outcome = completedOutcome(context, row.taskId, env.maxContextBytes);
+    const value = await runWithSignal(definition, context, attemptInfo(ref, entry, claimed), entry, env);
+    outcome = isInstance
+      ? { status: 'completed', output: instanceOutput(row.taskId, value) }
+      : completedOutcome(context, row.taskId, env.maxContextBytes);
   } catch (error) {
     if (entry.abortCause !== null && entry.abortCause !== 'timeout') {
       // Cancel and pause already rewrote the task row, shutdown releases the lease and a lost lease is
@@ -249,6 +277,50 @@ async function awaitSignal(
 }
 
 /**
+ * A map task's attempt: its `map` returns the items (on a read-only context), and the store
+ * starts one instance per item, parking the task until they settle it (see core's map.ts);
+ * no items complete it at once with `[]`. Items that are not an array of at most MAX_MAP_ITEMS
+ * JSON values fail it for good with ValidationError; what `map` throws fails the attempt as
+ * the task's own error would.
+ */
+async function startMap(
+  env: AttemptEnvironment,
+  claimed: ClaimedTask,
+  entry: ActiveTask,
+  ref: AttemptRef,
+  span: Span,
+  definition: TaskDefinition,
+  context: Context,
+): Promise<void> {
+  readOnlyContext(context, `map of task "${ref.taskId}" reads ctx only; return the items instead.`);
+  const returned = definition.map!(context);
+  let items: Json[];
+  try {
+    items = checkMapItems(ref.taskId, returned);
+  } catch (error) {
+    // Never retried: the same context would map to the same items.
+    const invalid = error as ValidationError;
+    return commit(
+      env,
+      claimed,
+      entry,
+      ref,
+      span,
+      { status: 'failed', error: `${invalid.name}: ${invalid.message}` },
+      0,
+    );
+  }
+  if (items.length === 0) {
+    return commit(env, claimed, entry, ref, span, { status: 'completed', output: mapTaskOutput(ref.taskId, []) }, 0);
+  }
+  const started = await env.store.startMap({ runnerId: env.runnerId, ...leaseOf(entry), items, now: env.clock.now() });
+  if (!started) return;
+  span.setAttribute(SPAN_ATTRIBUTES.outcome, 'mapped');
+  env.logger.debug({ ...ref, items: items.length }, 'map task started its instances');
+  env.wake();
+}
+
+/**
  * Asks the task's `notBefore` for the instant it may start: one ahead gives the task back
  * unstarted until then (no attempt used) and this runner wakes at it; true when so. What
  * `notBefore` throws, or a value that is not a valid Date or null, fails the attempt as the
@@ -303,11 +375,12 @@ async function rateLimitAdmits(
   return false;
 }
 
-function attemptInfo(ref: AttemptRef, entry: ActiveTask, pipeline: PipelineRow): TaskRunInfo {
+function attemptInfo(ref: AttemptRef, entry: ActiveTask, { task, pipeline }: ClaimedTask): TaskRunInfo {
   return {
     ...ref,
     signal: entry.controller.signal,
     ...(pipeline.scheduledTime === null ? {} : { scheduledTime: pipeline.scheduledTime }),
+    ...(task.mapIndex == null ? {} : { item: task.mapItem?.value ?? null, index: task.mapIndex }),
   };
 }
 
@@ -322,14 +395,15 @@ function runWithSignal(
   info: TaskRunInfo,
   entry: ActiveTask,
   env: AttemptEnvironment,
-): Promise<void> {
+): Promise<unknown> {
   const { signal } = entry.controller;
   const cancelTimer = setLongTimeout(
     () => env.active.abort(entry, 'timeout'),
     definition.timeoutMs ?? env.taskTimeoutMs,
   );
   // A wait task never gets here (see awaitSignal): every other task has its code.
-  const running = Promise.resolve().then(() => definition.run!(context, info));
+  // What run returns: an instance's result (see core's map.ts); other tasks return nothing.
+  const running = Promise.resolve().then((): unknown => definition.run!(context, info));
   const aborted = new Promise<never>((_, reject) => {
     if (signal.aborted) reject(signal.reason);
     else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
@@ -353,14 +427,17 @@ async function commit(
 ): Promise<void> {
   const workflow = env.registry.get(ref.workflowName);
   const now = env.clock.now();
+  const { task } = claimed;
   setOutcome(span, outcome);
   env.outcomeReady(entry);
   const result = await finishWithRetries(env, {
     runnerId: env.runnerId,
     ...leaseOf(entry),
     outcome,
+    // An instance's: its map task's dependents, for when its outcome settles the task.
     dependents: workflow.dependents.get(ref.taskId) ?? [],
     now,
+    ...(task.mapOf == null ? {} : { mapInstance: { taskId: task.mapOf, index: task.mapIndex ?? 0 } }),
   });
   if (result === null) return;
   if (!result.accepted) {
@@ -368,12 +445,18 @@ async function commit(
     return;
   }
   reportOutcome(env, ref, outcome, durationMs, claimed, stack);
-  if (result.readied > 0) env.wake();
+  // An instance that failed for good failed its map task and cancelled the others: stop those running here.
+  if (task.mapOf != null && outcome.status === 'failed')
+    env.active.abortMapInstances(task.pipelineExecutionId, task.mapOf);
+  // A map's instances come in numbers, and a claim skips them while another transaction holds their
+  // pipeline (as this outcome's did): claim again rather than wait for the poll.
+  if (result.readied > 0 || task.mapOf != null) env.wake();
   if (outcome.status === 'retry') env.wake(outcome.availableAt.getTime());
   if (result.finishedPipeline !== null) {
     env.pipelineFinished(
       result.finishedPipeline,
-      finishedTaskRows(claimed, outcome, now, workflow.tasks.length),
+      // An instance's pipeline ended with its map task, whose row the claim did not return: read them.
+      task.mapOf == null ? finishedTaskRows(claimed, outcome, now, workflow.tasks.length) : null,
       result.slotsGivenOn === true,
     );
   }

@@ -16,6 +16,7 @@ import { ClaimLoop } from './claim-loop.js';
 import { ClaimedAhead } from './claimed-ahead.js';
 import { ControlWatch } from './control-watch.js';
 import { LeaseLoop } from './lease.js';
+import { MapInputs } from './map-inputs.js';
 import { RateGate } from './rate-gate.js';
 import { type AttemptEnvironment, startAttempt } from './task-attempt.js';
 
@@ -79,6 +80,7 @@ export class Worker implements LocalWork {
       outcomeReady: (entry) => this.#claimLoop.outcomeReady(entry),
       finish: (request) => this.#claimLoop.commit(request),
       rateGate: new RateGate(store),
+      mapInputs: new MapInputs(store),
       slotFreed: (entry) => this.#claimLoop.slotFreed(entry),
     };
     const shared = { store, active: this.#active, ahead: this.#ahead, runnerId, clock, logger };

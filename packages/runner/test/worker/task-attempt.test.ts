@@ -15,6 +15,7 @@ import { tempSqliteStorage } from '../../../../test/support/sqlite.js';
 import type { RunnerEvents } from '../../src/events.js';
 import { WorkflowRegistry } from '../../src/registry.js';
 import { ActiveTasks } from '../../src/worker/active-tasks.js';
+import { MapInputs } from '../../src/worker/map-inputs.js';
 import { RateGate } from '../../src/worker/rate-gate.js';
 import { type AttemptEnvironment, startAttempt } from '../../src/worker/task-attempt.js';
 import { claimedOneTaskPipelines, gate, untilAborted } from '../support.js';
@@ -58,6 +59,7 @@ describe('a task attempt', () => {
       wake: (atMs) => wakes.push(atMs),
       outcomeReady: () => {},
       rateGate: new RateGate(store),
+      mapInputs: new MapInputs(store),
       finish: async (request) => (await store.finishTasks([request])).finished[0]!,
       slotFreed: () => {},
     };

@@ -3,6 +3,7 @@ import {
   type AdmissionStep,
   admissionPlan,
   firstFullGroups,
+  type GroupsAndHeads,
   isQueued,
   limitReachedError,
   type NewPipeline,
@@ -195,11 +196,16 @@ export function admitQueuedIn(q: AdmissionStatements, groups: readonly string[] 
     switch (step.kind) {
       case 'countActive':
         return countActive(q, step.groups);
-      case 'queueHeads':
-        // Differs by necessity: each group's head read in process (no round trip), no selectQueueHeads.
-        return step.groups.flatMap((group) =>
-          q.selectQueued.all({ group, offset: 0, limit: step.perGroup }).map((slot): QueueHead => ({ ...slot, group })),
-        );
+      case 'countActiveWithHeads':
+        // Differs by necessity: the counts and each group's head read in process (no round trip), no countActiveWithHeads.
+        return {
+          active: countActive(q, step.groups),
+          heads: step.groups.flatMap((group) =>
+            q.selectQueued
+              .all({ group, offset: 0, limit: step.perGroup })
+              .map((slot): QueueHead => ({ ...slot, group })),
+          ),
+        } satisfies GroupsAndHeads;
       case 'queuePage':
         return q.selectQueued.all({ group: step.group, offset: step.offset, limit: QUEUE_PAGE });
       case 'tryLock':

@@ -7,7 +7,7 @@ import {
   type TaskRow,
   TERMINAL_TASK_STATUSES,
 } from '@orreryjs/core';
-import { and, asc, desc, eq, lt, lte, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, isNull, lt, lte, type SQL, sql } from 'drizzle-orm';
 import { bind, encodeTextList, encodeUuidList, statusIn, textListSql, uuidListSql } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
@@ -40,7 +40,8 @@ function selectClaimable(db: SqliteDb, tables: SqliteTables, condition: SQL | un
         condition,
         // Unary + keeps SQLite from driving the query from the pipeline status index, which would visit every active pipeline.
         statusIn(sql`+${p.status}`, ACTIVE_PIPELINE_STATUSES),
-        sql`${t.workflowName} || char(31) || ${t.taskId} IN ${textListSql(sql.placeholder('registered'))}`,
+        // An instance of a map task runs its task's code: the task's registration covers it.
+        sql`${t.workflowName} || char(31) || coalesce(${t.mapOf}, ${t.taskId}) IN ${textListSql(sql.placeholder('registered'))}`,
       ),
     )
     .orderBy(...order)
@@ -111,7 +112,8 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
   const selectTerminalTasks = db
     .select(taskRowColumns(tables))
     .from(t)
-    .where(and(byIds(t.pipelineExecutionId), statusIn(t.status, TERMINAL_TASK_STATUSES)))
+    // Instances of map tasks are not the pipeline's tasks: their task's output carries their results.
+    .where(and(byIds(t.pipelineExecutionId), statusIn(t.status, TERMINAL_TASK_STATUSES), isNull(t.mapOf)))
     .orderBy(asc(t.position))
     .prepare();
   return {
@@ -168,7 +170,12 @@ export function claimTasks(q: ClaimStatements, request: ClaimTasksRequest): Clai
   startPipelines.run({ ids: pipelineIds, now: request.now });
   const pipelines = new Map(selectPipelinesById.all({ ids: pipelineIds }).map((row) => [row.id, row]));
   const terminal = new Map<string, TaskRow[]>();
-  for (const row of selectTerminalTasks.all({ ids: pipelineIds })) {
+  // None for a pipeline of which only instances of map tasks were claimed: the runner reads their task's input
+  // once per mapping (see core's map.ts), where this would read every instance row of the pipeline on each claim.
+  const withTasks = encodeUuidList([
+    ...new Set(tasks.filter((t) => t.mapOf == null).map((t) => t.pipelineExecutionId)),
+  ]);
+  for (const row of selectTerminalTasks.all({ ids: withTasks })) {
     const list = terminal.get(row.pipelineExecutionId);
     if (list === undefined) terminal.set(row.pipelineExecutionId, [row]);
     else list.push(row);

@@ -1,5 +1,6 @@
 import {
   ACTIVE_PIPELINE_STATUSES,
+  MAP_LEASE_OWNER,
   newTaskStatus,
   type PipelineRow,
   RETRYABLE_PIPELINE_STATUSES,
@@ -7,10 +8,11 @@ import {
   TERMINAL_TASK_STATUSES,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq, ne, sql } from 'drizzle-orm';
 import { bind, statusIn, statusNotIn } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
 import { isRunning } from './conditions.js';
+import type { MapStatements } from './maps.js';
 import type { PipelineStatements } from './pipelines.js';
 
 /*
@@ -65,7 +67,14 @@ export function prepareControl({ db, tables }: SqliteHandle) {
     requeueRunningTasks: db
       .update(t)
       .set({ status: 'ready', leaseOwner: null, leaseExpiresAt: null, availableAt: now, updatedAt: now })
-      .where(and(eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'id')), isRunning(tables)))
+      // A map task waiting on its instances stays as it is: its instances are what pause sends back.
+      .where(
+        and(
+          eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'id')),
+          isRunning(tables),
+          ne(t.leaseOwner, MAP_LEASE_OWNER),
+        ),
+      )
       .prepare(),
     resumePipeline: db
       .update(p)
@@ -144,7 +153,7 @@ export function pausePipeline(
 
 /** Runs a failed or cancelled pipeline again inside the caller's write transaction (see ExecutionStore.retryPipeline). */
 export function retryPipeline(
-  q: { control: ControlStatements; pipelines: PipelineStatements },
+  q: { control: ControlStatements; pipelines: PipelineStatements; maps: MapStatements },
   id: string,
   tasks: readonly RetriedTask[],
   now: Date,
@@ -152,6 +161,8 @@ export function retryPipeline(
   const retried = q.control.retryPipelineRow.get({ id, remainingTasks: tasks.length, now });
   if (retried === undefined) return q.pipelines.selectPipeline.get({ id }) ?? null;
   for (const task of tasks) {
+    // A retried map task maps anew: its earlier instances go.
+    q.maps.deleteMapInstances.run({ id, taskRowId: task.id });
     const status = newTaskStatus(task.pendingDeps, retried.concurrency !== null);
     q.control.retryTasks.run({ id, taskId: task.id, status, pendingDeps: task.pendingDeps, now });
   }

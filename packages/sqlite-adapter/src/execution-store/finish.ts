@@ -119,7 +119,10 @@ function finishOutcome(q: FinishStatements, request: FinishTaskRequest): FinishT
     now,
   });
   if (fenced === undefined) return { accepted: false, readied: 0, finishedPipeline: null };
-  if (outcome.status === 'retry') return { accepted: true, readied: 0, finishedPipeline: null };
+  // A retry ends nothing; an instance of a map task readies and counts nothing itself: it settles its task (see maps.ts).
+  if (outcome.status === 'retry' || request.mapInstance !== undefined) {
+    return { accepted: true, readied: 0, finishedPipeline: null };
+  }
   const readied =
     request.dependents.length === 0
       ? 0

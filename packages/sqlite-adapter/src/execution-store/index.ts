@@ -12,6 +12,7 @@ import {
   type FinishTasksResult,
   groupsEndedBy,
   type LeaseRef,
+  type MapInstanceCounts,
   type NewPipeline,
   type PipelineFilter,
   type PipelineRow,
@@ -22,6 +23,7 @@ import {
   type RetriedTask,
   type SendSignalRequest,
   type SendSignalResult,
+  type StartMapRequest,
   type TaskRow,
   uuidPrefixRange,
   type WaitForSignalRequest,
@@ -35,6 +37,7 @@ import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTasks, prepareFinish } from './finish.js';
 import { prepareLease, releaseLeases, renewLeases } from './lease.js';
+import { countMapInstancesIn, prepareMaps, settleMapsIn, startMapIn } from './maps.js';
 import { countWork, createPipelineIn, preparePipelines, selectPipelines } from './pipelines.js';
 import { prepareRetention } from './retention.js';
 import { prepareSignals, sendSignalIn, waitForSignalIn } from './signals.js';
@@ -46,6 +49,7 @@ export function prepareExecutionStore(handle: SqliteHandle) {
     claim: prepareClaim(handle),
     lease: prepareLease(handle),
     finish: prepareFinish(handle),
+    maps: prepareMaps(handle),
     control: prepareControl(handle),
     admission: prepareAdmission(handle),
     buckets: prepareRateLimits(handle),
@@ -149,7 +153,8 @@ export class SqliteExecutionStore implements ExecutionStore {
     // One BEGIN IMMEDIATE: the outcomes in order, the slots of the pipelines they ended given on,
     // then the claim, which sees what they readied and admitted.
     return writeTransaction(this.#handle, 'finishTasks', () => {
-      const finished = finishTasks(this.#q.finish, outcomes);
+      // Instances of map tasks settle their tasks in the outcomes' transaction (see maps.ts).
+      const finished = settleMapsIn(this.#q.maps, this.#q.finish, outcomes, finishTasks(this.#q.finish, outcomes));
       const groups = groupsEndedBy(finished);
       if (groups.length > 0) admitQueuedIn(this.#q.admission, groups, outcomes[0]!.now);
       return {
@@ -157,6 +162,22 @@ export class SqliteExecutionStore implements ExecutionStore {
         claimed: claim === null ? [] : claimTasks(this.#q.claim, claim),
       };
     });
+  }
+
+  startMap(request: StartMapRequest): Promise<boolean> {
+    return writeTransaction(this.#handle, 'startMap', () => startMapIn(this.#q.maps, request));
+  }
+
+  listMapInstances(pipelineExecutionId: string, taskId: string): Promise<TaskRow[]> {
+    return readTransaction(this.#handle, 'listMapInstances', () =>
+      this.#q.maps.selectMapInstances.all({ pipelineExecutionId, taskId }),
+    );
+  }
+
+  countMapInstances(pipelineExecutionId: string): Promise<MapInstanceCounts[]> {
+    return readTransaction(this.#handle, 'countMapInstances', () =>
+      countMapInstancesIn(this.#q.maps, pipelineExecutionId),
+    );
   }
 
   cancelPipeline(id: string, now: Date): Promise<PipelineRow | null> {

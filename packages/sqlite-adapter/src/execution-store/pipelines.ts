@@ -7,7 +7,7 @@ import {
   type PipelineFilter,
   type PipelineRow,
 } from '@orreryjs/core';
-import { and, asc, desc, eq, gte, lte, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, isNull, lte, sql } from 'drizzle-orm';
 import { bind } from '../codec.js';
 import type { SqliteTables } from '../schema.js';
 import type { SqliteDb, SqliteHandle } from '../transaction.js';
@@ -88,7 +88,8 @@ export function preparePipelines({ db, tables }: SqliteHandle) {
     selectTasks: db
       .select(taskRowColumns(tables))
       .from(t)
-      .where(eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'pipelineId')))
+      // Instances of map tasks are listed apart (see maps.ts).
+      .where(and(eq(t.pipelineExecutionId, bind(t.pipelineExecutionId, 'pipelineId')), isNull(t.mapOf)))
       .orderBy(asc(t.position))
       .prepare(),
   };

@@ -5,8 +5,8 @@ insert into "pipeline_executions" ("id", "workflow_name", "workflow_version", "s
   returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at";
 
 -- pipelines/insertPipelines#2
-insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "wait_signal", "waits_until", "delay_ms", "priority", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "updated_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, ?, ?, null, null, null, null, null, null, null, null, ?);
+insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "wait_signal", "waits_until", "map_of", "map_index", "map_item", "delay_ms", "priority", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, null, null, ?, ?, null, null, null, null, null, null, null, null, ?);
 
 -- pipelines/selectPipeline
 select "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at"
@@ -26,16 +26,16 @@ select "id"
   limit ?;
 
 -- pipelines/selectTasks
-select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "map_of", "map_index", "map_item", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
   from "task_executions"
-  where "task_executions"."pipeline_execution_id" = ?
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."map_of" is null)
   order by "task_executions"."position" asc;
 
 -- claim/claimTasks#1
 select "task_executions"."id", "task_executions"."status", "task_executions"."available_at", "task_executions"."priority", "task_executions"."started_at"
   from "task_executions"
   inner join "pipeline_executions" on "pipeline_executions"."id" = "task_executions"."pipeline_execution_id"
-  where (("task_executions"."status" = 'ready' AND "task_executions"."priority" = 0 and "task_executions"."available_at" <= ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
+  where (("task_executions"."status" = 'ready' AND "task_executions"."priority" = 0 and "task_executions"."available_at" <= ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || coalesce("task_executions"."map_of", "task_executions"."task_id") IN (SELECT value FROM json_each(?)))
   order by "task_executions"."available_at" asc
   limit ?;
 
@@ -43,7 +43,7 @@ select "task_executions"."id", "task_executions"."status", "task_executions"."av
 select "task_executions"."id", "task_executions"."status", "task_executions"."available_at", "task_executions"."priority", "task_executions"."started_at"
   from "task_executions"
   inner join "pipeline_executions" on "pipeline_executions"."id" = "task_executions"."pipeline_execution_id"
-  where (("task_executions"."status" = 'ready' AND "task_executions"."priority" <> 0 and "task_executions"."available_at" <= ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
+  where (("task_executions"."status" = 'ready' AND "task_executions"."priority" <> 0 and "task_executions"."available_at" <= ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || coalesce("task_executions"."map_of", "task_executions"."task_id") IN (SELECT value FROM json_each(?)))
   order by "task_executions"."priority" desc, "task_executions"."available_at" asc
   limit ?;
 
@@ -51,7 +51,7 @@ select "task_executions"."id", "task_executions"."status", "task_executions"."av
 select "task_executions"."id", "task_executions"."status", "task_executions"."available_at", "task_executions"."priority", "task_executions"."started_at"
   from "task_executions"
   inner join "pipeline_executions" on "pipeline_executions"."id" = "task_executions"."pipeline_execution_id"
-  where (("task_executions"."status" = 'running' and "task_executions"."lease_expires_at" < ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || "task_executions"."task_id" IN (SELECT value FROM json_each(?)))
+  where (("task_executions"."status" = 'running' and "task_executions"."lease_expires_at" < ?) and +"pipeline_executions"."status" IN ('pending', 'running') and "task_executions"."workflow_name" || char(31) || coalesce("task_executions"."map_of", "task_executions"."task_id") IN (SELECT value FROM json_each(?)))
   order by "task_executions"."priority" desc, "task_executions"."available_at" asc
   limit ?;
 
@@ -61,7 +61,7 @@ update "task_executions"
     'runnerId', "task_executions"."lease_owner", 'startedAt', coalesce("task_executions"."started_at", "task_executions"."lease_expires_at"), 'endedAt', "task_executions"."lease_expires_at",
     'outcome', 'lease_expired', 'error', 'lease expired (held by ' || coalesce("task_executions"."lease_owner", 'nobody') || ')')) ELSE "task_executions"."attempt_history" END, "error" = CASE WHEN "task_executions"."status" = 'running' AND "task_executions"."started_at" IS NOT NULL THEN 'lease expired (held by ' || coalesce("task_executions"."lease_owner", 'nobody') || ')' ELSE "task_executions"."error" END, "started_at" = CASE WHEN "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?)) THEN ? END, "updated_at" = ?
   where "task_executions"."id" IN (SELECT unhex(value) FROM json_each(?))
-  returning "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "priority", CASE WHEN "wait_signal" IS NOT NULL THEN ((select "payload"
+  returning "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "map_of", "map_index", "map_item", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "priority", CASE WHEN "wait_signal" IS NOT NULL THEN ((select "payload"
   from "signals"
   where ("signals"."pipeline_execution_id" = "task_executions"."pipeline_execution_id" and "signals"."name" = "task_executions"."wait_signal"))) END;
 
@@ -76,9 +76,9 @@ select "id", "workflow_name", "workflow_version", "status", "input", "idempotenc
   where "pipeline_executions"."id" IN (SELECT unhex(value) FROM json_each(?));
 
 -- claim/claimTasks#7
-select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "map_of", "map_index", "map_item", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
   from "task_executions"
-  where ("task_executions"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?)) and "task_executions"."status" IN ('completed', 'failed', 'skipped', 'cancelled'))
+  where ("task_executions"."pipeline_execution_id" IN (SELECT unhex(value) FROM json_each(?)) and "task_executions"."status" IN ('completed', 'failed', 'skipped', 'cancelled') and "task_executions"."map_of" is null)
   order by "task_executions"."position" asc;
 
 -- lease/deferTask
@@ -131,6 +131,45 @@ update "pipeline_executions"
   where ("pipeline_executions"."id" = ? and "pipeline_executions"."remaining_tasks" <= 0 and "pipeline_executions"."status" IN ('pending', 'running', 'paused'))
   returning "id", "workflow_name", "workflow_version", "status", "input", "idempotency_key", "scheduled_time", "schedule_id", "remaining_tasks", "failed_tasks", "error", "pause_reason", "trace_context", "run_at", "priority", "concurrency", "created_at", "started_at", "completed_at", "updated_at";
 
+-- maps/parkMapTask
+update "task_executions"
+  set "pending_deps" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "started_at" = coalesce("task_executions"."started_at", ?), "updated_at" = ?
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."task_id" = ? and "task_executions"."status" = 'running' and "task_executions"."lease_owner" = ? and "task_executions"."attempt" = ?)
+  returning "workflow_name", "position", "priority";
+
+-- maps/insertInstances
+insert into "task_executions" ("id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "wait_signal", "waits_until", "map_of", "map_index", "map_item", "delay_ms", "priority", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at", "updated_at")
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, ?, ?, ?, ?, ?, null, null, null, null, null, null, null, null, ?);
+
+-- maps/countDownMapTask
+update "task_executions"
+  set "pending_deps" = "task_executions"."pending_deps" - ?, "updated_at" = ?
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."task_id" = ? and "task_executions"."status" = 'running' and "task_executions"."lease_owner" = ?)
+  returning "id", "attempt", "pending_deps";
+
+-- maps/selectMapInstances
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "map_of", "map_index", "map_item", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
+  from "task_executions"
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."map_of" = ?)
+  order by "task_executions"."map_index" asc;
+
+-- maps/cancelMapInstances
+update "task_executions"
+  set "status" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "completed_at" = ?, "updated_at" = ?
+  where (("task_executions"."pipeline_execution_id" = ? and "task_executions"."map_of" = ?) and "task_executions"."status" NOT IN ('completed', 'failed', 'skipped', 'cancelled'));
+
+-- maps/countMapInstancesOf
+select "map_of", count(*), count(*) FILTER (WHERE "status" = 'completed'), count(*) FILTER (WHERE "status" = 'failed'), count(*) FILTER (WHERE "status" = 'running')
+  from "task_executions"
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."map_of" is not null)
+  group by "task_executions"."map_of"
+  order by min("task_executions"."position");
+
+-- maps/deleteMapInstances
+delete
+  from "task_executions"
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."map_of" IN (SELECT "task_executions"."task_id" FROM "task_executions" WHERE "task_executions"."pipeline_execution_id" = ? AND "task_executions"."id" = ?));
+
 -- control/cancelPipelineRow
 update "pipeline_executions"
   set "status" = ?, "remaining_tasks" = ?, "error" = coalesce(?, "pipeline_executions"."error"), "completed_at" = ?, "updated_at" = ?
@@ -156,7 +195,7 @@ update "pipeline_executions"
 -- control/requeueRunningTasks
 update "task_executions"
   set "status" = ?, "available_at" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "updated_at" = ?
-  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."status" = 'running');
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."status" = 'running' and "task_executions"."lease_owner" <> ?);
 
 -- control/resumePipeline
 update "pipeline_executions"
