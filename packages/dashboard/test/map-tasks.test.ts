@@ -98,7 +98,7 @@ describe.each(BACKENDS)('dashboard map tasks on $name', (backend) => {
     expect(instances.map((i: Loose) => i.completedAt === null)).toEqual([false, false, false, true, true, true]);
   });
 
-  it('answers 404 with the error shape for an unknown execution, and no instances for a task that does not map', async () => {
+  it('answers 404 with the error shape for an unknown execution, 400 for a NUL, and no instances for a task that does not map', async () => {
     const unknown = await get(dashboard, instancesPath(randomUUID(), 'each'));
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as Loose).error).toMatchObject({
@@ -107,6 +107,10 @@ describe.each(BACKENDS)('dashboard map tasks on $name', (backend) => {
     });
     expect(await (await get(dashboard, instancesPath(execution.id, 'list'))).json()).toEqual({ instances: [] });
     expect(await (await get(dashboard, instancesPath(execution.id, 'nothing'))).json()).toEqual({ instances: [] });
+    // A NUL, which PostgreSQL cannot store, is bad input on either database.
+    const nul = await get(dashboard, instancesPath(execution.id, 'each%00'));
+    expect(nul.status).toBe(400);
+    expect(((await nul.json()) as Loose).error.code).toBe('VALIDATION');
   });
 
   it('serves the list in read-only mode, and refuses it when authorize says no', async () => {

@@ -1,5 +1,6 @@
 import type { Span } from '@opentelemetry/api';
 import {
+  assertNoNul,
   type ConcurrencyGroupInfo,
   ConfigurationError,
   type Context,
@@ -301,12 +302,14 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
    * status, attempts, times, error and result. Empty before the task has mapped its items, and
    * for a task that is not a map task. Its result's `instances` gives the counts alone.
    * @throws ExecutionNotFoundError for an unknown id.
-   * @throws ValidationError when `taskId` is not a string.
+   * @throws ValidationError when `taskId` is not a string, or holds a NUL character.
    */
   async listMapInstances(executionId: string, taskId: string): Promise<MapInstance[]> {
     if (typeof taskId !== 'string') {
       throw new ValidationError(`taskId must be a task's id (a string), got ${JSON.stringify(taskId)}.`);
     }
+    // Refused here, on either database, rather than by PostgreSQL as a DatabaseError.
+    assertNoNul(taskId, `taskId ${JSON.stringify(taskId)}`);
     const row = await readPipeline(this.#storage.executions, executionId);
     return (await this.#storage.executions.listMapInstances(row.id, taskId)).map(toMapInstance);
   }
