@@ -1,42 +1,20 @@
-import { OrreryClient } from '@orreryjs/runner';
-import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createRunLog, type RunRow } from './fixtures/run-log.js';
-import { dropSchema, freshSchemaName, postgresUrl } from './support/postgres.js';
-import { spawnFixture, stopWorker, until, type Worker } from './support/processes.js';
+import { describe, expect, it } from 'vitest';
+import { useCrashFleet } from './support/crash-fleet.js';
+import { stopWorker, until } from './support/processes.js';
 
 const ITEMS = 150;
 const PIPELINES = 3;
 
 describe('a map across kill -9 of one of its two runners', () => {
-  const workers: Worker[] = [];
-  let client: OrreryClient | undefined;
-  let db: pg.Client | undefined;
-  let schema: string | undefined;
-
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((worker) => stopWorker(worker, 'SIGKILL')));
-    await client?.close();
-    await db?.end();
-    if (schema !== undefined) await dropSchema(schema);
-  });
+  const fleet = useCrashFleet();
 
   it('loses no result and runs an item twice only when its runner died', { timeout: 180_000 }, async () => {
-    schema = freshSchemaName();
-    const env = { ORRERY_DATABASE: postgresUrl(), ORRERY_SCHEMA: schema };
-    client = await OrreryClient.create({ database: postgresUrl(), schema });
-    db = new pg.Client({ connectionString: postgresUrl(), user: 'postgres' });
-    await db.connect();
-    await createRunLog(db, schema);
-    const [victim, survivor] = ['map-victim', 'map-survivor'].map((id) => spawnFixture('map-worker.ts', [id], env));
-    workers.push(victim!, survivor!);
+    const { client, spawn, read } = await fleet.open();
+    const [victim, survivor] = ['map-victim', 'map-survivor'].map((id) => spawn('map-worker.ts', [id]));
     await Promise.all([victim!.ready, survivor!.ready]);
 
     const executions = [];
     for (let n = 0; n < PIPELINES; n += 1) executions.push(await client.executeAsync('fan', { n: ITEMS }));
-    const read = async () =>
-      (await db!.query<RunRow>(`SELECT execution_id, task_id, label, event, runner_id, at FROM "${schema}".run_log`))
-        .rows;
     // A random point in the middle of the maps: some instances done, some running on the victim.
     const killAfter = Math.floor(ITEMS * (0.3 + Math.random() * 1.5));
     await until(
@@ -45,9 +23,7 @@ describe('a map across kill -9 of one of its two runners', () => {
       (rows) => rows.filter((r) => r.task_id === 'each' && r.event === 'end').length >= killAfter,
     );
     await stopWorker(victim!, 'SIGKILL');
-    const replacement = spawnFixture('map-worker.ts', ['map-replacement'], env);
-    workers.push(replacement);
-    await replacement.ready;
+    await spawn('map-worker.ts', ['map-replacement']).ready;
 
     const results = await Promise.all(executions.map((execution) => execution.wait({ timeoutMs: 120_000 })));
     expect(results.map((result) => result.status)).toEqual(Array(PIPELINES).fill('completed'));

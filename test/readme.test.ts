@@ -247,6 +247,13 @@ describe.concurrent('README examples, run', () => {
     expect(example.output()).toContain('completed {"by":"ada"}');
   });
 
+  it('sync-all.ts maps the sync over the customers: the results in item order, the instances counted', async () => {
+    const example = start('sync-all.ts');
+    expect(await example.result()).toEqual(OK);
+    expect(example.output()).toContain('synced [ 4, 6, 7 ]');
+    expect(example.output()).toContain('{ total: 3, completed: 3, failed: 0, running: 0 }');
+  });
+
   it('several-instances.ts (schema tenant_a) and pgbouncer.ts (through PgBouncer) run on PostgreSQL', async () => {
     const instances = start('several-instances.ts', { DATABASE_URL: urlOf(postgresUrl()) });
     expect(await instances.result()).toEqual(OK);

@@ -63,3 +63,7 @@ export async function ship(orderId: string, approvedBy: string): Promise<void> {
 export async function escalate(orderId: string): Promise<void> {
   console.log(`escalated ${orderId}`);
 }
+
+export async function listCustomers(): Promise<string[]> {
+  return ['acme', 'globex', 'initech'];
+}

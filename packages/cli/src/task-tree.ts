@@ -44,7 +44,8 @@ export function attachSignalWaits(tasks: readonly TaskNode[], workflow: Workflow
  * (topological, as the runner returns them). A task hangs under its last dependency in
  * that order, so it appears after all its dependencies; its other dependencies are named
  * after `also after:`. Tasks without known dependencies are roots, so a flat list results.
- * A line ends with the task's error, or with the signal it waits for.
+ * A line ends with the task's error, or with the signal it waits for; a map task's line names
+ * its instance counts first (it is drawn once, however many items it has).
  */
 export function drawTaskTree(tasks: readonly TaskNode[]): string[] {
   const position = new Map(tasks.map((task, index) => [task.taskId, index]));
@@ -79,8 +80,14 @@ export function drawTaskTree(tasks: readonly TaskNode[]): string[] {
   const header = `${'TASK'.padEnd(labelWidth)}  ${'STATE'.padEnd(statusWidth)}  ATTEMPTS  DURATION`;
   const lines = rows.map(({ label, task }) => {
     const line = `${label.padEnd(labelWidth)}  ${task.status.padEnd(statusWidth)}  ${String(task.attempts).padEnd(8)}  ${formatDuration(task.durationMs)}`;
-    if (task.signalWait !== undefined) return `${line}  ${describeSignalWait(task.signalWait, formatInstant)}`;
-    return task.error === undefined ? line : `${line}  ${oneLine(task.error)}`;
+    const counts = task.instances === undefined ? [] : [describeInstances(task.instances)];
+    if (task.signalWait !== undefined) return [line, describeSignalWait(task.signalWait, formatInstant)].join('  ');
+    return [line, ...counts, ...(task.error === undefined ? [] : [oneLine(task.error)])].join('  ');
   });
   return [header, ...lines];
+}
+
+/** A map task's instances by status, as its line in the tree shows them. */
+function describeInstances(counts: NonNullable<TaskResult['instances']>): string {
+  return `items ${counts.total}: ${counts.completed} completed, ${counts.running} running, ${counts.failed} failed`;
 }

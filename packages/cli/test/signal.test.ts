@@ -2,38 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { PipelineResult } from '@orreryjs/core';
 import { DefaultRunner, defineWorkflow, type PipelineExecution } from '@orreryjs/runner';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { until } from '../../../test/support/processes.js';
 import type { TaskNode } from '../src/task-tree.js';
 import { expectOneLineError, orrery, orreryJson } from './support/cli.js';
-import { migratedSqliteDatabase } from './support/database.js';
-
-/** A database for the runner and the CLI: its URL (and schema), and how the CLI names it. */
-interface TestDatabase {
-  database: string;
-  schema?: string;
-  /** As not-found errors name it. */
-  where: string;
-  remove(): Promise<void>;
-}
-
-const DATABASES: ReadonlyArray<{ name: string; open(): TestDatabase }> = [
-  {
-    name: 'sqlite',
-    open: () => {
-      const { url, remove } = migratedSqliteDatabase();
-      return { database: url, where: url, remove: async () => remove() };
-    },
-  },
-  {
-    name: 'postgres',
-    open: () => {
-      const schema = freshSchemaName();
-      const url = postgresUrl();
-      return { database: url, schema, where: `${url} (schema ${schema})`, remove: () => dropSchema(schema) };
-    },
-  },
-];
+import { TEST_DATABASES } from './support/database.js';
 
 const HOUR = 3_600_000;
 
@@ -41,11 +13,10 @@ const HOUR = 3_600_000;
  * `orrery executions signal` and `show` against a real runner that holds executions at their
  * waits: the CLI, another process, reads and signals the same database, and the runner goes on.
  */
-describe.each(DATABASES)('orrery and signals on $name', (backend) => {
+describe.each(TEST_DATABASES)('orrery and signals on $name', (backend) => {
   const db = backend.open();
-  const env = { ORRERY_DATABASE_URL: db.database, ...(db.schema === undefined ? {} : { ORRERY_SCHEMA: db.schema }) };
-  const run = (args: string[]) => orrery(args, { env });
-  const json = <T>(args: string[]) => orreryJson<T>(args, { env });
+  const run = (args: string[]) => orrery(args, { env: db.env });
+  const json = <T>(args: string[]) => orreryJson<T>(args, { env: db.env });
 
   const shipped: string[] = [];
   // request → approval (a wait task, for at most an hour) → ship.

@@ -89,4 +89,23 @@ describe('drawTaskTree', () => {
       '└── hold      ready      0         -  waiting for signal go (no timeout)',
     ]);
   });
+
+  it('draws a map task once, with its instance counts before its error', () => {
+    const each = (status: TaskResult['status'], counts: NonNullable<TaskResult['instances']>, error?: string) => ({
+      taskId: 'each',
+      status,
+      attempts: 1,
+      attemptHistory: [],
+      instances: counts,
+      ...(error === undefined ? {} : { error }),
+    });
+    expect(drawTaskTree([each('running', { total: 200, completed: 150, failed: 0, running: 3 })]).slice(1)).toEqual([
+      'each  running  1         -  items 200: 150 completed, 3 running, 0 failed',
+    ]);
+    expect(
+      drawTaskTree([each('failed', { total: 4, completed: 0, failed: 1, running: 0 }, 'item 0 failed: broken')]).slice(
+        1,
+      ),
+    ).toEqual(['each  failed  1         -  items 4: 0 completed, 0 running, 1 failed  item 0 failed: broken']);
+  });
 });

@@ -72,6 +72,26 @@ export interface TaskResult {
   instances?: { total: number; completed: number; failed: number; running: number };
 }
 
+/**
+ * One instance of a map task: an item and how its run went, as `OrreryClient.listMapInstances`
+ * lists them. Every field is present (null when unknown yet), so a JSON reader sees one shape.
+ */
+export interface MapInstance {
+  /** The item's position in the list `map` returned, from 0. */
+  index: number;
+  /** The item itself. */
+  item: Json;
+  status: TaskStatus;
+  /** Claims so far (`info.attempt` of the latest). */
+  attempts: number;
+  startedAt: Date | null;
+  completedAt: Date | null;
+  /** The last failed attempt's error; null when none failed. */
+  error: string | null;
+  /** What `run` returned for the item (`undefined` as null); null until it completes. */
+  result: Json;
+}
+
 /** Everything known about a pipeline execution. */
 export interface PipelineResult {
   executionId: string;

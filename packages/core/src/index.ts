@@ -112,6 +112,7 @@ export type {
   AttemptOutcome,
   ExecuteOptions,
   ListExecutionsFilter,
+  MapInstance,
   PipelineExecution,
   PipelineExecutor,
   PipelineResult,

@@ -43,6 +43,10 @@ export function mountReadApi(app: Hono, client: DashboardClient, watcher: Change
     return c.json(await loadExecutions(client, filter, parseWindow(q, 50)));
   });
   app.get('/api/executions/:id', async (c) => c.json(await loadExecutionDetail(client, c.req.param('id'))));
+  // Each item of a map task, which the execution's JSON gives as counts only (a map may have 10,000).
+  app.get('/api/executions/:id/tasks/:taskId/instances', async (c) =>
+    c.json({ instances: await client.listMapInstances(c.req.param('id'), c.req.param('taskId')) }),
+  );
   // Read-only like the rest of this side: the forms' live preview of an expression's next runs.
   app.get('/api/preview', (c) => c.json(previewRuns(query(c.req.url), now())));
   app.get('/api/workflows', async (c) => c.json(await client.listWorkflows()));

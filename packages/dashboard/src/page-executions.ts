@@ -9,6 +9,8 @@ import { type PageWindow, PIPELINE_STATUSES } from './input.js';
 import { actionForm, badge, layout, link, type PageContext, pager } from './layout.js';
 import { signalWaitPanel, signalWaits } from './signal-view.js';
 
+type MapCounts = NonNullable<TaskResult['instances']>;
+
 /** The Executions page: filters by status, workflow and schedule, newest first. */
 export async function renderExecutions(
   ctx: PageContext,
@@ -56,9 +58,18 @@ async function definitionOf(ctx: PageContext, result: PipelineResult): Promise<W
   return match?.tasks ?? null;
 }
 
+/** A map task's instance counts, short enough for its node: `150/200 items · 3 running`. */
+function instancesLabel(counts: MapCounts): string {
+  const running = counts.running === 0 ? '' : ` · ${counts.running} running`;
+  const failed = counts.failed === 0 ? '' : ` · ${counts.failed} failed`;
+  return `${counts.completed}/${counts.total} items${running}${failed}`;
+}
+
 function taskDetail(task: TaskResult, wait: SignalWait | undefined): string {
   if (task.status === 'skipped') return 'skipped';
   if (wait !== undefined) return `waits for ${wait.signal}`;
+  // A map task is drawn once, whatever its number of items: its node counts them.
+  if (task.instances !== undefined) return instancesLabel(task.instances);
   const attempts = `${task.attempts} attempt${task.attempts === 1 ? '' : 's'}`;
   return task.durationMs === undefined ? attempts : `${attempts} · ${formatDuration(task.durationMs)}`;
 }
@@ -104,12 +115,19 @@ function taskAttempts(history: readonly TaskAttempt[]): SafeHtml {
   return html`<h4 class="small">Attempts</h4><table class="cards small attempts"><thead><tr><th>#</th><th>Outcome</th><th>Runner</th><th>Started</th><th>Ended</th><th>Error</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
+/** A map task's items by status, and where the JSON API lists each of them. */
+function taskItems(ctx: PageContext, executionId: string, taskId: string, counts: MapCounts): SafeHtml {
+  const path = `api/executions/${encodeURIComponent(executionId)}/tasks/${encodeURIComponent(taskId)}/instances`;
+  return html`<dt>Items</dt><dd data-instances>${counts.total}: ${counts.completed} completed, ${counts.running} running, ${counts.failed} failed · <a href="${link(ctx, path)}">each item (JSON)</a></dd>`;
+}
+
 function taskSection(ctx: PageContext, executionId: string, task: TaskResult, wait: SignalWait | undefined): SafeHtml {
   return html`<section class="panel task st-${task.status}" id="task-${task.taskId}" data-task="${task.taskId}">
 <h3><span class="mono">${task.taskId}</span> ${badge(task.status)}</h3>
 ${wait === undefined ? '' : signalWaitPanel(ctx, executionId, wait)}
 <dl class="kv small"><dt>Attempts</dt><dd>${task.attempts}</dd><dt>Started</dt><dd class="mono">${formatInstant(task.startedAt)}</dd>
-<dt>Finished</dt><dd class="mono">${formatInstant(task.completedAt)}</dd><dt>Duration</dt><dd>${formatDuration(task.durationMs)}</dd></dl>
+<dt>Finished</dt><dd class="mono">${formatInstant(task.completedAt)}</dd><dt>Duration</dt><dd>${formatDuration(task.durationMs)}</dd>
+${task.instances === undefined ? '' : taskItems(ctx, executionId, task.taskId, task.instances)}</dl>
 ${task.attemptHistory.length > 1 ? taskAttempts(task.attemptHistory) : ''}
 ${task.status === 'skipped' ? skipReason(task) : task.error ? taskError(task.error, task.status === 'failed') : ''}
 ${task.output === undefined ? '' : taskOutput(task.output)}

@@ -34,6 +34,7 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
   let fragileId = '';
   let gatedId = '';
   let waitingId = '';
+  let mappedId = '';
   const requested: string[] = [];
 
   /** Checks that the open page fits each viewport (see layoutProblems), and saves a screenshot of it there. */
@@ -64,9 +65,14 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
         },
       ],
     });
+    // A map task: one node in the DAG, whatever its number of items.
+    const regions = defineWorkflow({
+      name: 'regions',
+      tasks: [{ id: 'each', map: () => ['north', 'south', 'east'], run: (_ctx, info) => info.item }],
+    });
     runner = await createRunner(
       { database: `sqlite:${file.filename}` },
-      { cronPollIntervalMs: 100, workflows: [etl, gated, throttled, order] },
+      { cronPollIntervalMs: 100, workflows: [etl, gated, throttled, order, regions] },
     );
     await runner.start();
     await runner.addCronSchedule({
@@ -122,6 +128,7 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await waitFor(
       async () => (await runner.listExecutions({ workflowName: 'throttled', status: 'running' })).length === 1,
     );
+    mappedId = (await runner.execute('regions')).executionId;
     // Waits for the signal "approved" (its page has the Signal form).
     waitingId = (await runner.executeAsync('order')).id;
     await waitFor(
@@ -270,6 +277,14 @@ describe('dashboard in a real browser (Debian chromium, headless)', () => {
     await expect(page.locator('#task-optional .error-msg').count()).resolves.toBe(0);
     await expect(page.locator('.error-msg').count()).resolves.toBe(0);
     await screenshots('execution-skipped');
+  });
+
+  it('draws a map task as one node of the DAG, labelled with its count of items', async () => {
+    await page.goto(`${origin}/ops/executions/${mappedId}`);
+    const node = page.locator('svg.dag g.node[data-task="each"]');
+    await expect(node.locator('text.sub').textContent()).resolves.toBe('3/3 items');
+    await expect(page.locator('svg.dag g.node').count()).resolves.toBe(1);
+    await screenshots('execution-map');
   });
 
   it('sends a signal from the Signal form of a waiting task, refusing a payload that is not JSON without sending it', async () => {

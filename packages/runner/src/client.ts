@@ -1,5 +1,6 @@
 import type { Span } from '@opentelemetry/api';
 import {
+  assertNoNul,
   type ConcurrencyGroupInfo,
   ConfigurationError,
   type Context,
@@ -7,6 +8,7 @@ import {
   emitSafely,
   type Json,
   type ListExecutionsFilter,
+  type MapInstance,
   type PipelineExecution,
   type PipelineExecutor,
   type PipelineResult,
@@ -39,7 +41,7 @@ import { openStorage } from './open-storage.js';
 import { passCallsThrough } from './pass-through.js';
 import { PipelineWriter } from './pipeline-writer.js';
 import { WorkflowRegistry } from './registry.js';
-import { toPipelineResult, toPipelineSummary } from './result.js';
+import { toMapInstance, toPipelineResult, toPipelineSummary } from './result.js';
 import { type ListRunnersOptions, type RunnerInfo, toRunnerInfos } from './runner-info.js';
 import { checkPipelineRequest, newPipelineRows, startPipeline } from './start-pipeline.js';
 import { inProducerSpan, SPAN_ATTRIBUTES, scheduleAttributes, traceContextOf } from './tracing.js';
@@ -296,6 +298,23 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
   }
 
   /**
+   * The instances of the map task `taskId` of an execution, in item order: each item with its
+   * status, attempts, times, error and result. Empty before the task has mapped its items, and
+   * for a task that is not a map task. Its result's `instances` gives the counts alone.
+   * @throws ExecutionNotFoundError for an unknown id.
+   * @throws ValidationError when `taskId` is not a string, or holds a NUL character.
+   */
+  async listMapInstances(executionId: string, taskId: string): Promise<MapInstance[]> {
+    if (typeof taskId !== 'string') {
+      throw new ValidationError(`taskId must be a task's id (a string), got ${JSON.stringify(taskId)}.`);
+    }
+    // Refused here, on either database, rather than by PostgreSQL as a DatabaseError.
+    assertNoNul(taskId, `taskId ${JSON.stringify(taskId)}`);
+    const row = await readPipeline(this.#storage.executions, executionId);
+    return (await this.#storage.executions.listMapInstances(row.id, taskId)).map(toMapInstance);
+  }
+
+  /**
    * Executions, newest first, optionally of one workflow or status.
    * @throws ValidationError for a bad status, limit (1–1000, default 100) or offset.
    */
@@ -490,6 +509,7 @@ export const CLIENT_CALLS = [
   'getExecutionStatus',
   'getExecutionResult',
   'getExecutionSummary',
+  'listMapInstances',
   'listExecutions',
   'listConcurrencyGroups',
   'listWorkflows',

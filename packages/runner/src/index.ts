@@ -24,6 +24,7 @@ export {
   type ListExecutionsFilter,
   type Logger,
   ManualClock,
+  type MapInstance,
   NonRetryableError,
   type OnLimit,
   OrreryError,

@@ -1,5 +1,7 @@
 import {
   type ContextDelta,
+  instanceResult,
+  type MapInstance,
   type MapInstanceCounts,
   mergeContext,
   type PipelineResult,
@@ -75,6 +77,20 @@ export function attemptHistory(row: TaskRow): TaskAttempt[] {
     });
   }
   return attempts;
+}
+
+/** An instance row of a map task (see core's map.ts) as the public {@link MapInstance}. */
+export function toMapInstance(row: TaskRow): MapInstance {
+  return {
+    index: row.mapIndex ?? 0,
+    item: row.mapItem?.value ?? null,
+    status: row.status,
+    attempts: row.attempt,
+    startedAt: row.startedAt,
+    completedAt: row.completedAt,
+    error: row.error,
+    result: row.status === 'completed' ? instanceResult(row) : null,
+  };
 }
 
 /** A task row as the public task result. A skipped task never ran, so it reports 0 attempts. */

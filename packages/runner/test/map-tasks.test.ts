@@ -1,4 +1,5 @@
-import { ContextError, defineWorkflow, type Json, MAX_MAP_ITEMS } from '@orreryjs/core';
+import { randomUUID } from 'node:crypto';
+import { ContextError, defineWorkflow, ExecutionNotFoundError, type Json, MAX_MAP_ITEMS } from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import { ADAPTERS, runnersPerTest, waitFor } from './support.js';
 
@@ -206,5 +207,44 @@ describe.each(ADAPTERS)('map tasks, on $name', (adapter) => {
     const each = (await runner.getExecutionResult(execution.id)).tasks[0]!;
     expect(each).toMatchObject({ status: 'running', instances: { total: 8, completed: 3, failed: 0, running: 0 } });
     await runner.cancelExecution(execution.id);
+  });
+
+  it('lists the instances of a map task in item order, with item, status, attempts, times and result', async () => {
+    const wf = defineWorkflow({
+      name: 'shout',
+      tasks: [
+        { id: 'words', run: (ctx) => void ctx.set('words', ['ab', 'cd', 'ef']) },
+        {
+          id: 'each',
+          dependsOn: ['words'],
+          map: (ctx) => ctx.get<string[]>('words') ?? [],
+          retry: { maxAttempts: 2, initialDelayMs: 1 },
+          run: (_ctx, info) => {
+            if (info.index === 1 && info.attempt === 1) throw new Error('hoarse');
+            return (info.item as string).toUpperCase();
+          },
+        },
+      ],
+    });
+    const runner = await runners.open({ workflows: [wf] });
+    await runner.start();
+    const execution = await runner.executeAsync('shout');
+    expect((await execution.wait()).status).toBe('completed');
+    const instances = await runner.listMapInstances(execution.id, 'each');
+    expect(
+      instances.map(({ index, item, status, attempts, result }) => [index, item, status, attempts, result]),
+    ).toEqual([
+      [0, 'ab', 'completed', 1, 'AB'],
+      [1, 'cd', 'completed', 2, 'CD'],
+      [2, 'ef', 'completed', 1, 'EF'],
+    ]);
+    // Item 1's failed first attempt is behind it: a completed instance has no error.
+    expect(instances.map((instance) => instance.error)).toEqual([null, null, null]);
+    for (const instance of instances) {
+      expect(instance.completedAt!.getTime()).toBeGreaterThanOrEqual(instance.startedAt!.getTime());
+    }
+    // A task that does not map has no instances; an unknown execution is refused.
+    expect(await runner.listMapInstances(execution.id, 'words')).toEqual([]);
+    await expect(runner.listMapInstances(randomUUID(), 'each')).rejects.toBeInstanceOf(ExecutionNotFoundError);
   });
 });
