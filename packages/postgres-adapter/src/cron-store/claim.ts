@@ -2,6 +2,7 @@ import {
   type ClaimDueRequest,
   type CronExecutionRow,
   type LatestSchedulePipeline,
+  newCronExecutionRow,
   SCHEDULER_OCCURRENCE_SOURCES,
   type ScheduleRow,
   UNFINISHED_PIPELINE_STATUSES,
@@ -32,14 +33,25 @@ interface Advance {
   disableNote?: string | null;
 }
 
-/** Locks up to `limit` due enabled schedules of `workflowNames`, earliest first; SKIP LOCKED, so tickers split them. */
+/**
+ * Locks up to `limit` due enabled schedules of `workflowNames`, earliest first; SKIP LOCKED, so
+ * tickers split them. The workflow filter is wrapped in `coalesce(…, false)` (the same rows):
+ * without statistics (a fresh schema) Postgres estimates `workflow_name = ANY(…)` at 0.5 %, so it
+ * expected a handful of due rows and planned a bitmap scan of every due schedule and a sort
+ * (40 ms at 20,000 due) instead of the ordered walk of the due index that stops after `limit`
+ * (0.2 ms); a coalesce is estimated at one half whatever the statistics say.
+ */
 export function selectDueSchedules(db: PostgresDb, tables: PostgresTables, request: ClaimDueRequest) {
   const s = tables.cronSchedules;
   return db
     .select()
     .from(s)
     .where(
-      and(isEnabled(tables), lte(s.nextRunAt, request.now), inTextList(s.workflowName, [...request.workflowNames])),
+      and(
+        isEnabled(tables),
+        lte(s.nextRunAt, request.now),
+        sql`coalesce(${inTextList(s.workflowName, [...request.workflowNames])}, false)`,
+      ),
     )
     .orderBy(asc(s.nextRunAt))
     .limit(request.limit)
@@ -336,9 +348,11 @@ export async function claimDueSchedules(
   for (const id of landed.flatMap((plan) => plan.cancelPipelineIds ?? [])) {
     await cancelPipeline(tx, tables, id, request.now);
   }
-  const occurrences = landed.flatMap((plan) => plan.occurrences);
-  const claimed = (await insertOccurrenceRows(tx, tables, occurrences)).filter((row) => row.status === 'claimed');
+  const occurrences = landed.flatMap((plan) => plan.occurrences.map(newCronExecutionRow));
   const { prepareHandoff } = request;
-  if (prepareHandoff === undefined) return [...claimed, ...skipped];
-  return [...(await handOffInTransaction(tx, tables, insert, claimed, prepareHandoff, request.now)), ...skipped];
+  const inserted =
+    prepareHandoff === undefined
+      ? await insertOccurrenceRows(tx, tables, occurrences)
+      : await handOffInTransaction(tx, tables, insert, occurrences, prepareHandoff, request.now);
+  return [...inserted.filter((row) => row.status === 'claimed' || row.status === 'handed_off'), ...skipped];
 }

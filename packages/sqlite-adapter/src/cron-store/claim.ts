@@ -2,6 +2,7 @@ import {
   type ClaimDueRequest,
   type CronExecutionRow,
   type LatestSchedulePipeline,
+  newCronExecutionRow,
   SCHEDULER_OCCURRENCE_SOURCES,
   type ScheduleRow,
   UNFINISHED_PIPELINE_STATUSES,
@@ -317,9 +318,11 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
     .flatMap((plan) => skipReplacedClaims(q, plan.schedule.id, request.now));
   // cancel_other: the replaced pipelines end in this transaction, with the occurrence that replaces them.
   for (const id of landed.flatMap((plan) => plan.cancelPipelineIds ?? [])) cancelPipeline(q, id, request.now);
-  const occurrences = landed.flatMap((plan) => plan.occurrences);
-  const claimed = insertOccurrenceRows(q.ledger, occurrences).filter((row) => row.status === 'claimed');
+  const occurrences = landed.flatMap((plan) => plan.occurrences.map(newCronExecutionRow));
   const { prepareHandoff } = request;
-  if (prepareHandoff === undefined) return [...claimed, ...skipped];
-  return [...handOffInTransaction(q.handoff, q, claimed, prepareHandoff, request.now), ...skipped];
+  const inserted =
+    prepareHandoff === undefined
+      ? insertOccurrenceRows(q.ledger, occurrences)
+      : handOffInTransaction(q.handoff, q.ledger, q, occurrences, prepareHandoff, request.now);
+  return [...inserted.filter((row) => row.status === 'claimed' || row.status === 'handed_off'), ...skipped];
 }

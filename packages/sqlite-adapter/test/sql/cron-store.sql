@@ -129,10 +129,10 @@ update "cron_executions"
   set "status" = ?, "pipeline_execution_id" = ?, "handed_off_at" = ?, "recovery_lease_owner" = ?, "recovery_lease_expires_at" = ?
   where ("cron_executions"."id" = ? and "cron_executions"."status" = 'claimed');
 
--- handoff/linkOccurrences
+-- handoff/relinkOccurrences
 update "cron_executions"
-  set "status" = ?, "pipeline_execution_id" = ?, "handed_off_at" = ?
-  where ("cron_executions"."id" = ? and "cron_executions"."status" = 'claimed');
+  set "pipeline_execution_id" = ?
+  where ("cron_executions"."id" = ? and "cron_executions"."status" = 'handed_off');
 
 -- backfill/reclaimForBackfill
 update "cron_executions"
@@ -178,8 +178,7 @@ update "cron_executions"
 -- ledger/insertOccurrenceChunk
 insert into "cron_executions" ("id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason")
   values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-  on conflict do nothing
-  returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
+  on conflict do nothing;
 
 -- ledger/selectOccurrence
 select "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason"
