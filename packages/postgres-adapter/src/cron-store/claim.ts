@@ -8,11 +8,11 @@ import {
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, asc, desc, eq, gte, lt, lte, type SQL, sql } from 'drizzle-orm';
-import { arrayParam, dateToIso, encodeUuidList, inTextList, statusIn } from '../codec.js';
+import { arrayParam, bind, dateToIso, encodeUuidList, inTextList, statusIn } from '../codec.js';
 import { cancelPipeline } from '../execution-store/control.js';
 import type { InsertPipelines } from '../execution-store/pipelines.js';
 import type { PostgresTables } from '../schema.js';
-import type { PostgresDb } from '../transaction.js';
+import type { PostgresDb, PostgresHandle } from '../transaction.js';
 import { isBuffered, isClaimed, isEnabled } from './conditions.js';
 import { handOffInTransaction } from './handoff.js';
 import { insertOccurrenceRows } from './ledger.js';
@@ -32,6 +32,32 @@ interface Advance {
   /** Disables the schedule with this note (maxRuns reached). */
   disableNote?: string | null;
 }
+
+/**
+ * Builds the claim's probe once; it is named, so each connection parses it once. `selectAnyDue`:
+ * whether an enabled schedule of `workflowNames` is due, read before the claim transaction
+ * (most ticks find nothing due): the earliest one in the due index, like the claim's own walk.
+ */
+export function prepareClaim({ db, tables, named }: PostgresHandle) {
+  const s = tables.cronSchedules;
+  return {
+    selectAnyDue: db
+      .select({ id: s.id })
+      .from(s)
+      .where(
+        and(
+          isEnabled(tables),
+          lte(s.nextRunAt, bind(s.nextRunAt, 'now')),
+          sql`coalesce(${inTextList(s.workflowName, sql.placeholder('workflows'))}, false)`,
+        ),
+      )
+      .orderBy(asc(s.nextRunAt))
+      .limit(1)
+      .prepare(named('orrery_select_any_due')),
+  };
+}
+
+export type ClaimStatements = ReturnType<typeof prepareClaim>;
 
 /**
  * Locks up to `limit` due enabled schedules of `workflowNames`, earliest first; SKIP LOCKED, so

@@ -22,6 +22,13 @@ with "skipped_buffered" as (update "tenant"."cron_executions"
   delete from "tenant"."cron_schedules"
   where "tenant"."cron_schedules"."id" = $3::uuid;
 
+-- claim/selectAnyDue
+select "id"
+  from "tenant"."cron_schedules"
+  where ("tenant"."cron_schedules"."enabled" and "tenant"."cron_schedules"."next_run_at" <= $1::timestamp (3) with time zone and coalesce("tenant"."cron_schedules"."workflow_name" = ANY($2::text[]), false))
+  order by "tenant"."cron_schedules"."next_run_at" asc
+  limit $3;
+
 -- handoff/linkOccurrence
 update "tenant"."cron_executions"
   set "status" = $1, "pipeline_execution_id" = $2::uuid, "handed_off_at" = $3::timestamp (3) with time zone, "recovery_lease_owner" = $4, "recovery_lease_expires_at" = $5

@@ -54,6 +54,20 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
     .limit(1)
     .prepare();
   return {
+    // Whether an enabled schedule of the workflows is due: the probe before the claim's write transaction.
+    selectAnyDue: db
+      .select({ id: s.id })
+      .from(s)
+      .where(
+        and(
+          isEnabled(tables),
+          lte(s.nextRunAt, bind(s.nextRunAt, 'now')),
+          sql`${s.workflowName} IN ${textListSql(placeholder('workflows'))}`,
+        ),
+      )
+      .orderBy(asc(s.nextRunAt))
+      .limit(1)
+      .prepare(),
     selectDueSchedules: db
       .select()
       .from(s)

@@ -29,6 +29,13 @@ delete
   from "cron_schedules"
   where ("cron_schedules"."id" = ? and "cron_schedules"."version" = ?);
 
+-- claim/selectAnyDue
+select "id"
+  from "cron_schedules"
+  where ("cron_schedules"."enabled" = 1 and "cron_schedules"."next_run_at" <= ? and "cron_schedules"."workflow_name" IN (SELECT value FROM json_each(?)))
+  order by "cron_schedules"."next_run_at" asc
+  limit ?;
+
 -- claim/selectDueSchedules
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
