@@ -19,6 +19,7 @@ import {
   selectTakenSlots,
   skipBufferedRows,
   skipClaimedRows,
+  walkDueIndexInOrder,
 } from '../src/cron-store/claim.js';
 import { relinkOccurrences } from '../src/cron-store/handoff.js';
 import { prepareCronStore } from '../src/cron-store/index.js';
@@ -141,6 +142,7 @@ const stores = {
         selectStrandedSchedules: selectStrandedSchedules(db, tables, now, ['w'], 10),
       },
       claim: {
+        walkDueIndexInOrder: walkDueIndexInOrder(db),
         selectDueSchedules: selectDueSchedules(db, tables, {
           now,
           workflowNames: ['w'],

@@ -60,6 +60,18 @@ export function prepareClaim({ db, tables, named }: PostgresHandle) {
 export type ClaimStatements = ReturnType<typeof prepareClaim>;
 
 /**
+ * Turns bitmap scans off for the rest of the claim transaction (SET LOCAL), so that the due
+ * schedules are walked in index order whatever the statistics say. Without statistics (a fresh
+ * schema) Postgres estimates the due rows at a few hundred whatever their number; once the
+ * claim's limit nears that estimate (a burst claims up to 500) it planned a bitmap scan of every
+ * due schedule and a sort instead: 38 ms against 0.7 ms at 20,000 due. Differs by necessity:
+ * SQLite has no such plan to refuse.
+ */
+export function walkDueIndexInOrder(db: PostgresDb) {
+  return db.execute(sql`SET LOCAL enable_bitmapscan = off`);
+}
+
+/**
  * Locks up to `limit` due enabled schedules of `workflowNames`, earliest first; SKIP LOCKED, so
  * tickers split them. The workflow filter is wrapped in `coalesce(…, false)` (the same rows):
  * without statistics (a fresh schema) Postgres estimates `workflow_name = ANY(…)` at 0.5 %, so it
@@ -334,6 +346,7 @@ export async function claimDueSchedules(
   insert: InsertPipelines,
   request: ClaimDueRequest,
 ): Promise<CronExecutionRow[]> {
+  await walkDueIndexInOrder(tx);
   const due = await selectDueSchedules(tx, tables, request);
   if (due.length === 0) return [];
   // Read after the locks are held, on a snapshot that sees every claim committed before them.

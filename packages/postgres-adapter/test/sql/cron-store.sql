@@ -148,6 +148,9 @@ select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", 
   order by "tenant"."cron_schedules"."next_run_at" asc
   limit $3;
 
+-- claim/walkDueIndexInOrder
+SET LOCAL enable_bitmapscan = off;
+
 -- claim/selectDueSchedules
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "tenant"."cron_schedules"
