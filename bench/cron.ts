@@ -10,16 +10,23 @@
  * writing each pipeline through the adapter: two-phase; and with an in-transaction handoff
  * building the same one-task pipeline, as a DefaultRunner does) and through real DefaultRunners (in-transaction
  * handoff, task loops running the pipelines too; 1 and 2 instances on PostgreSQL); the cost of
- * an idle tick with 100,000 enabled schedules none of which is due; the fire lag
- * (handedOffAt − scheduledTime) at a steady rate on the wall clock, two-phase at 100
- * occurrences/s and a DefaultRunner at 1,000 occurrences/s.
+ * an idle tick with 100,000 enabled schedules none of which is due (and 1,000,000 on
+ * PostgreSQL, inserted through the sync's bulk path); the fire lag at a steady rate on the wall
+ * clock, two-phase at 100 occurrences/s (to the hand-off) and a DefaultRunner at 1,000
+ * occurrences/s, both to the hand-off (handedOffAt − scheduledTime) and to the task's start
+ * (when its `run` is called − scheduledTime). Due schedules are created with the sync's bulk path.
+ *
+ *   BENCH_SCENARIOS=runner-1x,runner-lag npm run bench:cron   # some scenarios only
+ *
+ * Scenario keys: two-phase, in-transaction, runner-1x, runner-2x (PostgreSQL), idle,
+ * idle-million (PostgreSQL), lag, runner-lag.
  * PostgreSQL comes from TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test; each
  * run uses a fresh schema and drops it. Results are printed as a table and written to
  * bench/results/cron-<date>.json.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   type Clock,
@@ -51,6 +58,10 @@ const WORKFLOW = 'bench';
 
 const DUE_SCHEDULES = Math.ceil(20_000 * SCALE);
 const IDLE_SCHEDULES = Math.ceil(100_000 * SCALE);
+const MILLION_SCHEDULES = Math.ceil(1_000_000 * SCALE);
+/** Schedules per applyScheduleSync call when filling the idle scenarios (one transaction each). */
+const IDLE_INSERT_CHUNK = 50_000;
+const SCENARIOS = process.env.BENCH_SCENARIOS?.split(',');
 const IDLE_TICKS = Math.ceil(2_000 * SCALE);
 const LAG_SCHEDULES = 100;
 const LAG_SECONDS = Math.max(3, Math.ceil(10 * SCALE));
@@ -142,20 +153,6 @@ function cronOn(
   return cron;
 }
 
-/** Runs `work` over 0..count-1 with `concurrency` callers (Postgres round trips overlap; SQLite is synchronous). */
-async function inParallel(count: number, concurrency: number, work: (i: number) => Promise<unknown>) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < count) {
-        const i = next;
-        next += 1;
-        await work(i);
-      }
-    }),
-  );
-}
-
 function progress(label: string, done: number, total: number) {
   if (done === total || done % Math.max(1, Math.floor(total / 10)) === 0) {
     process.stdout.write(`\r    ${label}: ${done}/${total}`);
@@ -193,14 +190,20 @@ interface Measurement {
   settings?: Partial<CronSettings>;
 }
 
+/** The due scenarios' schedules: every minute, so all of them are due one minute after T0. */
+function dueScheduleInputs() {
+  return Array.from({ length: DUE_SCHEDULES }, (_, i) => ({
+    name: `due-${i}`,
+    workflowName: WORKFLOW,
+    cronExpression: '* * * * *',
+  }));
+}
+
 /** Many schedules due at the same instant: ticks back to back until every occurrence is handed off. */
 async function dueThroughput(adapter: string, storage: Storage, path: HandoffPath): Promise<Measurement> {
   const clock = new ManualClock(T0);
   const cron = cronOn(storage, clock, {}, undefined, path);
-  await inParallel(DUE_SCHEDULES, 16, async (i) => {
-    await cron.addSchedule({ name: `due-${i}`, workflowName: WORKFLOW, cronExpression: '* * * * *' });
-    progress('adding due schedules', i + 1, DUE_SCHEDULES);
-  });
+  await cron.syncSchedules(dueScheduleInputs());
   clock.set(new Date(T0.getTime() + 60_000));
   const startMs = performance.now();
   let handedOff = 0;
@@ -245,11 +248,7 @@ async function runnerDueThroughput(adapter: string, target: RunnerTarget, instan
       }),
     ),
   );
-  const admin = runners[0]!;
-  await inParallel(DUE_SCHEDULES, 16, async (i) => {
-    await admin.addCronSchedule({ name: `due-${i}`, workflowName: WORKFLOW, cronExpression: '* * * * *' });
-    progress('adding due schedules', i + 1, DUE_SCHEDULES);
-  });
+  await runners[0]!.syncCronSchedules(dueScheduleInputs());
   let fired = 0;
   let done!: () => void;
   const allFired = new Promise<void>((resolve) => {
@@ -277,14 +276,31 @@ async function runnerDueThroughput(adapter: string, target: RunnerTarget, instan
   };
 }
 
-/** Fire lag of a real DefaultRunner at a steady LAG_RATE occurrences per second on the wall clock. */
-async function runnerFireLag(adapter: string, target: RunnerTarget): Promise<Measurement> {
-  const workflow = defineWorkflow({ name: WORKFLOW, tasks: [{ id: 'noop', run: () => {} }] });
+/**
+ * Fire lag of a real DefaultRunner at a steady LAG_RATE occurrences per second on the wall
+ * clock: to the hand-off (the ledger's handedOffAt) and to the task's start (its `run` called).
+ */
+async function runnerFireLag(adapter: string, target: RunnerTarget): Promise<Measurement[]> {
+  const startLags: number[] = [];
+  const workflow = defineWorkflow({
+    name: WORKFLOW,
+    tasks: [
+      {
+        id: 'noop',
+        run: (_ctx, info) => {
+          if (info.scheduledTime !== undefined) startLags.push(Date.now() - info.scheduledTime.getTime());
+        },
+      },
+    ],
+  });
   const runner = await DefaultRunner.create({ ...target, workflows: [workflow], cronEnableRecovery: false });
-  for (let i = 0; i < LAG_RATE; i += 1) {
-    await runner.addCronSchedule({ name: `lag-${i}`, workflowName: WORKFLOW, cronExpression: '* * * * * *' });
-    progress('adding every-second schedules', i + 1, LAG_RATE);
-  }
+  await runner.syncCronSchedules(
+    Array.from({ length: LAG_RATE }, (_, i) => ({
+      name: `lag-${i}`,
+      workflowName: WORKFLOW,
+      cronExpression: '* * * * * *',
+    })),
+  );
   const lags: number[] = [];
   runner.on('cron:fired', (event) => lags.push(event.lagMs));
   await runner.start();
@@ -293,49 +309,50 @@ async function runnerFireLag(adapter: string, target: RunnerTarget): Promise<Mea
     progress(`runner at ${LAG_RATE} occ/s, poll ${CRON_DEFAULTS.pollIntervalMs} ms`, s, LAG_SECONDS);
   }
   await runner.shutdown({ timeoutMs: 10_000 });
-  return {
-    adapter,
-    scenario: `runner fire lag, ${LAG_RATE} occ/s`,
-    ...lagFigures(lags),
-    settings: { pollIntervalMs: CRON_DEFAULTS.pollIntervalMs },
-  };
+  const settings = { pollIntervalMs: CRON_DEFAULTS.pollIntervalMs };
+  return [
+    { adapter, scenario: `runner fire lag, ${LAG_RATE} occ/s`, ...lagFigures(lags), settings },
+    { adapter, scenario: `runner start lag, ${LAG_RATE} occ/s`, ...lagFigures(startLags), settings },
+  ];
 }
 
-/** An idle tick's cost with many enabled schedules, none due. */
-async function idleTick(adapter: string, storage: Storage): Promise<Measurement> {
+/** An idle tick's cost with `count` enabled schedules, none due. */
+async function idleTick(adapter: string, storage: Storage, count: number): Promise<Measurement> {
   const clock = new ManualClock(T0);
   const cron = cronOn(storage, clock);
   const nextYear = new Date('2027-01-01T00:00:00.000Z');
-  await inParallel(IDLE_SCHEDULES, 32, async (i) => {
-    // Written straight through the port: the bench measures ticks, not 100,000 validations.
-    const row: ScheduleRow = {
-      id: newId(),
-      name: `idle-${i}`,
-      workflowName: WORKFLOW,
-      cronExpression: '0 0 0 1 1 *',
-      timezone: 'UTC',
-      enabled: true,
-      context: {},
-      catchupPolicy: 'run_once',
-      overlapPolicy: i % 2 === 0 ? 'allow' : 'skip',
-      jitterMs: 0,
-      pauseOnFailure: false,
-      enabledAt: T0,
-      maxRuns: null,
-      runCount: 0,
-      dst: null,
-      note: null,
-      startAt: null,
-      endAt: null,
-      nextRunAt: nextYear,
-      lastRunAt: null,
-      version: 1,
-      createdAt: T0,
-      updatedAt: T0,
-    };
-    await storage.cron.insertSchedule(row);
-    progress('inserting idle schedules', i + 1, IDLE_SCHEDULES);
+  // Written straight through the port's bulk path (a sync's inserts): the bench measures ticks, not validations.
+  const idleRow = (i: number): ScheduleRow => ({
+    id: newId(),
+    name: `idle-${i}`,
+    workflowName: WORKFLOW,
+    cronExpression: '0 0 0 1 1 *',
+    timezone: 'UTC',
+    enabled: true,
+    context: {},
+    catchupPolicy: 'run_once',
+    overlapPolicy: i % 2 === 0 ? 'allow' : 'skip',
+    jitterMs: 0,
+    pauseOnFailure: false,
+    enabledAt: T0,
+    maxRuns: null,
+    runCount: 0,
+    dst: null,
+    note: null,
+    startAt: null,
+    endAt: null,
+    nextRunAt: nextYear,
+    lastRunAt: null,
+    version: 1,
+    createdAt: T0,
+    updatedAt: T0,
   });
+  for (let start = 0; start < count; start += IDLE_INSERT_CHUNK) {
+    const inserts = Array.from({ length: Math.min(IDLE_INSERT_CHUNK, count - start) }, (_, i) => idleRow(start + i));
+    if (!(await storage.cron.applyScheduleSync({ inserts, updates: [], deletes: [] })))
+      throw new Error('the idle schedules could not be inserted');
+    progress('inserting idle schedules', start + inserts.length, count);
+  }
   for (let i = 0; i < 50; i += 1) await cron.tick();
   const samples: number[] = [];
   for (let i = 0; i < IDLE_TICKS; i += 1) {
@@ -349,7 +366,7 @@ async function idleTick(adapter: string, storage: Storage): Promise<Measurement>
   samples.sort((a, b) => a - b);
   return {
     adapter,
-    scenario: `idle tick, ${IDLE_SCHEDULES} schedules`,
+    scenario: `idle tick, ${count} schedules`,
     count: IDLE_TICKS,
     seconds: total / 1000,
     meanMs: total / IDLE_TICKS,
@@ -397,22 +414,28 @@ function print(m: Measurement) {
 
 async function benchAdapter(adapter: string): Promise<Measurement[]> {
   const out: Measurement[] = [];
-  const scenarios: ((database: Database) => Promise<Measurement>)[] = [
-    ({ storage }) => dueThroughput(adapter, storage, 'two-phase'),
-    ({ storage }) => dueThroughput(adapter, storage, 'in-transaction'),
-    ({ target }) => runnerDueThroughput(adapter, target, 1),
-    ...(adapter === 'postgres' ? [({ target }: Database) => runnerDueThroughput(adapter, target, 2)] : []),
-    ({ storage }) => idleTick(adapter, storage),
-    ({ storage }) => fireLag(adapter, storage, CRON_DEFAULTS.pollIntervalMs),
-    ({ target }) => runnerFireLag(adapter, target),
+  const postgresOnly = adapter === 'postgres';
+  type Scenario = [key: string, run: (database: Database) => Promise<Measurement | Measurement[]>];
+  const all: (Scenario | false)[] = [
+    ['two-phase', ({ storage }) => dueThroughput(adapter, storage, 'two-phase')],
+    ['in-transaction', ({ storage }) => dueThroughput(adapter, storage, 'in-transaction')],
+    ['runner-1x', ({ target }) => runnerDueThroughput(adapter, target, 1)],
+    postgresOnly && ['runner-2x', ({ target }) => runnerDueThroughput(adapter, target, 2)],
+    ['idle', ({ storage }) => idleTick(adapter, storage, IDLE_SCHEDULES)],
+    postgresOnly && ['idle-million', ({ storage }) => idleTick(adapter, storage, MILLION_SCHEDULES)],
+    ['lag', ({ storage }) => fireLag(adapter, storage, CRON_DEFAULTS.pollIntervalMs)],
+    ['runner-lag', ({ target }) => runnerFireLag(adapter, target)],
   ];
+  const scenarios = all.filter((scenario): scenario is Scenario => scenario !== false);
   console.log(`${adapter}:`);
-  for (const scenario of scenarios) {
+  for (const [key, scenario] of scenarios) {
+    if (SCENARIOS !== undefined && !SCENARIOS.includes(key)) continue;
     const database = await openDatabase(adapter);
     try {
-      const measurement = await scenario(database);
-      print(measurement);
-      out.push(measurement);
+      for (const measurement of [await scenario(database)].flat()) {
+        print(measurement);
+        out.push(measurement);
+      }
     } finally {
       await database.remove();
     }
@@ -441,10 +464,14 @@ for (const r of results) {
 
 const resultsDir = new URL('./results/', import.meta.url);
 mkdirSync(resultsDir, { recursive: true });
-const file = new URL(`cron-${new Date().toISOString().slice(0, 10)}.json`, resultsDir);
+const file = new URL(
+  `cron-${new Date().toISOString().slice(0, 10)}${process.env.BENCH_LABEL ? `-${process.env.BENCH_LABEL}` : ''}.json`,
+  resultsDir,
+);
 const machine = { node: process.version, cpus: availableParallelism(), cpuModel: cpus()[0]?.model ?? 'unknown' };
+const load = loadavg().map((x) => Number(x.toFixed(2)));
 writeFileSync(
   file,
-  `${JSON.stringify({ date: new Date().toISOString(), machine, scale: SCALE, defaults: CRON_DEFAULTS, results }, null, 2)}\n`,
+  `${JSON.stringify({ date: new Date().toISOString(), machine, load, scale: SCALE, defaults: CRON_DEFAULTS, results }, null, 2)}\n`,
 );
 console.log(`\nwrote ${file.pathname}`);

@@ -598,9 +598,32 @@ export function describeCronSchedules(open: OpenStorage): void {
             prepareHandoff: (r) => newPipeline(r.workflowName, { a: [] }, { idempotencyKey: r.id }),
           });
           expect(linked).toMatchObject({ status: 'handed_off', pipelineExecutionId: earlier.id });
+          expect(await store().getOccurrence(slot.id)).toEqual(linked);
           expect(
             await storage().executions.listPipelines({ workflowName: row.workflowName, limit: 10, offset: 0 }),
           ).toHaveLength(1);
+        });
+
+        it('starts no pipeline for an occurrence whose slot already holds a ledger row, and returns none', async () => {
+          const row = await insert({ nextRunAt: at(0) });
+          const slot = occurrence(row, at(0));
+          // Another row of the same slot (its own id): the occurrence key refuses the planned one.
+          const taken = { ...slot, id: newId(), status: 'skipped' as const };
+          await store().insertOccurrences([taken]);
+          const rows = await store().claimDueSchedules({
+            now: at(10),
+            workflowNames: [row.workflowName],
+            limit: 10,
+            plan: () => ({ occurrences: [slot], nextRunAt: at(MINUTE), lastRunAt: at(0) }),
+            prepareHandoff: (r) => newPipeline(r.workflowName, { a: [] }, { idempotencyKey: r.id }),
+          });
+          expect(rows).toEqual([]);
+          expect(await storage().executions.getPipelineByIdempotencyKey(slot.id)).toBeNull();
+          expect(
+            await storage().executions.listPipelines({ workflowName: row.workflowName, limit: 10, offset: 0 }),
+          ).toEqual([]);
+          expect(await store().listOccurrences(row.id, 10, 0)).toEqual([storedOccurrence(taken)]);
+          expect(await store().getSchedule(row.id)).toMatchObject({ nextRunAt: at(MINUTE) });
         });
 
         it('writes nothing, not even the claim, when preparing a handoff throws', async () => {

@@ -11,7 +11,8 @@ export interface CronSettings {
    */
   pollIntervalMs: number;
   /**
-   * Due schedules claimed per tick; a larger set is drained by the next ticks at once.
+   * Due schedules claimed per tick; a larger set is drained by the next ticks at once, each
+   * claiming twice as many as the one before, up to `maxOccurrencesPerTick`.
    * @default 100
    */
   batchSize: number;

@@ -89,6 +89,24 @@ describe('on-time occurrences', () => {
   });
 });
 
+describe('a burst of due schedules', () => {
+  it('claims twice as many each tick while more are due, up to maxOccurrencesPerTick, then batchSize again', async () => {
+    h = await openHarness({ settings: { batchSize: 2, maxOccurrencesPerTick: 8 } });
+    for (let i = 0; i < 20; i += 1) {
+      await h.cron.addSchedule({ name: `s${i}`, workflowName: 'wf', cronExpression: '* * * * *' });
+    }
+    h.clock.set(at(MINUTE));
+    const claimed: number[] = [];
+    for (let tick = 0; tick < 5; tick += 1) claimed.push((await h.cron.tick()).claimed);
+    expect(claimed).toEqual([2, 4, 8, 6, 0]);
+    h.clock.set(at(2 * MINUTE));
+    expect((await h.cron.tick()).claimed).toBe(2);
+    const pipelines = await allPipelines(h.storage);
+    expect(pipelines).toHaveLength(22);
+    expect(new Set(pipelines.map((pipeline) => pipeline.idempotencyKey)).size).toBe(22);
+  });
+});
+
 describe('several runners', () => {
   it('hand off each occurrence once when they tick at the same time', async () => {
     h = await openHarness({ settings: { batchSize: 7 } });

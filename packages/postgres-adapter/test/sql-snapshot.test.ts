@@ -1,4 +1,4 @@
-import { type NewCronExecution, newId, type ScheduleRow } from '@orreryjs/core';
+import { type NewCronExecution, newCronExecutionRow, newId, type ScheduleRow } from '@orreryjs/core';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { describe, expect, it } from 'vitest';
 import { flattenStatements, renderSqlSnapshot } from '../../../test/support/sql-snapshot.js';
@@ -19,8 +19,9 @@ import {
   selectTakenSlots,
   skipBufferedRows,
   skipClaimedRows,
+  walkDueIndexInOrder,
 } from '../src/cron-store/claim.js';
-import { linkOccurrences } from '../src/cron-store/handoff.js';
+import { relinkOccurrences } from '../src/cron-store/handoff.js';
 import { prepareCronStore } from '../src/cron-store/index.js';
 import { insertOccurrenceChunk } from '../src/cron-store/ledger.js';
 import {
@@ -161,6 +162,7 @@ const stores = {
         selectStrandedSchedules: selectStrandedSchedules(db, tables, now, ['w'], 10),
       },
       claim: {
+        walkDueIndexInOrder: walkDueIndexInOrder(db),
         selectDueSchedules: selectDueSchedules(db, tables, {
           now,
           workflowNames: ['w'],
@@ -182,9 +184,9 @@ const stores = {
         claimBufferedRow: claimBufferedRow(db, tables, id, release),
         countReleasedRun: countReleasedRun(db, tables, id, true, now),
       },
-      handoff: { linkOccurrences: linkOccurrences(db, tables, new Map([[id, id]]), now) },
+      handoff: { relinkOccurrences: relinkOccurrences(db, tables, new Map([[id, id]])) },
       backfill: { reclaimForBackfill: reclaimForBackfill(db, tables, [occurrence]) },
-      ledger: { insertOccurrenceChunk: insertOccurrenceChunk(db, tables, [occurrence]) },
+      ledger: { insertOccurrenceChunk: insertOccurrenceChunk(db, tables, [newCronExecutionRow(occurrence)]) },
       trigger: { lockSchedule: lockSchedule(db, tables, id) },
     }),
   ],

@@ -104,7 +104,11 @@ export interface DefaultRunnerConfig {
   enableCronScheduling?: boolean;
   /** Pause between cron ticks. @default 1_000 */
   cronPollIntervalMs?: number;
-  /** Due schedules claimed per tick. @default 100 */
+  /**
+   * Due schedules claimed per tick; when more are due, the next ticks follow at once, each
+   * claiming twice as many as the one before, up to `cronMaxOccurrencesPerTick`.
+   * @default 100
+   */
   cronBatchSize?: number;
   /** Occurrences of one schedule run per tick under `run_all`; a larger backlog drains over ticks. @default 100 */
   cronMaxCatchupExecutions?: number;

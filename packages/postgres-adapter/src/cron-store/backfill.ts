@@ -1,4 +1,9 @@
-import { type CronExecutionRow, type NewCronExecution, RECLAIMABLE_OCCURRENCE_STATUSES } from '@orreryjs/core';
+import {
+  type CronExecutionRow,
+  type NewCronExecution,
+  newCronExecutionRow,
+  RECLAIMABLE_OCCURRENCE_STATUSES,
+} from '@orreryjs/core';
 import { and, isNull, sql } from 'drizzle-orm';
 import { arrayParam, dateToIso, encodeJson, encodeUuidList, statusIn } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
@@ -82,7 +87,7 @@ export async function insertOccurrences(
   tables: PostgresTables,
   rows: readonly NewCronExecution[],
 ): Promise<{ claimed: CronExecutionRow[]; existing: number }> {
-  const inserted = matchInserted(rows, await insertOccurrenceRows(tx, tables, rows));
+  const inserted = matchInserted(rows, await insertOccurrenceRows(tx, tables, rows.map(newCronExecutionRow)));
   // The first backfill row of each slot that found it taken may reclaim it; later ones find it claimed.
   const reclaimable = new Map<string, NewCronExecution>();
   rows.forEach((row, i) => {

@@ -2,16 +2,17 @@ import {
   type ClaimDueRequest,
   type CronExecutionRow,
   type LatestSchedulePipeline,
+  newCronExecutionRow,
   SCHEDULER_OCCURRENCE_SOURCES,
   type ScheduleRow,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, asc, desc, eq, gte, lt, lte, type SQL, sql } from 'drizzle-orm';
-import { arrayParam, dateToIso, encodeUuidList, inTextList, statusIn } from '../codec.js';
+import { arrayParam, bind, dateToIso, encodeUuidList, inTextList, statusIn } from '../codec.js';
 import { cancelPipeline } from '../execution-store/control.js';
 import type { InsertPipelines } from '../execution-store/pipelines.js';
 import type { PostgresTables } from '../schema.js';
-import type { PostgresDb } from '../transaction.js';
+import type { PostgresDb, PostgresHandle } from '../transaction.js';
 import { isBuffered, isClaimed, isEnabled } from './conditions.js';
 import { handOffInTransaction } from './handoff.js';
 import { insertOccurrenceRows } from './ledger.js';
@@ -32,14 +33,63 @@ interface Advance {
   disableNote?: string | null;
 }
 
-/** Locks up to `limit` due enabled schedules of `workflowNames`, earliest first; SKIP LOCKED, so tickers split them. */
+/**
+ * Builds the claim's probe once; it is named, so each connection parses it once. `selectAnyDue`:
+ * whether an enabled schedule of `workflowNames` is due, read before the claim transaction
+ * (most ticks find nothing due): the earliest one in the due index, like the claim's own walk.
+ */
+export function prepareClaim({ db, tables, named }: PostgresHandle) {
+  const s = tables.cronSchedules;
+  return {
+    selectAnyDue: db
+      .select({ id: s.id })
+      .from(s)
+      .where(
+        and(
+          isEnabled(tables),
+          lte(s.nextRunAt, bind(s.nextRunAt, 'now')),
+          sql`coalesce(${inTextList(s.workflowName, sql.placeholder('workflows'))}, false)`,
+        ),
+      )
+      .orderBy(asc(s.nextRunAt))
+      .limit(1)
+      .prepare(named('orrery_select_any_due')),
+  };
+}
+
+export type ClaimStatements = ReturnType<typeof prepareClaim>;
+
+/**
+ * Turns bitmap scans off for the rest of the claim transaction (SET LOCAL), so that the due
+ * schedules are walked in index order whatever the statistics say. Without statistics (a fresh
+ * schema) Postgres estimates the due rows at a few hundred whatever their number; once the
+ * claim's limit nears that estimate (a burst claims up to 500) it planned a bitmap scan of every
+ * due schedule and a sort instead: 38 ms against 0.7 ms at 20,000 due. Differs by necessity:
+ * SQLite has no such plan to refuse.
+ */
+export function walkDueIndexInOrder(db: PostgresDb) {
+  return db.execute(sql`SET LOCAL enable_bitmapscan = off`);
+}
+
+/**
+ * Locks up to `limit` due enabled schedules of `workflowNames`, earliest first; SKIP LOCKED, so
+ * tickers split them. The workflow filter is wrapped in `coalesce(…, false)` (the same rows):
+ * without statistics (a fresh schema) Postgres estimates `workflow_name = ANY(…)` at 0.5 %, so it
+ * expected a handful of due rows and planned a bitmap scan of every due schedule and a sort
+ * (40 ms at 20,000 due) instead of the ordered walk of the due index that stops after `limit`
+ * (0.2 ms); a coalesce is estimated at one half whatever the statistics say.
+ */
 export function selectDueSchedules(db: PostgresDb, tables: PostgresTables, request: ClaimDueRequest) {
   const s = tables.cronSchedules;
   return db
     .select()
     .from(s)
     .where(
-      and(isEnabled(tables), lte(s.nextRunAt, request.now), inTextList(s.workflowName, [...request.workflowNames])),
+      and(
+        isEnabled(tables),
+        lte(s.nextRunAt, request.now),
+        sql`coalesce(${inTextList(s.workflowName, [...request.workflowNames])}, false)`,
+      ),
     )
     .orderBy(asc(s.nextRunAt))
     .limit(request.limit)
@@ -296,6 +346,7 @@ export async function claimDueSchedules(
   insert: InsertPipelines,
   request: ClaimDueRequest,
 ): Promise<CronExecutionRow[]> {
+  await walkDueIndexInOrder(tx);
   const due = await selectDueSchedules(tx, tables, request);
   if (due.length === 0) return [];
   // Read after the locks are held, on a snapshot that sees every claim committed before them.
@@ -336,9 +387,11 @@ export async function claimDueSchedules(
   for (const id of landed.flatMap((plan) => plan.cancelPipelineIds ?? [])) {
     await cancelPipeline(tx, tables, id, request.now);
   }
-  const occurrences = landed.flatMap((plan) => plan.occurrences);
-  const claimed = (await insertOccurrenceRows(tx, tables, occurrences)).filter((row) => row.status === 'claimed');
+  const occurrences = landed.flatMap((plan) => plan.occurrences.map(newCronExecutionRow));
   const { prepareHandoff } = request;
-  if (prepareHandoff === undefined) return [...claimed, ...skipped];
-  return [...(await handOffInTransaction(tx, tables, insert, claimed, prepareHandoff, request.now)), ...skipped];
+  const inserted =
+    prepareHandoff === undefined
+      ? await insertOccurrenceRows(tx, tables, occurrences)
+      : await handOffInTransaction(tx, tables, insert, occurrences, prepareHandoff, request.now);
+  return [...inserted.filter((row) => row.status === 'claimed' || row.status === 'handed_off'), ...skipped];
 }

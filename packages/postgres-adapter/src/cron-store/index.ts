@@ -18,7 +18,7 @@ import type {
 import { type PostgresHandle, statement, transaction } from '../transaction.js';
 import { insertOccurrences } from './backfill.js';
 import { releaseBuffered, selectAnyBuffered } from './buffer.js';
-import { claimDueSchedules } from './claim.js';
+import { claimDueSchedules, prepareClaim } from './claim.js';
 import { prepareHandoff } from './handoff.js';
 import { occurrenceStats, prepareLedger } from './ledger.js';
 import { claimLostOccurrences, finishRecovery, prepareRecover } from './recover.js';
@@ -38,6 +38,7 @@ import { insertManualOccurrence } from './trigger.js';
 export function prepareCronStore(handle: PostgresHandle) {
   return {
     schedules: prepareSchedules(handle),
+    claim: prepareClaim(handle),
     handoff: prepareHandoff(handle),
     recover: prepareRecover(handle),
     ledger: prepareLedger(handle),
@@ -98,8 +99,16 @@ export class PostgresCronStore implements CronStore {
     }
   }
 
-  claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {
-    if (request.workflowNames.length === 0 || request.limit <= 0) return Promise.resolve([]);
+  async claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {
+    if (request.workflowNames.length === 0 || request.limit <= 0) return [];
+    // Most ticks find nothing due: one autocommit probe instead of BEGIN, a locking read, COMMIT.
+    const anyDue = await statement(
+      'claimDueSchedules',
+      async () =>
+        (await this.#q.claim.selectAnyDue.execute({ now: request.now, workflows: [...request.workflowNames] })).length >
+        0,
+    );
+    if (!anyDue) return [];
     return transaction(this.#handle, 'claimDueSchedules', (tx) =>
       claimDueSchedules(tx, this.#handle.tables, this.#q.handoff.insertPipelines, request),
     );

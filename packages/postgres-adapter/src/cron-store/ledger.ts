@@ -1,14 +1,13 @@
 import {
   type CronExecutionRow,
   FIRE_LAG_SOURCES,
-  type NewCronExecution,
-  newCronExecutionRow,
   type OccurrenceStats,
   OPEN_OCCURRENCE_STATUSES,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
-import { and, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
-import { bind, statusIn, statusNotIn } from '../codec.js';
+import { and, desc, eq, getTableColumns, gte, inArray, lt, sql } from 'drizzle-orm';
+import type { PgColumn } from 'drizzle-orm/pg-core';
+import { bind, columnValues, statusIn, statusNotIn, unnestOf } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
 import { isClaimed, isLost } from './conditions.js';
@@ -18,8 +17,8 @@ import { isClaimed, isLost } from './conditions.js';
  * occurrence key), read by id and by schedule, counted for stats, and swept by retention.
  */
 
-/** Rows per multi-row INSERT: 19 parameters each, well under Postgres's 65,535 per statement. */
-const INSERT_CHUNK = 1000;
+/** Rows per INSERT (one array parameter per column): bounds the size of one statement's parameters. */
+const INSERT_CHUNK = 10_000;
 
 /**
  * Not a `handed_off` row whose pipeline is still pending, running or paused: the overlap check
@@ -122,22 +121,53 @@ export function prepareLedger({ db, tables, named }: PostgresHandle) {
 
 export type LedgerStatements = ReturnType<typeof prepareLedger>;
 
-/** Inserts up to {@link INSERT_CHUNK} new ledger rows ON CONFLICT DO NOTHING, returning those inserted. */
-export function insertOccurrenceChunk(db: PostgresDb, tables: PostgresTables, rows: readonly NewCronExecution[]) {
-  return db.insert(tables.cronExecutions).values(rows.map(newCronExecutionRow)).onConflictDoNothing().returning();
+/**
+ * Inserts up to {@link INSERT_CHUNK} ledger rows ON CONFLICT DO NOTHING, returning the ids of
+ * those inserted. Raw SQL source: the rows are the `unnest` of one array parameter per column
+ * (a column every row shares is one parameter), which drizzle's builder cannot name as an
+ * INSERT source; the rows themselves are what the caller holds, so only ids come back.
+ */
+export function insertOccurrenceChunk(db: PostgresDb, tables: PostgresTables, rows: readonly CronExecutionRow[]) {
+  const c = tables.cronExecutions;
+  // In the table's column order, which is the order drizzle lists the INSERT's columns in.
+  const values = Object.entries(getTableColumns(c) as Record<string, PgColumn>).map(([field, column], index) =>
+    columnValues(
+      column,
+      rows.map((row) => (row as unknown as Record<string, unknown>)[field]),
+      `c${index}`,
+      field === 'id',
+    ),
+  );
+  return db
+    .insert(c)
+    .select(
+      sql`select ${sql.join(
+        values.map((value) => value.expression),
+        sql`, `,
+      )} from ${unnestOf(values)}`,
+    )
+    .onConflictDoNothing()
+    .returning({ id: c.id });
 }
 
-/** Inserts new ledger rows ON CONFLICT DO NOTHING, a chunk per statement; returns the rows inserted, in input order. */
+/**
+ * Inserts ledger rows ON CONFLICT DO NOTHING, a chunk per statement; returns the rows inserted
+ * (a slot or id already taken inserts nothing), in input order. New rows come from
+ * core's `newCronExecutionRow`; the claim's in-transaction handoff writes its rows `handed_off`.
+ */
 export async function insertOccurrenceRows(
   db: PostgresDb,
   tables: PostgresTables,
-  rows: readonly NewCronExecution[],
+  rows: readonly CronExecutionRow[],
 ): Promise<CronExecutionRow[]> {
-  const inserted: CronExecutionRow[] = [];
+  const inserted = new Set<string>();
   for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
-    inserted.push(...(await insertOccurrenceChunk(db, tables, rows.slice(start, start + INSERT_CHUNK))));
+    for (const { id } of await insertOccurrenceChunk(db, tables, rows.slice(start, start + INSERT_CHUNK))) {
+      inserted.add(id);
+    }
   }
-  return inserted;
+  // Deleted as matched: a repeated id stands for one row.
+  return rows.filter((row) => inserted.delete(row.id));
 }
 
 /** Ledger counts for rows scheduled at or after `since`; the delays count only hand-offs with a fire lag. */

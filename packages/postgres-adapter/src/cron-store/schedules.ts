@@ -5,9 +5,18 @@ import {
   type ScheduleRow,
   type ScheduleSyncWrites,
 } from '@orreryjs/core';
-import { and, asc, eq, getTableColumns, lte, notInArray, type SQL, sql } from 'drizzle-orm';
+import { and, asc, eq, getTableColumns, lte, notInArray, sql } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
-import { arrayParam, bind, bindAllColumns, DRIVER_TEXT_TYPES, decodeRow, encodeUuidList } from '../codec.js';
+import {
+  arrayParam,
+  bind,
+  bindAllColumns,
+  columnValues,
+  DRIVER_TEXT_TYPES,
+  decodeRow,
+  encodeUuidList,
+  unnestOf,
+} from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import { type PostgresDb, type PostgresHandle, sqlState } from '../transaction.js';
 import { skipBufferedRows } from './claim.js';
@@ -159,48 +168,6 @@ export function insertScheduleChunk(db: PostgresDb, tables: PostgresTables, rows
       )} from ${unnestOf(values)}`,
     )
     .onConflictDoNothing();
-}
-
-/** A column's values as the source of a set-based statement reads them: see {@link columnValues}. */
-interface ColumnValues {
-  /** What the statement reads: `v.<alias>`, or the one value all rows share. */
-  expression: SQL;
-  /** The array parameter `unnest` expands, named `alias`; absent for a shared value. */
-  array?: { alias: string; param: SQL };
-}
-
-/**
- * One column's values, each encoded as the column encodes it: one `<type>[]` parameter, or a
- * single `<type>` parameter when every row has the same value (unless `alwaysArray`, which
- * the rows' key needs): a sync's rows share most columns (workflow, zone, policies, the
- * instant they were created, nulls), and each array element costs the server a parse. A
- * value that is the same object as the one before reuses its encoding.
- */
-function columnValues(column: PgColumn, values: readonly unknown[], alias: string, alwaysArray = false): ColumnValues {
-  let previous: unknown = null;
-  let previousEncoded: unknown = null;
-  const encoded = values.map((value): unknown => {
-    if (value === null || value === undefined) return null;
-    if (value !== previous) {
-      previous = value;
-      previousEncoded = column.mapToDriverValue(value);
-    }
-    return previousEncoded;
-  });
-  const first = encoded[0] ?? null;
-  const shared = !alwaysArray && encoded.length > 0 && encoded.every((value) => value === first);
-  const type = sql.raw(column.getSQLType());
-  if (shared) return { expression: sql`${first}::${type}` };
-  return { expression: sql.raw(`v.${alias}`), array: { alias, param: sql`${arrayParam(encoded)}::${type}[]` } };
-}
-
-/** `unnest(<arrays>) AS v(<aliases>)`: the rows of the columns sent as arrays. */
-function unnestOf(values: readonly ColumnValues[]): SQL {
-  const arrays = values.flatMap((value) => (value.array === undefined ? [] : [value.array]));
-  return sql`unnest(${sql.join(
-    arrays.map((array) => array.param),
-    sql`, `,
-  )}) AS v(${sql.raw(arrays.map((array) => array.alias).join(', '))})`;
 }
 
 /**

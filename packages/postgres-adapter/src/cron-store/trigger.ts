@@ -1,4 +1,9 @@
-import type { DueScheduleState, ManualOccurrenceRequest, ManualOccurrenceResult } from '@orreryjs/core';
+import {
+  type DueScheduleState,
+  type ManualOccurrenceRequest,
+  type ManualOccurrenceResult,
+  newCronExecutionRow,
+} from '@orreryjs/core';
 import { eq } from 'drizzle-orm';
 import { cancelPipeline } from '../execution-store/control.js';
 import type { PostgresTables } from '../schema.js';
@@ -40,6 +45,6 @@ export async function insertManualOccurrence(
   if (plan.skipClaimed === true) await skipReplacedClaims(tx, tables, [scheduleId], request.row.claimedAt);
   for (const id of plan.cancelPipelineIds ?? []) await cancelPipeline(tx, tables, id, request.row.claimedAt);
   // A manual row has a random id: it never meets ON CONFLICT.
-  const [row] = await insertOccurrenceRows(tx, tables, [{ ...request.row, status: plan.status }]);
+  const [row] = await insertOccurrenceRows(tx, tables, [newCronExecutionRow({ ...request.row, status: plan.status })]);
   return { row: row!, state };
 }

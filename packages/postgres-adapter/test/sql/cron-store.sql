@@ -22,6 +22,13 @@ with "skipped_buffered" as (update "tenant"."cron_executions"
   delete from "tenant"."cron_schedules"
   where "tenant"."cron_schedules"."id" = $3::uuid;
 
+-- claim/selectAnyDue
+select "id"
+  from "tenant"."cron_schedules"
+  where ("tenant"."cron_schedules"."enabled" and "tenant"."cron_schedules"."next_run_at" <= $1::timestamp (3) with time zone and coalesce("tenant"."cron_schedules"."workflow_name" = ANY($2::text[]), false))
+  order by "tenant"."cron_schedules"."next_run_at" asc
+  limit $3;
+
 -- handoff/linkOccurrence
 update "tenant"."cron_executions"
   set "status" = $1, "pipeline_execution_id" = $2::uuid, "handed_off_at" = $3::timestamp (3) with time zone, "recovery_lease_owner" = $4, "recovery_lease_expires_at" = $5
@@ -141,10 +148,13 @@ select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", 
   order by "tenant"."cron_schedules"."next_run_at" asc
   limit $3;
 
+-- claim/walkDueIndexInOrder
+SET LOCAL enable_bitmapscan = off;
+
 -- claim/selectDueSchedules
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "tenant"."cron_schedules"
-  where ("tenant"."cron_schedules"."enabled" and "tenant"."cron_schedules"."next_run_at" <= $1 and "tenant"."cron_schedules"."workflow_name" = ANY($2::text[]))
+  where ("tenant"."cron_schedules"."enabled" and "tenant"."cron_schedules"."next_run_at" <= $1 and coalesce("tenant"."cron_schedules"."workflow_name" = ANY($2::text[]), false))
   order by "tenant"."cron_schedules"."next_run_at" asc
   limit $3
   for no key update skip locked;
@@ -235,12 +245,12 @@ update "tenant"."cron_schedules"
   set "enabled" = $1, "run_count" = "tenant"."cron_schedules"."run_count" + 1, "note" = $2, "next_run_at" = $3, "version" = "tenant"."cron_schedules"."version" + 1, "updated_at" = $4
   where "tenant"."cron_schedules"."id" = $5;
 
--- handoff/linkOccurrences
+-- handoff/relinkOccurrences
 update "tenant"."cron_executions"
-  set "status" = $1, "pipeline_execution_id" = v.pipeline_id, "handed_off_at" = $2
-  from unnest($3::uuid[],
-      $4::uuid[]) AS v(id, pipeline_id)
-  where ("tenant"."cron_executions"."id" = v.id and "tenant"."cron_executions"."status" = 'claimed');
+  set "pipeline_execution_id" = v.pipeline_id
+  from unnest($1::uuid[],
+      $2::uuid[]) AS v(id, pipeline_id)
+  where ("tenant"."cron_executions"."id" = v.id and "tenant"."cron_executions"."status" = 'handed_off');
 
 -- backfill/reclaimForBackfill
 update "tenant"."cron_executions"
@@ -256,9 +266,10 @@ update "tenant"."cron_executions"
 
 -- ledger/insertOccurrenceChunk
 insert into "tenant"."cron_executions" ("id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason")
-  values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+  select v.c0, $1::uuid, $2::text, $3::jsonb, $4::timestamp (3) with time zone, $5::timestamp (3) with time zone, $6::timestamp (3) with time zone, $7::text, $8::text, $9::text, $10::integer, $11::uuid, $12::timestamp (3) with time zone, $13::integer, $14::boolean, $15::timestamp (3) with time zone, $16::text, $17::timestamp (3) with time zone, $18::text
+  from unnest($19::uuid[]) AS v(c0)
   on conflict do nothing
-  returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
+  returning "id";
 
 -- trigger/lockSchedule
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"

@@ -1,4 +1,9 @@
-import { type CronExecutionRow, type NewCronExecution, RECLAIMABLE_OCCURRENCE_STATUSES } from '@orreryjs/core';
+import {
+  type CronExecutionRow,
+  type NewCronExecution,
+  newCronExecutionRow,
+  RECLAIMABLE_OCCURRENCE_STATUSES,
+} from '@orreryjs/core';
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { bind, statusIn } from '../codec.js';
 import type { SqliteHandle } from '../transaction.js';
@@ -61,7 +66,7 @@ export function insertOccurrences(
   let existing = 0;
   for (const row of rows) {
     const stored =
-      insertOccurrenceRow(q.ledger, row) ??
+      insertOccurrenceRow(q.ledger, newCronExecutionRow(row)) ??
       (row.source === 'backfill' ? q.backfill.reclaimForBackfill.get({ ...row }) : undefined);
     if (stored === undefined) existing += 1;
     else if (stored.status === 'claimed') claimed.push(stored);

@@ -2,6 +2,7 @@ import {
   type ClaimDueRequest,
   type CronExecutionRow,
   type LatestSchedulePipeline,
+  newCronExecutionRow,
   SCHEDULER_OCCURRENCE_SOURCES,
   type ScheduleRow,
   UNFINISHED_PIPELINE_STATUSES,
@@ -53,6 +54,20 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
     .limit(1)
     .prepare();
   return {
+    // Whether an enabled schedule of the workflows is due: the probe before the claim's write transaction.
+    selectAnyDue: db
+      .select({ id: s.id })
+      .from(s)
+      .where(
+        and(
+          isEnabled(tables),
+          lte(s.nextRunAt, bind(s.nextRunAt, 'now')),
+          sql`${s.workflowName} IN ${textListSql(placeholder('workflows'))}`,
+        ),
+      )
+      .orderBy(asc(s.nextRunAt))
+      .limit(1)
+      .prepare(),
     selectDueSchedules: db
       .select()
       .from(s)
@@ -317,9 +332,11 @@ export function claimDueSchedules(q: ClaimDueStatements, request: ClaimDueReques
     .flatMap((plan) => skipReplacedClaims(q, plan.schedule.id, request.now));
   // cancel_other: the replaced pipelines end in this transaction, with the occurrence that replaces them.
   for (const id of landed.flatMap((plan) => plan.cancelPipelineIds ?? [])) cancelPipeline(q, id, request.now);
-  const occurrences = landed.flatMap((plan) => plan.occurrences);
-  const claimed = insertOccurrenceRows(q.ledger, occurrences).filter((row) => row.status === 'claimed');
+  const occurrences = landed.flatMap((plan) => plan.occurrences.map(newCronExecutionRow));
   const { prepareHandoff } = request;
-  if (prepareHandoff === undefined) return [...claimed, ...skipped];
-  return [...handOffInTransaction(q.handoff, q, claimed, prepareHandoff, request.now), ...skipped];
+  const inserted =
+    prepareHandoff === undefined
+      ? insertOccurrenceRows(q.ledger, occurrences)
+      : handOffInTransaction(q.handoff, q.ledger, q, occurrences, prepareHandoff, request.now);
+  return [...inserted.filter((row) => row.status === 'claimed' || row.status === 'handed_off'), ...skipped];
 }

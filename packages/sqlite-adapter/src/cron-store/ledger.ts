@@ -1,8 +1,6 @@
 import {
   type CronExecutionRow,
   FIRE_LAG_SOURCES,
-  type NewCronExecution,
-  newCronExecutionRow,
   type OccurrenceStats,
   OPEN_OCCURRENCE_STATUSES,
   UNFINISHED_PIPELINE_STATUSES,
@@ -39,7 +37,7 @@ export function prepareLedger({ db, tables }: SqliteHandle) {
   const placeholder = sql.placeholder;
   return {
     // Differs by necessity: prepared once with a fixed shape, so a chunk is one row per statement.
-    insertOccurrenceChunk: db.insert(c).values(bindAllColumns(c)).onConflictDoNothing().returning().prepare(),
+    insertOccurrenceChunk: db.insert(c).values(bindAllColumns(c)).onConflictDoNothing().prepare(),
     selectOccurrence: db
       .select()
       .from(c)
@@ -123,13 +121,19 @@ export function prepareLedger({ db, tables }: SqliteHandle) {
 
 export type LedgerStatements = ReturnType<typeof prepareLedger>;
 
-/** Inserts one new ledger row ON CONFLICT DO NOTHING; undefined when its slot already had a row. */
-export function insertOccurrenceRow(q: LedgerStatements, row: NewCronExecution): CronExecutionRow | undefined {
-  return q.insertOccurrenceChunk.get({ ...newCronExecutionRow(row) });
+/**
+ * Inserts one ledger row ON CONFLICT DO NOTHING; returns it as stored, or undefined when its
+ * slot or id already had a row. New rows come from core's `newCronExecutionRow`.
+ */
+export function insertOccurrenceRow(q: LedgerStatements, row: CronExecutionRow): CronExecutionRow | undefined {
+  return q.insertOccurrenceChunk.run({ ...row }).changes > 0 ? row : undefined;
 }
 
-/** Inserts new ledger rows ON CONFLICT DO NOTHING, one prepared statement per row; returns the rows inserted, in input order. */
-export function insertOccurrenceRows(q: LedgerStatements, rows: readonly NewCronExecution[]): CronExecutionRow[] {
+/**
+ * Inserts ledger rows ON CONFLICT DO NOTHING, one prepared statement per row; returns the rows
+ * inserted, in input order. The claim's in-transaction handoff writes its rows `handed_off`.
+ */
+export function insertOccurrenceRows(q: LedgerStatements, rows: readonly CronExecutionRow[]): CronExecutionRow[] {
   const inserted: CronExecutionRow[] = [];
   for (const row of rows) {
     const stored = insertOccurrenceRow(q, row);

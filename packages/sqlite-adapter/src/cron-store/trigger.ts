@@ -1,4 +1,9 @@
-import type { DueScheduleState, ManualOccurrenceRequest, ManualOccurrenceResult } from '@orreryjs/core';
+import {
+  type DueScheduleState,
+  type ManualOccurrenceRequest,
+  type ManualOccurrenceResult,
+  newCronExecutionRow,
+} from '@orreryjs/core';
 import { eq } from 'drizzle-orm';
 import { bind } from '../codec.js';
 import { type ControlStatements, cancelPipeline } from '../execution-store/control.js';
@@ -55,6 +60,6 @@ export function insertManualOccurrence(
   if (plan.skipClaimed === true) skipReplacedClaims(q, scheduleId, request.row.claimedAt);
   for (const id of plan.cancelPipelineIds ?? []) cancelPipeline(q, id, request.row.claimedAt);
   // A manual row has a random id: it never meets ON CONFLICT.
-  const row = insertOccurrenceRow(q.ledger, { ...request.row, status: plan.status })!;
+  const row = insertOccurrenceRow(q.ledger, newCronExecutionRow({ ...request.row, status: plan.status }))!;
   return { row, state };
 }

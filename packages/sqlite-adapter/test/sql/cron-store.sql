@@ -29,6 +29,13 @@ delete
   from "cron_schedules"
   where ("cron_schedules"."id" = ? and "cron_schedules"."version" = ?);
 
+-- claim/selectAnyDue
+select "id"
+  from "cron_schedules"
+  where ("cron_schedules"."enabled" = 1 and "cron_schedules"."next_run_at" <= ? and "cron_schedules"."workflow_name" IN (SELECT value FROM json_each(?)))
+  order by "cron_schedules"."next_run_at" asc
+  limit ?;
+
 -- claim/selectDueSchedules
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
   from "cron_schedules"
@@ -129,10 +136,10 @@ update "cron_executions"
   set "status" = ?, "pipeline_execution_id" = ?, "handed_off_at" = ?, "recovery_lease_owner" = ?, "recovery_lease_expires_at" = ?
   where ("cron_executions"."id" = ? and "cron_executions"."status" = 'claimed');
 
--- handoff/linkOccurrences
+-- handoff/relinkOccurrences
 update "cron_executions"
-  set "status" = ?, "pipeline_execution_id" = ?, "handed_off_at" = ?
-  where ("cron_executions"."id" = ? and "cron_executions"."status" = 'claimed');
+  set "pipeline_execution_id" = ?
+  where ("cron_executions"."id" = ? and "cron_executions"."status" = 'handed_off');
 
 -- backfill/reclaimForBackfill
 update "cron_executions"
@@ -178,8 +185,7 @@ update "cron_executions"
 -- ledger/insertOccurrenceChunk
 insert into "cron_executions" ("id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason")
   values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-  on conflict do nothing
-  returning "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason";
+  on conflict do nothing;
 
 -- ledger/selectOccurrence
 select "id", "schedule_id", "workflow_name", "context", "scheduled_time", "fire_at", "claimed_at", "claimed_by", "status", "source", "missed_count", "pipeline_execution_id", "handed_off_at", "recovery_attempts", "recovered", "next_recovery_at", "recovery_lease_owner", "recovery_lease_expires_at", "abandon_reason"
