@@ -56,6 +56,9 @@ function mostStartsPerWindow(rows: readonly RunRow[], periodMs: number): number 
   return most;
 }
 
+/** How much later than its counted instant a task may observe its own start, on a loaded machine. */
+const OBSERVED_START_SLACK_MS = 100;
+
 /** An attempt that recorded its start and never its end: its process died under it. */
 function interruptedAttempts(rows: readonly RunRow[]): number {
   const ended = new Set(rows.filter((r) => r.event === 'end').map((r) => `${r.execution_id}/${r.attempt}`));
@@ -171,6 +174,10 @@ describe('flow control across three runner processes, with kill -9', () => {
     const rows = await chaos(executions.length);
     expect(new Set(rows.filter((row) => row.event === 'end').map((row) => row.execution_id)).size).toBe(RATED);
     expect(interruptedAttempts(rows)).toBeGreaterThan(0);
-    expect(mostStartsPerWindow(rows, RATE.periodMs)).toBe(RATE.limit);
+    // Starts are observed by the tasks a moment after the database counted them, later under load for some
+    // than for others: counted in windows a little shorter than the period, so that this skew cannot make a
+    // sixth, while starts admitted together beyond the limit still share one. The store's windows are checked
+    // to the millisecond in the conformance suite.
+    expect(mostStartsPerWindow(rows, RATE.periodMs - OBSERVED_START_SLACK_MS)).toBe(RATE.limit);
   });
 });

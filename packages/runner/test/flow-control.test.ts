@@ -247,6 +247,9 @@ describe.each(ADAPTERS)('flow control, on $name', (adapter) => {
     expect(seen.highest('nightly')).toBe(2);
   });
 
+  /** How much later than its counted instant a task may observe its own start (see below). */
+  const OBSERVED_START_SLACK_MS = 100;
+
   it('starts at most `limit` rate-limited tasks per window, reaches it, and uses no attempt for those held back', async () => {
     const starts: number[] = [];
     const attempts: number[] = [];
@@ -272,9 +275,12 @@ describe.each(ADAPTERS)('flow control, on $name', (adapter) => {
     expect(attempts).toEqual(Array(12).fill(1));
     expect(results.flatMap((result) => result.tasks.map((task) => task.attempts))).toEqual(Array(12).fill(1));
     starts.sort((a, b) => a - b);
-    // Any 4 consecutive starts span at least a period: never 4 in one window. The first 3 started together.
+    // Any 4 consecutive starts span about a period: never 4 in one window. A start is observed in the task, a
+    // moment after the database counted it, and a busy event loop delays one observation more than another:
+    // the slack takes that, and 4 starts admitted together (a broken limit) still land well inside it. The
+    // store's windows are checked to the millisecond in the conformance suite. The first 3 started together.
     for (let i = 0; i + 3 < starts.length; i += 1)
-      expect(starts[i + 3]! - starts[i]!).toBeGreaterThanOrEqual(PERIOD_MS);
+      expect(starts[i + 3]! - starts[i]!).toBeGreaterThanOrEqual(PERIOD_MS - OBSERVED_START_SLACK_MS);
     expect(starts[2]! - starts[0]!).toBeLessThan(PERIOD_MS);
   });
 
