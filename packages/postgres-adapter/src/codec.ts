@@ -391,3 +391,23 @@ export function unnestOf(values: readonly ColumnValues[]): SQL {
     sql`, `,
   )}) AS v(${sql.raw(arrays.map((array) => array.alias).join(', '))})`;
 }
+
+/**
+ * `SELECT <every column> FROM unnest(...)`: `rows` as an INSERT source, one array parameter per
+ * column (or one value all rows share, see {@link columnValues}), in the table's column order,
+ * which is the order drizzle lists an INSERT's columns in. The key `id` is always an array.
+ */
+export function unnestedRows(table: PgTable, rows: readonly object[]): SQL {
+  const values = Object.entries(getTableColumns(table) as Record<string, PgColumn>).map(([field, column], index) =>
+    columnValues(
+      column,
+      rows.map((row) => (row as Record<string, unknown>)[field]),
+      `c${index}`,
+      field === 'id',
+    ),
+  );
+  return sql`select ${sql.join(
+    values.map((value) => value.expression),
+    sql`, `,
+  )} from ${unnestOf(values)}`;
+}

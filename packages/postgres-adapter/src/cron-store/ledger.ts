@@ -5,9 +5,8 @@ import {
   OPEN_OCCURRENCE_STATUSES,
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
-import { and, desc, eq, getTableColumns, gte, inArray, lt, sql } from 'drizzle-orm';
-import type { PgColumn } from 'drizzle-orm/pg-core';
-import { bind, columnValues, statusIn, statusNotIn, unnestOf } from '../codec.js';
+import { and, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
+import { bind, statusIn, statusNotIn, unnestedRows } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
 import type { PostgresDb, PostgresHandle } from '../transaction.js';
 import { isClaimed, isLost } from './conditions.js';
@@ -129,25 +128,7 @@ export type LedgerStatements = ReturnType<typeof prepareLedger>;
  */
 export function insertOccurrenceChunk(db: PostgresDb, tables: PostgresTables, rows: readonly CronExecutionRow[]) {
   const c = tables.cronExecutions;
-  // In the table's column order, which is the order drizzle lists the INSERT's columns in.
-  const values = Object.entries(getTableColumns(c) as Record<string, PgColumn>).map(([field, column], index) =>
-    columnValues(
-      column,
-      rows.map((row) => (row as unknown as Record<string, unknown>)[field]),
-      `c${index}`,
-      field === 'id',
-    ),
-  );
-  return db
-    .insert(c)
-    .select(
-      sql`select ${sql.join(
-        values.map((value) => value.expression),
-        sql`, `,
-      )} from ${unnestOf(values)}`,
-    )
-    .onConflictDoNothing()
-    .returning({ id: c.id });
+  return db.insert(c).select(unnestedRows(c, rows)).onConflictDoNothing().returning({ id: c.id });
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   DRIVER_TEXT_TYPES,
   decodeRow,
   encodeUuidList,
+  unnestedRows,
   unnestOf,
 } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
@@ -150,24 +151,7 @@ export function deleteScheduleAtVersion(
  */
 export function insertScheduleChunk(db: PostgresDb, tables: PostgresTables, rows: readonly ScheduleRow[]) {
   const s = tables.cronSchedules;
-  // In the table's column order, which is the order drizzle lists the INSERT's columns in.
-  const values = Object.entries(getTableColumns(s) as Record<string, PgColumn>).map(([field, column], index) =>
-    columnValues(
-      column,
-      rows.map((row) => (row as unknown as Record<string, unknown>)[field]),
-      `c${index}`,
-      field === 'id',
-    ),
-  );
-  return db
-    .insert(s)
-    .select(
-      sql`select ${sql.join(
-        values.map((value) => value.expression),
-        sql`, `,
-      )} from ${unnestOf(values)}`,
-    )
-    .onConflictDoNothing();
+  return db.insert(s).select(unnestedRows(s, rows)).onConflictDoNothing();
 }
 
 /**
