@@ -143,6 +143,8 @@ describe.each(ADAPTERS)('map tasks, on $name', (adapter) => {
     expect(tooMany.tasks[0]!.error).toMatch(
       /^ValidationError: map of task "each" returned 10001 items, over the limit of 10000/,
     );
+    // Refused whole: not one instance was written.
+    expect(tooMany.tasks[0]!.instances).toBeUndefined();
     const notArray = await (await runner.executeAsync('too-many', { bad: true })).wait();
     expect(notArray.tasks[0]!.error).toMatch(/^ValidationError: map of task "each" must return an array/);
     expect(calls).toBe(2);

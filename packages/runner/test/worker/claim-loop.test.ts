@@ -9,6 +9,22 @@ import { completion, diamond, nextTurn, REGISTERED, recording, T0, WORKFLOW } fr
 
 const noop = async () => undefined;
 
+/** A registry holding the diamond workflow (outcomes.ts): a and b, then c. */
+function diamondRegistry(): WorkflowRegistry {
+  const registry = new WorkflowRegistry();
+  registry.add(
+    defineWorkflow({
+      name: WORKFLOW,
+      tasks: [
+        { id: 'a', run: noop },
+        { id: 'b', run: noop },
+        { id: 'c', dependsOn: ['a', 'b'], run: noop },
+      ],
+    }),
+  );
+  return registry;
+}
+
 describe.each(ADAPTERS)('ClaimLoop on $name', (adapter) => {
   let db: TestDatabase;
   let storage: Storage;
@@ -31,17 +47,7 @@ describe.each(ADAPTERS)('ClaimLoop on $name', (adapter) => {
    */
   const claimLoop = (maxConcurrentTasks: number) => {
     const recorded = recording(storage.executions);
-    const registry = new WorkflowRegistry();
-    registry.add(
-      defineWorkflow({
-        name: WORKFLOW,
-        tasks: [
-          { id: 'a', run: noop },
-          { id: 'b', run: noop },
-          { id: 'c', dependsOn: ['a', 'b'], run: noop },
-        ],
-      }),
-    );
+    const registry = diamondRegistry();
     const started: ClaimedTask[] = [];
     loop = new ClaimLoop({
       store: recorded.store,
@@ -140,17 +146,7 @@ describe.each(ADAPTERS)('ClaimLoop on $name', (adapter) => {
       if (instant) loop!.nudge();
       return claimTasks(request);
     };
-    const registry = new WorkflowRegistry();
-    registry.add(
-      defineWorkflow({
-        name: WORKFLOW,
-        tasks: [
-          { id: 'a', run: noop },
-          { id: 'b', run: noop },
-          { id: 'c', dependsOn: ['a', 'b'], run: noop },
-        ],
-      }),
-    );
+    const registry = diamondRegistry();
     const started: ClaimedTask[] = [];
     const committed: Array<Promise<unknown>> = [];
     loop = new ClaimLoop({
