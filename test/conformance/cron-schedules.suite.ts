@@ -357,6 +357,41 @@ export function describeCronSchedules(open: OpenStorage): void {
           }
         });
 
+        it('with nothing due, tells the look-ahead the earliest enabled next run of the workflows before its end', async () => {
+          const workflowName = uniqueName();
+          const untouched = [
+            await insert({ workflowName, nextRunAt: at(700) }),
+            await insert({ workflowName, nextRunAt: at(400) }),
+            await insert({ workflowName, nextRunAt: at(200), enabled: false }),
+            await insert({ nextRunAt: at(100) }),
+          ];
+          const { plan, calls } = planOneSlot();
+          const found: Date[] = [];
+          const lookAhead = (untilMs: number) => ({
+            until: at(untilMs),
+            found: (nextRunAt: Date) => found.push(nextRunAt),
+          });
+          const claim = (untilMs: number) =>
+            store().claimDueSchedules({
+              now: at(10),
+              workflowNames: [workflowName],
+              limit: 10,
+              plan,
+              lookAhead: lookAhead(untilMs),
+            });
+          expect(await claim(1000)).toEqual([]);
+          expect(found).toEqual([at(400)]);
+          // Nothing before the look-ahead's end: nothing found.
+          expect(await claim(300)).toEqual([]);
+          expect(found).toEqual([at(400)]);
+          expect(calls).toEqual([]);
+          for (const row of untouched) expect(await store().getSchedule(row.id)).toEqual(row);
+          // Once one is due it is claimed, and the look-ahead hears nothing.
+          const due = await insert({ workflowName, nextRunAt: at(5) });
+          expect((await claim(1000)).map((row) => row.scheduleId)).toEqual([due.id]);
+          expect(found).toEqual([at(400)]);
+        });
+
         it('leaves a schedule untouched when its plan returns null', async () => {
           const row = await insert();
           let planned = 0;

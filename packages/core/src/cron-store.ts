@@ -178,6 +178,33 @@ export interface ClaimDueRequest {
    * two-phase path.
    */
   prepareHandoff?: (occurrence: CronExecutionRow) => NewPipeline | null;
+  /**
+   * When nothing is due yet: the earliest `nextRunAt` before `until` of an enabled schedule of
+   * `workflowNames` is passed to `found`, read by the same probe that looks for due schedules.
+   * A tick then lands on the slot of a schedule another process wrote (a CLI, a deploy's sync,
+   * another runner's retiming) instead of up to a poll interval after it. Bounded by `until` (the
+   * next regular tick) so that the probe's walk of the due index stays as short as before.
+   */
+  lookAhead?: { until: Date; found: (nextRunAt: Date) => void };
+}
+
+/**
+ * The instant a claim's probe looks up to: the request's look-ahead, else now. Both adapters
+ * read the earliest enabled `nextRunAt` of the workflows up to it, then {@link isDueNow}.
+ */
+export function probeUntil(request: ClaimDueRequest): Date {
+  return request.lookAhead?.until ?? request.now;
+}
+
+/**
+ * Whether the probe's earliest `nextRunAt` (null: none up to {@link probeUntil}) is due, so that
+ * the claim transaction runs; a later one goes to `request.lookAhead`.
+ */
+export function isDueNow(request: ClaimDueRequest, earliest: Date | null): boolean {
+  if (earliest === null) return false;
+  if (earliest.getTime() <= request.now.getTime()) return true;
+  request.lookAhead?.found(earliest);
+  return false;
 }
 
 /** What a manual trigger does under its schedule's overlap policy, decided under the schedule's row lock. */

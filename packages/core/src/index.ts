@@ -55,7 +55,7 @@ export type {
   ScheduleRow,
   ScheduleSyncWrites,
 } from './cron-store.js';
-export { MAX_RUNS_NOTE } from './cron-store.js';
+export { isDueNow, MAX_RUNS_NOTE, probeUntil } from './cron-store.js';
 export {
   ConfigurationError,
   ContextError,

@@ -115,6 +115,8 @@ export class CronScheduler {
       missedBefore: new Date(now.getTime() - settings.misfireThresholdMs),
       workflowNames: workflows.names(),
       limit,
+      // Nothing due: learn the next slot before the regular tick, whichever process wrote it.
+      lookAhead: { until: new Date(now.getTime() + settings.pollIntervalMs), found: (at) => this.expectWorkAt(at) },
       plan: (schedule, state) => {
         const plan = planSchedule(schedule, state, planContext, budget);
         if (plan === null) {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { systemClock } from '@orreryjs/core';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
   ConfigurationError,
@@ -193,6 +194,22 @@ describe.each(ADAPTERS)('the runner cron API on $name', (adapter) => {
       ['2030-01-07T00:00:03.000Z', 0],
     ]);
     for (const event of fired) await completed(runner, event.pipelineExecutionId);
+  });
+
+  it('fires a schedule another process wrote at its first slot, not at the next regular tick a minute later', async () => {
+    // Real time: the worker's regular tick comes once a minute, and it did not write the schedule,
+    // so only its claim probe's look-ahead (up to the next regular tick) can land a tick on the slot.
+    const worker = await open({ clock: systemClock, cronPollIntervalMs: MINUTE });
+    const writer = await open({ clock: systemClock, enableCronScheduling: false });
+    const startAt = new Date(Date.now() + 1_500);
+    await writer.addCronSchedule({ name: 'elsewhere', workflowName: 'report', cronExpression: '* * * * * *', startAt });
+    const fired = firedEvents(worker);
+    await worker.start();
+    // Its first slot is the whole second at or after startAt; without the look-ahead it would fire
+    // (late) after the minute waitFor does not wait.
+    await waitFor(() => fired.length > 0, 20_000);
+    expect(fired[0]!.scheduledTime.getTime()).toBe(Math.ceil(startAt.getTime() / 1_000) * 1_000);
+    await completed(worker, fired[0]!.pipelineExecutionId);
   });
 
   it('returns the existing schedule when re-added unchanged at start-up, and never overwrites enabled', async () => {

@@ -34,26 +34,27 @@ interface Advance {
 }
 
 /**
- * Builds the claim's probe once; it is named, so each connection parses it once. `selectAnyDue`:
- * whether an enabled schedule of `workflowNames` is due, read before the claim transaction
- * (most ticks find nothing due): the earliest one in the due index, like the claim's own walk.
+ * Builds the claim's probe once; it is named, so each connection parses it once.
+ * `selectEarliestRun`: the earliest `nextRunAt` up to `until` of an enabled schedule of
+ * `workflowNames`, read before the claim transaction (most ticks find nothing due): the first
+ * row of the due index, like the claim's own walk.
  */
 export function prepareClaim({ db, tables, named }: PostgresHandle) {
   const s = tables.cronSchedules;
   return {
-    selectAnyDue: db
-      .select({ id: s.id })
+    selectEarliestRun: db
+      .select({ nextRunAt: s.nextRunAt })
       .from(s)
       .where(
         and(
           isEnabled(tables),
-          lte(s.nextRunAt, bind(s.nextRunAt, 'now')),
+          lte(s.nextRunAt, bind(s.nextRunAt, 'until')),
           sql`coalesce(${inTextList(s.workflowName, sql.placeholder('workflows'))}, false)`,
         ),
       )
       .orderBy(asc(s.nextRunAt))
       .limit(1)
-      .prepare(named('orrery_select_any_due')),
+      .prepare(named('orrery_select_earliest_run')),
   };
 }
 

@@ -15,6 +15,7 @@ import type {
   ScheduleRow,
   ScheduleSyncWrites,
 } from '@orreryjs/core';
+import { isDueNow, probeUntil } from '@orreryjs/core';
 import { type PostgresHandle, statement, transaction } from '../transaction.js';
 import { insertOccurrences } from './backfill.js';
 import { releaseBuffered, selectAnyBuffered } from './buffer.js';
@@ -102,13 +103,10 @@ export class PostgresCronStore implements CronStore {
   async claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {
     if (request.workflowNames.length === 0 || request.limit <= 0) return [];
     // Most ticks find nothing due: one autocommit probe instead of BEGIN, a locking read, COMMIT.
-    const anyDue = await statement(
-      'claimDueSchedules',
-      async () =>
-        (await this.#q.claim.selectAnyDue.execute({ now: request.now, workflows: [...request.workflowNames] })).length >
-        0,
+    const [earliest] = await statement('claimDueSchedules', () =>
+      this.#q.claim.selectEarliestRun.execute({ until: probeUntil(request), workflows: [...request.workflowNames] }),
     );
-    if (!anyDue) return [];
+    if (!isDueNow(request, earliest?.nextRunAt ?? null)) return [];
     return transaction(this.#handle, 'claimDueSchedules', (tx) =>
       claimDueSchedules(tx, this.#handle.tables, this.#q.handoff.insertPipelines, request),
     );

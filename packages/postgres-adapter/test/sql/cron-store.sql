@@ -22,8 +22,8 @@ with "skipped_buffered" as (update "tenant"."cron_executions"
   delete from "tenant"."cron_schedules"
   where "tenant"."cron_schedules"."id" = $3::uuid;
 
--- claim/selectAnyDue
-select "id"
+-- claim/selectEarliestRun
+select "next_run_at"
   from "tenant"."cron_schedules"
   where ("tenant"."cron_schedules"."enabled" and "tenant"."cron_schedules"."next_run_at" <= $1::timestamp (3) with time zone and coalesce("tenant"."cron_schedules"."workflow_name" = ANY($2::text[]), false))
   order by "tenant"."cron_schedules"."next_run_at" asc

@@ -54,14 +54,14 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
     .limit(1)
     .prepare();
   return {
-    // Whether an enabled schedule of the workflows is due: the probe before the claim's write transaction.
-    selectAnyDue: db
-      .select({ id: s.id })
+    // The earliest nextRunAt up to `until` of an enabled schedule of the workflows: the probe before the claim's write transaction.
+    selectEarliestRun: db
+      .select({ nextRunAt: s.nextRunAt })
       .from(s)
       .where(
         and(
           isEnabled(tables),
-          lte(s.nextRunAt, bind(s.nextRunAt, 'now')),
+          lte(s.nextRunAt, bind(s.nextRunAt, 'until')),
           sql`${s.workflowName} IN ${textListSql(placeholder('workflows'))}`,
         ),
       )

@@ -15,6 +15,7 @@ import type {
   ScheduleRow,
   ScheduleSyncWrites,
 } from '@orreryjs/core';
+import { isDueNow, probeUntil } from '@orreryjs/core';
 import { encodeTextList } from '../codec.js';
 import { prepareAdmission } from '../execution-store/admission.js';
 import { prepareControl } from '../execution-store/control.js';
@@ -120,14 +121,13 @@ export class SqliteCronStore implements CronStore {
   async claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {
     if (request.workflowNames.length === 0 || request.limit <= 0) return [];
     // Most ticks find nothing due: check with a read before taking the write lock.
-    const anyDue = await readTransaction(
-      this.#handle,
-      'claimDueSchedules',
-      () =>
-        this.#q.claim.selectAnyDue.get({ now: request.now, workflows: encodeTextList(request.workflowNames) }) !==
-        undefined,
+    const earliest = await readTransaction(this.#handle, 'claimDueSchedules', () =>
+      this.#q.claim.selectEarliestRun.get({
+        until: probeUntil(request),
+        workflows: encodeTextList(request.workflowNames),
+      }),
     );
-    if (!anyDue) return [];
+    if (!isDueNow(request, earliest?.nextRunAt ?? null)) return [];
     return writeTransaction(this.#handle, 'claimDueSchedules', () => claimDueSchedules(this.#q, request));
   }
 

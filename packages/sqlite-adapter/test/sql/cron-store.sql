@@ -29,8 +29,8 @@ delete
   from "cron_schedules"
   where ("cron_schedules"."id" = ? and "cron_schedules"."version" = ?);
 
--- claim/selectAnyDue
-select "id"
+-- claim/selectEarliestRun
+select "next_run_at"
   from "cron_schedules"
   where ("cron_schedules"."enabled" = 1 and "cron_schedules"."next_run_at" <= ? and "cron_schedules"."workflow_name" IN (SELECT value FROM json_each(?)))
   order by "cron_schedules"."next_run_at" asc
