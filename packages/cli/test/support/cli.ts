@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { runCli } from '../../src/program.js';
 
 /** The repository root: tsx resolves from here, and so do the workspace packages. */
 export const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -37,13 +38,54 @@ export function orrery(args: readonly string[], options: CliRunOptions = {}): Cl
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-/** Runs `orrery <args> --json`, expects success, and parses stdout. */
-export function orreryJson<T = unknown>(args: readonly string[], options: CliRunOptions = {}): T {
-  const run = orrery([...args, '--json'], options);
+/**
+ * Runs `orrery <args>` in this test process through `runCli`, the function `main.ts` awaits: the
+ * same commands, output and exit code without starting a process (about a second of loading the
+ * TypeScript sources per call, which made a file of 80 calls the suite's slowest). For tests of
+ * what the commands do; what the process does (streams, signals, exit) is tested through {@link orrery}.
+ * The environment is the one {@link orrery} gives its process, set for the call and restored after.
+ */
+export async function orreryInProcess(args: readonly string[], options: CliRunOptions = {}): Promise<CliRun> {
+  const saved = { ...process.env };
+  const { env } = command(args, options);
+  for (const key of Object.keys(process.env)) if (!(key in env)) delete process.env[key];
+  Object.assign(process.env, env);
+  let stdout = '';
+  let stderr = '';
+  try {
+    const status = await runCli(args, {
+      stdout: (text) => {
+        stdout += text;
+      },
+      stderr: (text) => {
+        stderr += text;
+      },
+    });
+    return { status, stdout, stderr };
+  } finally {
+    for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
+    Object.assign(process.env, saved);
+  }
+}
+
+/** {@link orreryInProcess} with `--json`: expects success, and parses stdout. */
+export async function orreryInProcessJson<T = unknown>(
+  args: readonly string[],
+  options: CliRunOptions = {},
+): Promise<T> {
+  return parseJsonRun<T>(args, await orreryInProcess([...args, '--json'], options));
+}
+
+function parseJsonRun<T>(args: readonly string[], run: CliRun): T {
   if (run.status !== 0) {
     throw new Error(`orrery ${args.join(' ')} --json exited ${run.status}: ${run.stderr}`);
   }
   return JSON.parse(run.stdout) as T;
+}
+
+/** Runs `orrery <args> --json`, expects success, and parses stdout. */
+export function orreryJson<T = unknown>(args: readonly string[], options: CliRunOptions = {}): T {
+  return parseJsonRun<T>(args, orrery([...args, '--json'], options));
 }
 
 /** Starts `orrery <args>` in the background, for long-running commands (worker). */
