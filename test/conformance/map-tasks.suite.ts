@@ -4,6 +4,7 @@ import {
   type Json,
   leaseOfTask,
   MAP_LEASE_OWNER,
+  MAX_MAP_ITEMS,
   type Storage,
   type TaskOutcome,
 } from '@orreryjs/core';
@@ -48,6 +49,20 @@ export function describeMapTasks(open: OpenStorage, openSecond?: () => Promise<S
     }
 
     const result = (claimed: ClaimedTask, value: Json): TaskOutcome => completed({ [claimed.task.taskId]: value });
+    /** Every instance of a pipeline's map task (one page as large as a map can be). */
+    const instancesOf = (pipelineId: string, taskId: string) =>
+      store().listMapInstances(pipelineId, taskId, { limit: MAX_MAP_ITEMS, offset: 0 });
+
+    it('lists a page of the instances in item order', async () => {
+      const wf = workflowFixture(storage, FAN);
+      const { pipeline } = await mapped(wf, ['a', 'b', 'c', 'd', 'e']);
+      const page = async (limit: number, offset: number) =>
+        (await store().listMapInstances(pipeline.id, 'fan', { limit, offset })).map((i) => i.mapIndex);
+      expect(await page(2, 0)).toEqual([0, 1]);
+      expect(await page(2, 2)).toEqual([2, 3]);
+      expect(await page(10, 3)).toEqual([3, 4]);
+      expect(await page(1, 5)).toEqual([]);
+    });
 
     it('starts one instance per item, fenced on the lease; the task parks and the instances are listed apart', async () => {
       const wf = workflowFixture(storage, FAN);
@@ -56,9 +71,9 @@ export function describeMapTasks(open: OpenStorage, openSecond?: () => Promise<S
       const lease = { ...leaseOfTask(fan!.task), items: ['a'], now: at(2) };
       expect(await store().startMap({ ...lease, runnerId: 'other' })).toBe(false);
       expect(await store().startMap({ ...lease, runnerId: 'r', attempt: 2 })).toBe(false);
-      expect(await store().listMapInstances(pipeline.id, 'fan')).toEqual([]);
+      expect(await instancesOf(pipeline.id, 'fan')).toEqual([]);
       expect(await store().startMap({ ...lease, runnerId: 'r', items: ['a', { b: 1 }, null] })).toBe(true);
-      const instances = await store().listMapInstances(pipeline.id, 'fan');
+      const instances = await instancesOf(pipeline.id, 'fan');
       expect(instances.map((i) => [i.taskId, i.status, i.mapOf, i.mapIndex, i.mapItem])).toEqual([
         ['fan[0]', 'ready', 'fan', 0, { value: 'a', attempt: 1 }],
         ['fan[1]', 'ready', 'fan', 1, { value: { b: 1 }, attempt: 1 }],
@@ -126,7 +141,7 @@ export function describeMapTasks(open: OpenStorage, openSecond?: () => Promise<S
       expect(failed.finished[0]).toMatchObject({ accepted: true, readied: 1 });
       const [fan] = await store().listTasks(pipeline.id);
       expect(fan).toMatchObject({ status: 'failed', error: 'item 2 failed: boom', attemptHistory: null });
-      const rows = await store().listMapInstances(pipeline.id, 'fan');
+      const rows = await instancesOf(pipeline.id, 'fan');
       expect(rows.map((r) => r.status)).toEqual(['completed', 'cancelled', 'failed']);
       // The cancelled instance's late outcome is refused; nothing settles twice.
       const late = await store().finishTasks([instanceRequest(wf, byIndex(1), result(byIndex(1), 1), at(6))]);
@@ -139,7 +154,7 @@ export function describeMapTasks(open: OpenStorage, openSecond?: () => Promise<S
       const { pipeline } = await mapped(wf, ['a', 'b']);
       const [one] = await wf.claim('r', at(3), { limit: 1 });
       await store().pausePipeline(pipeline.id, null, at(4));
-      const paused = await store().listMapInstances(pipeline.id, 'fan');
+      const paused = await instancesOf(pipeline.id, 'fan');
       expect(paused.map((r) => [r.status, r.leaseOwner])).toEqual([
         ['ready', null],
         ['ready', null],
@@ -166,16 +181,14 @@ export function describeMapTasks(open: OpenStorage, openSecond?: () => Promise<S
         ],
         at(10),
       );
-      expect(await store().listMapInstances(pipeline.id, 'fan')).toEqual([]);
+      expect(await instancesOf(pipeline.id, 'fan')).toEqual([]);
       const [refan] = await wf.claim('r', at(11));
       expect(refan!.task.taskId).toBe('fan');
       expect(await store().startMap({ runnerId: 'r', ...leaseOfTask(refan!.task), items: ['c'], now: at(12) })).toBe(
         true,
       );
       // Under the task's later attempt: a runner reads the input of this mapping anew.
-      expect((await store().listMapInstances(pipeline.id, 'fan')).map((r) => r.mapItem)).toEqual([
-        { value: 'c', attempt: 2 },
-      ]);
+      expect((await instancesOf(pipeline.id, 'fan')).map((r) => r.mapItem)).toEqual([{ value: 'c', attempt: 2 }]);
     });
 
     if (openSecond !== undefined) {

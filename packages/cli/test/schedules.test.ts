@@ -358,7 +358,11 @@ describe('orrery schedules: overlap, pause on failure, run limit, DST and note',
     expectOneLineError(await attempt(['--max-runs', '0']), 2, 'at least 1');
     expectOneLineError(await attempt(['--dst', 'repeated=twice']), 2, 'repeated=first|last|both and/or gap=shift|skip');
     expectOneLineError(await attempt(['--dst', 'gap=skip,gap=shift']), 2, 'gap is given twice');
-    expectOneLineError(await attempt(['--note', 'x'.repeat(1001)]), 1, 'note must be a string of at most 1000 characters');
+    expectOneLineError(
+      await attempt(['--note', 'x'.repeat(1001)]),
+      1,
+      'note must be a string of at most 1000 characters',
+    );
     expectOneLineError(await attempt(['--no-max-runs']), 2, "unknown option '--no-max-runs'");
     expectOneLineError(await run(['schedules', 'update', 'guarded', '--max-runs', 'many']), 2, 'whole number');
     expectOneLineError(await run(['schedules', 'update', 'guarded', '--dst', 'first']), 2, 'not "first"');

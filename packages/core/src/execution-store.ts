@@ -2,6 +2,7 @@ import type { ContextDelta } from './context.js';
 import type { AttemptOutcome, PipelineStatus, TaskStatus } from './executor.js';
 import type { PipelineGroup } from './flow-control.js';
 import type { Json, JsonObject } from './json.js';
+import type { Page } from './paging.js';
 
 /**
  * Rows and units of work for pipelines and their tasks. Ids are canonical lower-case UUID
@@ -530,8 +531,8 @@ export interface ExecutionStore {
    * nothing written.
    */
   startMap(request: StartMapRequest): Promise<boolean>;
-  /** The instances of a pipeline's map task, in item order (empty before it mapped, or for another task). */
-  listMapInstances(pipelineExecutionId: string, taskId: string): Promise<TaskRow[]>;
+  /** A page of the instances of a pipeline's map task, in item order (empty before it mapped, or for another task). */
+  listMapInstances(pipelineExecutionId: string, taskId: string, page: Page): Promise<TaskRow[]>;
   /** The instance counts of each map task of a pipeline that has instances, in task order. */
   countMapInstances(pipelineExecutionId: string): Promise<MapInstanceCounts[]>;
   /** Cancels a non-terminal pipeline and its non-terminal tasks; null when unknown. */

@@ -43,10 +43,13 @@ export function mountReadApi(app: Hono, client: DashboardClient, watcher: Change
     return c.json(await loadExecutions(client, filter, parseWindow(q, 50)));
   });
   app.get('/api/executions/:id', async (c) => c.json(await loadExecutionDetail(client, c.req.param('id'))));
-  // Each item of a map task, which the execution's JSON gives as counts only (a map may have 10,000).
-  app.get('/api/executions/:id/tasks/:taskId/instances', async (c) =>
-    c.json({ instances: await client.listMapInstances(c.req.param('id'), c.req.param('taskId')) }),
-  );
+  // Each item of a map task, which the execution's JSON gives as counts only (a map may have
+  // 10,000): a page at a time, 100 by default, like the other lists (`limit`, `offset` or `page`).
+  app.get('/api/executions/:id/tasks/:taskId/instances', async (c) => {
+    const window = parseWindow(query(c.req.url), 100);
+    const instances = await client.listMapInstances(c.req.param('id'), c.req.param('taskId'), window);
+    return c.json({ instances, ...window });
+  });
   // Read-only like the rest of this side: the forms' live preview of an expression's next runs.
   app.get('/api/preview', (c) => c.json(previewRuns(query(c.req.url), now())));
   app.get('/api/workflows', async (c) => c.json(await client.listWorkflows()));

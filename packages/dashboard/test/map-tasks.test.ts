@@ -98,6 +98,19 @@ describe.each(BACKENDS)('dashboard map tasks on $name', (backend) => {
     expect(instances.map((i: Loose) => i.completedAt === null)).toEqual([false, false, false, true, true, true]);
   });
 
+  it('pages the instances: 100 by default, limit and offset or page as on the other lists', async () => {
+    const indexes = async (query: string) => {
+      const body = (await (await get(dashboard, `${instancesPath(execution.id, 'each')}${query}`)).json()) as Loose;
+      return [body.instances.map((i: Loose) => i.index), body.limit, body.offset];
+    };
+    expect(await indexes('')).toEqual([[0, 1, 2, 3, 4, 5], 100, 0]);
+    expect(await indexes('?limit=2&offset=3')).toEqual([[3, 4], 2, 3]);
+    expect(await indexes('?limit=4&page=2')).toEqual([[4, 5], 4, 4]);
+    const bad = await get(dashboard, `${instancesPath(execution.id, 'each')}?limit=0`);
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as Loose).error.code).toBe('VALIDATION');
+  });
+
   it('answers 404 with the error shape for an unknown execution, 400 for a NUL, and no instances for a task that does not map', async () => {
     const unknown = await get(dashboard, instancesPath(randomUUID(), 'each'));
     expect(unknown.status).toBe(404);
@@ -105,8 +118,10 @@ describe.each(BACKENDS)('dashboard map tasks on $name', (backend) => {
       code: 'EXECUTION_NOT_FOUND',
       message: expect.stringContaining('No pipeline execution has id'),
     });
-    expect(await (await get(dashboard, instancesPath(execution.id, 'list'))).json()).toEqual({ instances: [] });
-    expect(await (await get(dashboard, instancesPath(execution.id, 'nothing'))).json()).toEqual({ instances: [] });
+    expect(await (await get(dashboard, instancesPath(execution.id, 'list'))).json()).toMatchObject({ instances: [] });
+    expect(await (await get(dashboard, instancesPath(execution.id, 'nothing'))).json()).toMatchObject({
+      instances: [],
+    });
     // A NUL, which PostgreSQL cannot store, is bad input on either database.
     const nul = await get(dashboard, instancesPath(execution.id, 'each%00'));
     expect(nul.status).toBe(400);

@@ -4,10 +4,12 @@ import {
   type ConcurrencyGroupInfo,
   ConfigurationError,
   type Context,
+  checkPage,
   type ExecuteOptions,
   emitSafely,
   type Json,
   type ListExecutionsFilter,
+  MAX_MAP_ITEMS,
   type MapInstance,
   type PipelineExecution,
   type PipelineExecutor,
@@ -300,18 +302,25 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
   /**
    * The instances of the map task `taskId` of an execution, in item order: each item with its
    * status, attempts, times, error and result. Empty before the task has mapped its items, and
-   * for a task that is not a map task. Its result's `instances` gives the counts alone.
+   * for a task that is not a map task. Its result's `instances` gives the counts alone. Every
+   * instance by default (a map has at most MAX_MAP_ITEMS); `limit` and `offset` page them.
    * @throws ExecutionNotFoundError for an unknown id.
-   * @throws ValidationError when `taskId` is not a string, or holds a NUL character.
+   * @throws ValidationError when `taskId` is not a string, or holds a NUL character, or for a bad
+   *   limit (1–MAX_MAP_ITEMS) or offset.
    */
-  async listMapInstances(executionId: string, taskId: string): Promise<MapInstance[]> {
+  async listMapInstances(
+    executionId: string,
+    taskId: string,
+    options: { limit?: number; offset?: number } = {},
+  ): Promise<MapInstance[]> {
+    const page = checkPage(options, { maxLimit: MAX_MAP_ITEMS });
     if (typeof taskId !== 'string') {
       throw new ValidationError(`taskId must be a task's id (a string), got ${JSON.stringify(taskId)}.`);
     }
     // Refused here, on either database, rather than by PostgreSQL as a DatabaseError.
     assertNoNul(taskId, `taskId ${JSON.stringify(taskId)}`);
     const row = await readPipeline(this.#storage.executions, executionId);
-    return (await this.#storage.executions.listMapInstances(row.id, taskId)).map(toMapInstance);
+    return (await this.#storage.executions.listMapInstances(row.id, taskId, page)).map(toMapInstance);
   }
 
   /**

@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { ContextError, defineWorkflow, ExecutionNotFoundError, type Json, MAX_MAP_ITEMS } from '@orreryjs/core';
+import {
+  ContextError,
+  defineWorkflow,
+  ExecutionNotFoundError,
+  type Json,
+  MAX_MAP_ITEMS,
+  ValidationError,
+} from '@orreryjs/core';
 import { describe, expect, it } from 'vitest';
 import { ADAPTERS, runnersPerTest, waitFor } from './support.js';
 
@@ -245,6 +252,14 @@ describe.each(ADAPTERS)('map tasks, on $name', (adapter) => {
     for (const instance of instances) {
       expect(instance.completedAt!.getTime()).toBeGreaterThanOrEqual(instance.startedAt!.getTime());
     }
+    // Pages of them; a bad page is refused with what the range is.
+    const page = async (limit: number, offset: number) =>
+      (await runner.listMapInstances(execution.id, 'each', { limit, offset })).map((instance) => instance.index);
+    expect([await page(2, 0), await page(2, 2)]).toEqual([[0, 1], [2]]);
+    await expect(runner.listMapInstances(execution.id, 'each', { limit: 10_001 })).rejects.toThrow(
+      'limit must be an integer from 1 to 10000, got 10001.',
+    );
+    await expect(runner.listMapInstances(execution.id, 'each', { offset: -1 })).rejects.toBeInstanceOf(ValidationError);
     // A task that does not map has no instances; an unknown execution is refused.
     expect(await runner.listMapInstances(execution.id, 'words')).toEqual([]);
     await expect(runner.listMapInstances(randomUUID(), 'each')).rejects.toBeInstanceOf(ExecutionNotFoundError);

@@ -15,6 +15,7 @@ import {
   type LeaseRef,
   type MapInstanceCounts,
   type NewPipeline,
+  type Page,
   type PipelineFilter,
   type PipelineRow,
   type QueuedGroup,
@@ -38,7 +39,7 @@ import { claimTasks, prepareClaim } from './claim.js';
 import { cancelPipeline, pausePipeline, prepareControl, retryPipeline } from './control.js';
 import { finishTasks, prepareFinish } from './finish.js';
 import { deferTask, prepareLease, releaseLeases, renewLeases } from './lease.js';
-import { countMapInstancesOf, selectMapInstances, settleMapsIn, startMapIn } from './maps.js';
+import { countMapInstancesOf, selectMapInstancePage, settleMapsIn, startMapIn } from './maps.js';
 import { countWork, createPipelinesIn, preparePipelines, selectPipelines } from './pipelines.js';
 import { prepareRetention } from './retention.js';
 import { prepareSignals, sendSignal, waitForSignalIn } from './signals.js';
@@ -175,9 +176,9 @@ export class PostgresExecutionStore implements ExecutionStore {
     return transaction(this.#handle, 'startMap', (tx) => startMapIn(tx, this.#handle.tables, request));
   }
 
-  listMapInstances(pipelineExecutionId: string, taskId: string): Promise<TaskRow[]> {
+  listMapInstances(pipelineExecutionId: string, taskId: string, page: Page): Promise<TaskRow[]> {
     return statement('listMapInstances', () =>
-      selectMapInstances(this.#handle.db, this.#handle.tables, pipelineExecutionId, taskId),
+      selectMapInstancePage(this.#handle.db, this.#handle.tables, pipelineExecutionId, taskId, page),
     );
   }
 

@@ -10,6 +10,7 @@ import {
   mapTallies,
   mapTaskRequest,
   newId,
+  type Page,
   type StartMapRequest,
   TERMINAL_TASK_STATUSES,
   withSettledMaps,
@@ -101,6 +102,17 @@ export function selectMapInstances(db: PostgresDb, tables: PostgresTables, pipel
     .from(t)
     .where(and(eq(t.pipelineExecutionId, pipelineId), eq(t.mapOf, taskId)))
     .orderBy(asc(t.mapIndex));
+}
+
+/** A page of a map task's instances, in item order. */
+export function selectMapInstancePage(
+  db: PostgresDb,
+  tables: PostgresTables,
+  pipelineId: string,
+  taskId: string,
+  page: Page,
+) {
+  return selectMapInstances(db, tables, pipelineId, taskId).limit(page.limit).offset(page.offset);
 }
 
 /** The instances of a map task that failed for good cancel the others: the unfinished ones are cancelled. */

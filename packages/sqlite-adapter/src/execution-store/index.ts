@@ -14,6 +14,7 @@ import {
   type LeaseRef,
   type MapInstanceCounts,
   type NewPipeline,
+  type Page,
   type PipelineFilter,
   type PipelineRow,
   type QueuedGroup,
@@ -168,9 +169,9 @@ export class SqliteExecutionStore implements ExecutionStore {
     return writeTransaction(this.#handle, 'startMap', () => startMapIn(this.#q.maps, request));
   }
 
-  listMapInstances(pipelineExecutionId: string, taskId: string): Promise<TaskRow[]> {
+  listMapInstances(pipelineExecutionId: string, taskId: string, page: Page): Promise<TaskRow[]> {
     return readTransaction(this.#handle, 'listMapInstances', () =>
-      this.#q.maps.selectMapInstances.all({ pipelineExecutionId, taskId }),
+      this.#q.maps.selectMapInstancePage.all({ pipelineExecutionId, taskId, ...page }),
     );
   }
 

@@ -87,6 +87,15 @@ export function prepareMaps({ db, tables }: SqliteHandle) {
       .prepare(),
     // The instances of a map task, in item order.
     selectMapInstances: db.select(taskRowColumns(tables)).from(t).where(ofMap).orderBy(asc(t.mapIndex)).prepare(),
+    // A page of them.
+    selectMapInstancePage: db
+      .select(taskRowColumns(tables))
+      .from(t)
+      .where(ofMap)
+      .orderBy(asc(t.mapIndex))
+      .limit(sql.placeholder('limit'))
+      .offset(sql.placeholder('offset'))
+      .prepare(),
     // An instance that failed for good cancels the others: the unfinished ones are cancelled.
     cancelMapInstances: db
       .update(t)

@@ -153,6 +153,14 @@ select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "s
   where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."map_of" = ?)
   order by "task_executions"."map_index" asc;
 
+-- maps/selectMapInstancePage
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "map_of", "map_index", "map_item", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
+  from "task_executions"
+  where ("task_executions"."pipeline_execution_id" = ? and "task_executions"."map_of" = ?)
+  order by "task_executions"."map_index" asc
+  limit ?
+  offset ?;
+
 -- maps/cancelMapInstances
 update "task_executions"
   set "status" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "completed_at" = ?, "updated_at" = ?
