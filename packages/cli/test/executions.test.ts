@@ -5,13 +5,13 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaskNode } from '../src/task-tree.js';
 import { flaky, report } from './fixtures/workflows.js';
-import { expectOneLineError, orrery, orreryJson } from './support/cli.js';
+import { expectOneLineError, orreryInProcess, orreryInProcessJson } from './support/cli.js';
 import { migratedSqliteDatabase } from './support/database.js';
 
 const database = migratedSqliteDatabase();
 const env = { ORRERY_DATABASE_URL: database.url };
-const run = (args: string[]) => orrery(args, { env });
-const json = <T>(args: string[]) => orreryJson<T>(args, { env });
+const run = (args: string[]) => orreryInProcess(args, { env });
+const json = <T>(args: string[]) => orreryInProcessJson<T>(args, { env });
 
 let reportRun: PipelineResult;
 let flakyRun: PipelineResult;
@@ -34,8 +34,8 @@ beforeAll(async () => {
 afterAll(() => database.remove());
 
 describe('orrery executions list', () => {
-  it('prints executions newest first in a table, ids shortened to the 8 characters commands take', () => {
-    const table = run(['executions', 'list']);
+  it('prints executions newest first in a table, ids shortened to the 8 characters commands take', async () => {
+    const table = await run(['executions', 'list']);
     expect(table.status).toBe(0);
     const lines = table.stdout.split('\n');
     const flakyLine = lines.findIndex((line) => line.startsWith(`│ ${flakyRun.executionId.slice(0, 8)} │`));
@@ -46,40 +46,40 @@ describe('orrery executions list', () => {
     expect(lines[flakyLine]).toContain('failed');
   });
 
-  it('fits 120 characters by default, and --wide shows whole ids, Started and Scheduled', () => {
-    const table = run(['executions', 'list']).stdout;
+  it('fits 120 characters by default, and --wide shows whole ids, Started and Scheduled', async () => {
+    const table = (await run(['executions', 'list'])).stdout;
     for (const line of table.split('\n')) expect(line.length, line).toBeLessThanOrEqual(120);
     expect(table).not.toContain(reportRun.executionId);
     expect(table).not.toContain('Started (UTC)');
-    const wide = run(['executions', 'list', '--wide']).stdout;
+    const wide = (await run(['executions', 'list', '--wide'])).stdout;
     for (const text of [reportRun.executionId, flakyRun.executionId, 'Started (UTC)', 'Scheduled (UTC)']) {
       expect(wide).toContain(text);
     }
   });
 
-  it('filters by status and workflow, with --json', () => {
-    expect(json<PipelineSummary[]>(['executions', 'list']).map((e) => e.executionId)).toEqual([
+  it('filters by status and workflow, with --json', async () => {
+    expect((await json<PipelineSummary[]>(['executions', 'list'])).map((e) => e.executionId)).toEqual([
       flakyRun.executionId,
       reportRun.executionId,
     ]);
-    const failed = json<PipelineSummary[]>(['executions', 'list', '--status', 'failed']);
+    const failed = await json<PipelineSummary[]>(['executions', 'list', '--status', 'failed']);
     expect(failed.map((e) => [e.executionId, e.workflowName, e.status])).toEqual([
       [flakyRun.executionId, 'flaky', 'failed'],
     ]);
-    expect(json<PipelineSummary[]>(['executions', 'list', '--workflow', 'report']).map((e) => e.executionId)).toEqual([
-      reportRun.executionId,
-    ]);
-    expect(run(['executions', 'list', '--workflow', 'ping']).stdout).toBe('No executions.\n');
+    expect(
+      (await json<PipelineSummary[]>(['executions', 'list', '--workflow', 'report'])).map((e) => e.executionId),
+    ).toEqual([reportRun.executionId]);
+    expect((await run(['executions', 'list', '--workflow', 'ping'])).stdout).toBe('No executions.\n');
   });
 
-  it('refuses an unknown status as a usage error', () => {
-    expectOneLineError(run(['executions', 'list', '--status', 'done']), 2, 'pending, running, completed');
+  it('refuses an unknown status as a usage error', async () => {
+    expectOneLineError(await run(['executions', 'list', '--status', 'done']), 2, 'pending, running, completed');
   });
 });
 
 describe('orrery executions show', () => {
-  it('draws the task DAG with state, attempts and duration of each task', () => {
-    const shown = run(['executions', 'show', reportRun.executionId]);
+  it('draws the task DAG with state, attempts and duration of each task', async () => {
+    const shown = await run(['executions', 'show', reportRun.executionId]);
     expect(shown.status).toBe(0);
     expect(shown.stdout).toMatch(/Status\s+│ completed/);
     const tree = shown.stdout.slice(shown.stdout.indexOf('TASK'));
@@ -94,15 +94,15 @@ describe('orrery executions show', () => {
     expect(rows.slice(1).every((line) => /\d+(ms|\.\ds)$/.test(line))).toBe(true);
   });
 
-  it('shows retries and failures', () => {
-    const shown = run(['executions', 'show', flakyRun.executionId]);
+  it('shows retries and failures', async () => {
+    const shown = await run(['executions', 'show', flakyRun.executionId]);
     expect(shown.status).toBe(0);
     expect(shown.stdout).toMatch(/wobble\s+completed\s+2 /);
     expect(shown.stdout).toMatch(/└── give-up\s+failed\s+1 .*no retry for this one/);
   });
 
-  it('lists the attempts of a task that took more than one: outcome, runner, times and error', () => {
-    const shown = run(['executions', 'show', flakyRun.executionId]);
+  it('lists the attempts of a task that took more than one: outcome, runner, times and error', async () => {
+    const shown = await run(['executions', 'show', flakyRun.executionId]);
     expect(shown.status).toBe(0);
     const [, section] = shown.stdout.split('Attempts of wobble:\n');
     const rows = section!.split('\n').filter((line) => line.startsWith('│'));
@@ -125,8 +125,8 @@ describe('orrery executions show', () => {
     expect(shown.stdout).not.toContain('Attempts of give-up');
   });
 
-  it("prints the result with each task's dependencies as JSON", () => {
-    const shown = json<Omit<PipelineResult, 'tasks'> & { tasks: TaskNode[] }>([
+  it("prints the result with each task's dependencies as JSON", async () => {
+    const shown = await json<Omit<PipelineResult, 'tasks'> & { tasks: TaskNode[] }>([
       'executions',
       'show',
       reportRun.executionId,
@@ -141,28 +141,36 @@ describe('orrery executions show', () => {
     ]);
   });
 
-  it('refuses an unknown execution id in one line', () => {
-    expectOneLineError(run(['executions', 'show', randomUUID()]), 1, /not found|no pipeline execution|no execution/i);
+  it('refuses an unknown execution id in one line', async () => {
+    expectOneLineError(
+      await run(['executions', 'show', randomUUID()]),
+      1,
+      /not found|no pipeline execution|no execution/i,
+    );
   });
 
-  it('names the database it read when an execution, schedule or workflow is not found', () => {
+  it('names the database it read when an execution, schedule or workflow is not found', async () => {
     const id = randomUUID();
     expectOneLineError(
-      run(['executions', 'show', id]),
+      await run(['executions', 'show', id]),
       1,
       `error: No pipeline execution has id "${id}" in ${database.url}; ids are UUIDs`,
     );
-    expectOneLineError(run(['executions', 'cancel', id]), 1, `"${id}" in ${database.url};`);
-    expectOneLineError(run(['schedules', 'show', 'nope']), 1, `No cron schedule has name "nope" in ${database.url};`);
-    expectOneLineError(run(['run', 'nope']), 1, `nor by any runner on ${database.url} (known:`);
+    expectOneLineError(await run(['executions', 'cancel', id]), 1, `"${id}" in ${database.url};`);
+    expectOneLineError(
+      await run(['schedules', 'show', 'nope']),
+      1,
+      `No cron schedule has name "nope" in ${database.url};`,
+    );
+    expectOneLineError(await run(['run', 'nope']), 1, `nor by any runner on ${database.url} (known:`);
   });
 
   // Last: it empties the workflows table.
-  it('lists tasks flat, with a hint, when no runner stored the workflow definition', () => {
+  it('lists tasks flat, with a hint, when no runner stored the workflow definition', async () => {
     const file = new Database(database.url.slice('sqlite:'.length));
     file.prepare('DELETE FROM workflows').run();
     file.close();
-    const shown = run(['executions', 'show', reportRun.executionId]);
+    const shown = await run(['executions', 'show', reportRun.executionId]);
     expect(shown.status).toBe(0);
     expect(shown.stdout).not.toMatch(/└── \w/);
     expect(shown.stdout).toMatch(/\nnotify\s+completed\s+1 /);
@@ -196,23 +204,29 @@ describe('orrery executions retry and list --schedule', () => {
   });
   afterAll(() => scheduled.remove());
 
-  it('lists the executions a schedule started, by name or id, with their scheduled time', () => {
-    const byName = orreryJson<PipelineSummary[]>(['executions', 'list', '--schedule', 'nightly'], {
+  it('lists the executions a schedule started, by name or id, with their scheduled time', async () => {
+    const byName = await orreryInProcessJson<PipelineSummary[]>(['executions', 'list', '--schedule', 'nightly'], {
       env: scheduledEnv,
     });
     expect(byName.map((e) => [e.executionId, e.scheduleId])).toEqual([[triggered.executionId, scheduleId]]);
     expect(byName[0]!.scheduledTime).not.toBeNull();
-    const byId = orreryJson<PipelineSummary[]>(['executions', 'list', '--schedule', scheduleId], { env: scheduledEnv });
+    const byId = await orreryInProcessJson<PipelineSummary[]>(['executions', 'list', '--schedule', scheduleId], {
+      env: scheduledEnv,
+    });
     expect(byId.map((e) => e.executionId)).toEqual([triggered.executionId]);
-    expectOneLineError(orrery(['executions', 'list', '--schedule', 'nope'], { env: scheduledEnv }), 1, '"nope"');
+    expectOneLineError(
+      await orreryInProcess(['executions', 'list', '--schedule', 'nope'], { env: scheduledEnv }),
+      1,
+      '"nope"',
+    );
   });
 
-  it('sets a failed execution running again from its failed tasks, and refuses a completed one', () => {
-    const retried = orrery(['executions', 'retry', failed.executionId], { env: scheduledEnv });
+  it('sets a failed execution running again from its failed tasks, and refuses a completed one', async () => {
+    const retried = await orreryInProcess(['executions', 'retry', failed.executionId], { env: scheduledEnv });
     expect(retried.status).toBe(0);
     expect(retried.stdout).toBe(`Execution ${failed.executionId} is running again; tasks to run: give-up.\n`);
     expectOneLineError(
-      orrery(['executions', 'retry', triggered.executionId], { env: scheduledEnv }),
+      await orreryInProcess(['executions', 'retry', triggered.executionId], { env: scheduledEnv }),
       1,
       'only a failed or cancelled execution can be retried',
     );
