@@ -2,7 +2,7 @@
  * One worker process of bench/processes.ts, for graphile-worker or Orrery, driven over IPC:
  *   parent → { go }     start the worker (graphile-worker `run()`, Orrery `create()` + `start()`)
  *   child  → { ran: n } how many handlers ran so far (at most every 20 ms, and once more at stop)
- *   parent → { stop }   stop it and exit
+ *   parent → { stop }   stop it and exit; child → { ran, cpuMs } (its CPU time from go to stopped) last
  * Settings match the peers harness: 10 handlers at once, a pool of 12, everything else at the
  * system's defaults (graphile-worker LISTEN/NOTIFY with a 2 s poll, Orrery LISTEN with a 250 ms poll).
  * argv: <graphile|orrery> <schema>; PEERS_PG_URL and PEERS_DIR (graphile-worker) from the environment.
@@ -69,14 +69,17 @@ async function startOrrery(): Promise<() => Promise<void>> {
 }
 
 let stop: (() => Promise<void>) | undefined;
+let cpuAtGo: NodeJS.CpuUsage | undefined;
 process.on('message', async (message: { go?: true; stop?: true }) => {
   if (message.go) {
+    cpuAtGo = process.cpuUsage();
     stop = await (system === 'graphile' ? startGraphile() : startOrrery());
     process.send?.({ started: true });
   } else if (message.stop) {
     await stop?.();
     clearInterval(report);
-    process.send?.({ ran }, () => process.exit(0));
+    const cpu = process.cpuUsage(cpuAtGo);
+    process.send?.({ ran, cpuMs: (cpu.user + cpu.system) / 1000 }, () => process.exit(0));
   }
 });
 process.send?.({ ready: true });

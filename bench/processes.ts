@@ -18,13 +18,14 @@
  *
  *   PEERS_PG_URL=postgres://postgres@127.0.0.1:55433/postgres PEERS_DIR=<folder with graphile-worker>
  *     npm run bench:processes
- *   knobs: BENCH_PROCESSES=1,2,4  BENCH_N=5000  BENCH_ROUNDS=2  BENCH_LABEL=name
+ *   knobs: BENCH_PROCESSES=1,2,4  BENCH_N=5000  BENCH_ROUNDS=2  BENCH_SYSTEMS=graphile,orrery
+ *          BENCH_TESTS=split,e2e  BENCH_LABEL=name  BENCH_CPU_PROF=<dir> (a CPU profile of each worker process)
  *
  * It drops and recreates the schemas procs_graphile and procs_orrery. Results are printed and
  * written to bench/results/processes-<date>[-label].json.
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,6 +40,8 @@ if (!DATABASE_URL || !PEERS_DIR) {
 const N = Number(process.env.BENCH_N ?? 5_000);
 const PROCESSES = (process.env.BENCH_PROCESSES ?? '1,2,4').split(',').map(Number);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const SYSTEMS = (process.env.BENCH_SYSTEMS ?? 'graphile,orrery').split(',') as System[];
+const TESTS = (process.env.BENCH_TESTS ?? 'split,e2e').split(',') as Test[];
 const CHUNK = 500;
 const WORKER = fileURLToPath(new URL('./processes-worker.ts', import.meta.url));
 
@@ -96,16 +99,25 @@ async function openProducer(system: System): Promise<Producer> {
 /** P worker processes, each loaded and waiting for `go`; `ran()` sums the handlers they ran. */
 async function forkWorkers(system: System, count: number) {
   const ranBy = new Array<number>(count).fill(0);
+  let cpuMs = 0;
   let onRan = () => {};
   const children: ChildProcess[] = [];
   await Promise.all(
     Array.from({ length: count }, (_, index) => {
-      const child = fork(WORKER, [system, schemaOf(system)], { execArgv: ['--import', 'tsx', '--conditions=source'] });
+      const child = fork(WORKER, [system, schemaOf(system)], {
+        execArgv: [
+          '--import',
+          'tsx',
+          '--conditions=source',
+          ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+        ],
+      });
       children.push(child);
       return new Promise<void>((ready, failed) => {
         child.once('exit', (code) => code !== 0 && failed(new Error(`${system} worker exited with ${code}`)));
-        child.on('message', (message: { ready?: true; ran?: number }) => {
+        child.on('message', (message: { ready?: true; ran?: number; cpuMs?: number }) => {
           if (message.ready) ready();
+          if (message.cpuMs !== undefined) cpuMs += message.cpuMs;
           if (message.ran !== undefined) {
             ranBy[index] = message.ran;
             onRan();
@@ -139,9 +151,32 @@ async function forkWorkers(system: System, count: number) {
         onRan = () => ran() >= n && reached();
         onRan();
       }),
-    stop: () =>
-      Promise.all(children.map((child) => new Promise((exited) => child.once('exit', exited).send({ stop: true })))),
+    /** Stops every process; resolves with the CPU milliseconds they used from `go` on. */
+    stop: async () => {
+      await Promise.all(
+        children.map((child) => new Promise((exited) => child.once('exit', exited).send({ stop: true }))),
+      );
+      return cpuMs;
+    },
   };
+}
+
+const CLOCK_TICKS_PER_SECOND = 100;
+let postmasterPid: number | undefined;
+
+/** CPU milliseconds used so far by the (local) Postgres server's processes: the postmaster's children alive now. */
+function postgresCpuMs(): number {
+  let ticks = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      if (Number(fields[1]) === postmasterPid) ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return (ticks * 1000) / CLOCK_TICKS_PER_SECOND;
 }
 
 async function untilCompleted(producer: Producer): Promise<number> {
@@ -151,10 +186,13 @@ async function untilCompleted(producer: Producer): Promise<number> {
   }
 }
 
-async function run(system: System, test: Test, processes: number): Promise<number> {
+/** One test: jobs/s, and CPU milliseconds per job of the worker processes, this process (the producer) and Postgres. */
+async function run(system: System, test: Test, processes: number) {
   const producer = await openProducer(system);
   const workers = await forkWorkers(system, processes);
   let jobsPerSecond: number;
+  const producerCpu = process.cpuUsage();
+  const postgresCpu = postgresCpuMs();
   if (test === 'split') {
     for (let first = 0; first < N; first += CHUNK) {
       await producer.bulk(Array.from({ length: Math.min(CHUNK, N - first) }, (_, i) => first + i));
@@ -176,21 +214,37 @@ async function run(system: System, test: Test, processes: number): Promise<numbe
     await workers.ranAtLeast(N);
     jobsPerSecond = (N / ((await untilCompleted(producer)) - start)) * 1000;
   }
-  await workers.stop();
+  // Postgres backends of the workers exit with them: read the server's CPU first.
+  const postgresMs = postgresCpuMs() - postgresCpu;
+  const cpu = process.cpuUsage(producerCpu);
+  const workerMs = await workers.stop();
   await producer.close();
-  return Math.round(jobsPerSecond);
+  const perJob = (ms: number) => Math.round((ms / N) * 1000) / 1000;
+  return {
+    jobsPerSecond: Math.round(jobsPerSecond),
+    cpuMsPerJob: {
+      workers: perJob(workerMs),
+      producer: perJob((cpu.user + cpu.system) / 1000),
+      postgres: perJob(postgresMs),
+    },
+  };
 }
 
 await observer.connect();
-const lines: Array<{ round: number; processes: number; test: Test; system: System; jobsPerSecond: number }> = [];
+{
+  const { rows } = await observer.query('select pg_backend_pid() pid');
+  postmasterPid = Number(readFileSync(`/proc/${rows[0].pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+}
+const lines: Array<{ round: number; processes: number; test: Test; system: System } & Awaited<ReturnType<typeof run>>> =
+  [];
 for (let round = 1; round <= ROUNDS; round += 1) {
   // The systems alternate which goes first, round by round.
-  const systems: System[] = round % 2 === 1 ? ['graphile', 'orrery'] : ['orrery', 'graphile'];
+  const systems = round % 2 === 1 ? SYSTEMS : [...SYSTEMS].reverse();
   for (const processes of PROCESSES) {
-    for (const test of ['split', 'e2e'] as const) {
+    for (const test of TESTS) {
       for (const system of systems) {
         progress(`round ${round}: ${system} ${test} ×${processes}`);
-        lines.push({ round, processes, test, system, jobsPerSecond: await run(system, test, processes) });
+        lines.push({ round, processes, test, system, ...(await run(system, test, processes)) });
       }
     }
   }
@@ -198,22 +252,39 @@ for (let round = 1; round <= ROUNDS; round += 1) {
 await observer.end();
 progress('');
 
-const median = (values: number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)] ?? Number.NaN;
-console.log(`\n${N} jobs, ${ROUNDS} round(s), median jobs/s (all rounds' ratios in brackets)`);
-console.log('| processes | test | graphile-worker | Orrery | Orrery ÷ graphile-worker |');
-console.log('|---|---|---|---|---|');
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length / 2;
+  return Number.isInteger(middle)
+    ? ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2
+    : sorted[Math.floor(middle)]!;
+}
+const cpuText = (ms: { workers: number; producer: number; postgres: number }) =>
+  `${(ms.workers + ms.producer + ms.postgres).toFixed(2)} (${ms.workers.toFixed(2)} / ${ms.producer.toFixed(2)} / ${ms.postgres.toFixed(2)})`;
+console.log(`\n${N} jobs, ${ROUNDS} round(s): median jobs/s, each round's ratio in brackets; CPU ms per job, median:`);
+console.log('all (worker processes / producer / Postgres)');
+console.log(
+  '| processes | test | graphile-worker | Orrery | Orrery ÷ graphile-worker | CPU graphile-worker | CPU Orrery |',
+);
+console.log('|---|---|---|---|---|---|---|');
 for (const processes of PROCESSES) {
-  for (const test of ['split', 'e2e'] as const) {
+  for (const test of TESTS) {
     const of = (system: System) =>
-      lines
-        .filter((l) => l.processes === processes && l.test === test && l.system === system)
-        .map((l) => l.jobsPerSecond);
-    const ratios = of('orrery').map((o, i) => (o / (of('graphile')[i] ?? Number.NaN)).toFixed(2));
-    const row = [processes, test === 'split' ? 'processing' : 'e2e', median(of('graphile')), median(of('orrery'))];
-    console.log(
-      `| ${row.join(' | ')} | ${(median(of('orrery')) / median(of('graphile'))).toFixed(2)} (${ratios.join(', ')}) |`,
-    );
+      lines.filter((l) => l.processes === processes && l.test === test && l.system === system);
+    const rate = (system: System) => median(of(system).map((l) => l.jobsPerSecond));
+    const cpu = (system: System) => {
+      const runs = of(system).map((l) => l.cpuMsPerJob);
+      return cpuText({
+        workers: median(runs.map((c) => c.workers)),
+        producer: median(runs.map((c) => c.producer)),
+        postgres: median(runs.map((c) => c.postgres)),
+      });
+    };
+    const graphileRates = of('graphile').map((l) => l.jobsPerSecond);
+    const ratios = of('orrery').map((l, i) => (l.jobsPerSecond / (graphileRates[i] ?? Number.NaN)).toFixed(2));
+    const ratio = (rate('orrery') / rate('graphile')).toFixed(2);
+    const cells = [processes, test === 'split' ? 'processing' : 'e2e', rate('graphile'), rate('orrery')];
+    console.log(`| ${cells.join(' | ')} | ${ratio} (${ratios.join(', ')}) | ${cpu('graphile')} | ${cpu('orrery')} |`);
   }
 }
 const label = process.env.BENCH_LABEL ? `-${process.env.BENCH_LABEL}` : '';
