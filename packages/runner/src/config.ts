@@ -102,7 +102,11 @@ export interface DefaultRunnerConfig {
   pollIntervalMs?: number;
   /** Run the cron tick loop in this process. @default true */
   enableCronScheduling?: boolean;
-  /** Pause between cron ticks. @default 1_000 */
+  /**
+   * Pause between cron ticks. A tick also wakes at the next slot it knows of: those it advanced,
+   * and (read by each tick's probe) the earliest due before the next tick, whichever process
+   * wrote the schedule. @default 1_000
+   */
   cronPollIntervalMs?: number;
   /**
    * Due schedules claimed per tick; when more are due, the next ticks follow at once, each
