@@ -74,6 +74,7 @@ import {
   deleteMapInstances,
   insertInstances,
   parkMapTask,
+  selectMapInstancePage,
   selectMapInstances,
 } from '../src/execution-store/maps.js';
 import { countWork, selectPipelines } from '../src/execution-store/pipelines.js';
@@ -230,6 +231,7 @@ const stores = {
         insertInstances: insertInstances(db, tables, startMap, { workflowName: 'w', position: 0, priority: 0 }),
         countDownMapTask: countDownMapTask(db, tables, mapTally),
         selectMapInstances: selectMapInstances(db, tables, id, 't'),
+        selectMapInstancePage: selectMapInstancePage(db, tables, id, 't', { limit: 100, offset: 0 }),
         cancelMapInstances: cancelMapInstances(db, tables, mapTally),
         countMapInstancesOf: countMapInstancesOf(db, tables, id),
         deleteMapInstances: deleteMapInstances(db, tables, id, [id]),

@@ -404,6 +404,13 @@ select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "s
   where ("tenant"."task_executions"."pipeline_execution_id" = $1 and "tenant"."task_executions"."map_of" = $2)
   order by "tenant"."task_executions"."map_index" asc;
 
+-- maps/selectMapInstancePage
+select "id", "pipeline_execution_id", "workflow_name", "task_id", "position", "status", "attempt", "failed_attempts", "pending_deps", "available_at", "waits_until", "map_of", "map_index", "map_item", "lease_owner", "lease_expires_at", "runner_id", "attempt_history", "output", "error", "started_at", "completed_at"
+  from "tenant"."task_executions"
+  where ("tenant"."task_executions"."pipeline_execution_id" = $1 and "tenant"."task_executions"."map_of" = $2)
+  order by "tenant"."task_executions"."map_index" asc
+  limit $3;
+
 -- maps/cancelMapInstances
 update "tenant"."task_executions"
   set "status" = $1, "lease_owner" = $2, "lease_expires_at" = $3, "completed_at" = $4, "updated_at" = $5
