@@ -2,7 +2,7 @@ import { type CronExecutionRow, MAX_RUNS_NOTE, type ReleaseBufferedRequest } fro
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { inTextList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
-import type { PostgresDb } from '../transaction.js';
+import type { PostgresDb, PostgresHandle } from '../transaction.js';
 import { activeSchedulesOf, skipBufferedRows } from './claim.js';
 
 import { isBuffered } from './conditions.js';
@@ -18,6 +18,14 @@ export function selectAnyBuffered(db: PostgresDb, tables: PostgresTables) {
   const c = tables.cronExecutions;
   // Raw SQL: the literal status lets the probe use the partial buffered index.
   return db.select({ id: c.id }).from(c).where(isBuffered(tables)).limit(1);
+}
+
+/**
+ * Builds the buffered probe once (every tick runs it, most find nothing); named, so each
+ * connection parses it once, like the due probe.
+ */
+export function prepareBuffer({ db, tables, named }: PostgresHandle) {
+  return { selectAnyBuffered: selectAnyBuffered(db, tables).prepare(named('orrery_select_any_buffered')) };
 }
 
 /** Locks up to `limit` schedules of `workflowNames` holding a buffered row; SKIP LOCKED, so tickers split them. */

@@ -18,7 +18,7 @@ import type {
 import { isDueNow, probeUntil } from '@orreryjs/core';
 import { type PostgresHandle, statement, transaction } from '../transaction.js';
 import { insertOccurrences } from './backfill.js';
-import { releaseBuffered, selectAnyBuffered } from './buffer.js';
+import { prepareBuffer, releaseBuffered } from './buffer.js';
 import { claimDueSchedules, prepareClaim } from './claim.js';
 import { prepareHandoff } from './handoff.js';
 import { occurrenceStats, prepareLedger } from './ledger.js';
@@ -40,6 +40,7 @@ export function prepareCronStore(handle: PostgresHandle) {
   return {
     schedules: prepareSchedules(handle),
     claim: prepareClaim(handle),
+    buffer: prepareBuffer(handle),
     handoff: prepareHandoff(handle),
     recover: prepareRecover(handle),
     ledger: prepareLedger(handle),
@@ -115,10 +116,10 @@ export class PostgresCronStore implements CronStore {
   async releaseBuffered(request: ReleaseBufferedRequest): Promise<CronExecutionRow[]> {
     if (request.workflowNames.length === 0 || request.limit <= 0) return [];
     // Every tick asks; most find nothing buffered: one autocommit probe instead of BEGIN, a locking read, COMMIT.
-    const { db, tables } = this.#handle;
+    const { tables } = this.#handle;
     const anyBuffered = await statement(
       'releaseBuffered',
-      async () => (await selectAnyBuffered(db, tables)).length > 0,
+      async () => (await this.#q.buffer.selectAnyBuffered.execute()).length > 0,
     );
     if (!anyBuffered) return [];
     return transaction(this.#handle, 'releaseBuffered', (tx) => releaseBuffered(tx, tables, request));

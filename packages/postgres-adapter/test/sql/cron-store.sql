@@ -29,6 +29,12 @@ select "next_run_at"
   order by "tenant"."cron_schedules"."next_run_at" asc
   limit $3;
 
+-- buffer/selectAnyBuffered
+select "id"
+  from "tenant"."cron_executions"
+  where "tenant"."cron_executions"."status" = 'buffered'
+  limit $1;
+
 -- handoff/linkOccurrence
 update "tenant"."cron_executions"
   set "status" = $1, "pipeline_execution_id" = $2::uuid, "handed_off_at" = $3::timestamp (3) with time zone, "recovery_lease_owner" = $4, "recovery_lease_expires_at" = $5
