@@ -1,8 +1,9 @@
 /**
  * One worker process of bench/processes.ts, for graphile-worker or Orrery, driven over IPC:
  *   parent → { go }     start the worker (graphile-worker `run()`, Orrery `create()` + `start()`)
+ *   parent → { markCpu } count CPU from now on (the start of a window after `go`)
  *   child  → { ran: n } how many handlers ran so far (at most every 20 ms, and once more at stop)
- *   parent → { stop }   stop it and exit; child → { ran, cpuMs } (its CPU time from go to stopped) last
+ *   parent → { stop }   stop it and exit; child → { ran, cpuMs } (its CPU time from go, or the last markCpu, to stopped) last
  * Settings match the peers harness: 10 handlers at once, a pool of 12, everything else at the
  * system's defaults (graphile-worker LISTEN/NOTIFY with a 2 s poll, Orrery LISTEN with a 250 ms poll).
  * argv: <graphile|orrery> <schema>; PEERS_PG_URL and PEERS_DIR (graphile-worker) from the environment.
@@ -70,8 +71,10 @@ async function startOrrery(): Promise<() => Promise<void>> {
 
 let stop: (() => Promise<void>) | undefined;
 let cpuAtGo: NodeJS.CpuUsage | undefined;
-process.on('message', async (message: { go?: true; stop?: true }) => {
-  if (message.go) {
+process.on('message', async (message: { go?: true; markCpu?: true; stop?: true }) => {
+  if (message.markCpu) {
+    cpuAtGo = process.cpuUsage();
+  } else if (message.go) {
     cpuAtGo = process.cpuUsage();
     stop = await (system === 'graphile' ? startGraphile() : startOrrery());
     process.send?.({ started: true });
