@@ -27,6 +27,16 @@ async function waitUntil(condition: () => Promise<boolean>): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
+/** Resolves once another session waits for a lock that `client`'s open transaction holds. */
+function untilItBlocksAnother(client: pg.Client): Promise<void> {
+  return waitUntil(async () => {
+    const { rows } = await client.query(
+      'SELECT count(*)::int AS n FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))',
+    );
+    return rows[0].n > 0;
+  });
+}
+
 const completed: TaskOutcome = { status: 'completed', output: { set: {}, deleted: [] } };
 
 /** A pipeline of workflow `workflowName` whose tasks depend on each other as `dag` says. */
@@ -190,12 +200,7 @@ describe('several pools on one schema', () => {
         now: later,
       });
       // The signal waits for the row the look holds.
-      await waitUntil(async () => {
-        const { rows } = await wait.query(
-          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))',
-        );
-        return rows[0].n > 0;
-      });
+      await untilItBlocksAnother(wait);
       await wait.query('COMMIT');
       expect(await sending).toBe('sent');
       const [again] = await storages[2]!.executions.claimTasks({
@@ -221,12 +226,7 @@ describe('several pools on one schema', () => {
       await ending.query('BEGIN');
       await ending.query(`UPDATE "${schema}".pipeline_executions SET status = 'cancelled' WHERE id = $1`, [created.id]);
       const sending = storages[1]!.executions.sendSignal({ executionId: created.id, name: 'go', payload: 1, now: NOW });
-      await waitUntil(async () => {
-        const { rows } = await ending.query(
-          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))',
-        );
-        return rows[0].n > 0;
-      });
+      await untilItBlocksAnother(ending);
       await ending.query('COMMIT');
       expect(await sending).toBe('terminal');
       const { rows } = await ending.query(
