@@ -357,39 +357,30 @@ export function describeCronSchedules(open: OpenStorage): void {
           }
         });
 
-        it('with nothing due, tells the look-ahead the earliest enabled next run of the workflows before its end', async () => {
+        it("probes the earliest enabled next run of the workflows up to the tick's end, claiming nothing", async () => {
           const workflowName = uniqueName();
           const untouched = [
             await insert({ workflowName, nextRunAt: at(700) }),
             await insert({ workflowName, nextRunAt: at(400) }),
             await insert({ workflowName, nextRunAt: at(200), enabled: false }),
+            await insert({ workflowName, nextRunAt: null }),
             await insert({ nextRunAt: at(100) }),
           ];
-          const { plan, calls } = planOneSlot();
-          const found: Date[] = [];
-          const lookAhead = (untilMs: number) => ({
-            until: at(untilMs),
-            found: (nextRunAt: Date) => found.push(nextRunAt),
-          });
-          const claim = (untilMs: number) =>
-            store().claimDueSchedules({
-              now: at(10),
-              workflowNames: [workflowName],
-              limit: 10,
-              plan,
-              lookAhead: lookAhead(untilMs),
-            });
-          expect(await claim(1000)).toEqual([]);
-          expect(found).toEqual([at(400)]);
-          // Nothing before the look-ahead's end: nothing found.
-          expect(await claim(300)).toEqual([]);
-          expect(found).toEqual([at(400)]);
-          expect(calls).toEqual([]);
-          for (const row of untouched) expect(await store().getSchedule(row.id)).toEqual(row);
-          // Once one is due it is claimed, and the look-ahead hears nothing.
+          const earliest = async (untilMs: number, workflowNames = [workflowName]) =>
+            (await store().probeTick({ workflowNames, until: at(untilMs) })).earliestRunAt;
+          expect(await earliest(1000)).toEqual(at(400));
+          expect(await earliest(400)).toEqual(at(400));
+          // Nothing up to the probe's end, or no workflows: nothing found.
+          expect(await earliest(300)).toBeNull();
+          expect(await earliest(1000, [])).toBeNull();
+          for (const row of untouched) {
+            expect(await store().getSchedule(row.id)).toEqual(row);
+            expect(await store().listOccurrences(row.id, 10, 0)).toEqual([]);
+          }
+          // A due one is the earliest, and the probe leaves it for the claim.
           const due = await insert({ workflowName, nextRunAt: at(5) });
-          expect((await claim(1000)).map((row) => row.scheduleId)).toEqual([due.id]);
-          expect(found).toEqual([at(400)]);
+          expect(await earliest(1000)).toEqual(at(5));
+          expect(await store().getSchedule(due.id)).toEqual(due);
         });
 
         it('leaves a schedule untouched when its plan returns null', async () => {
@@ -820,6 +811,17 @@ export function describeCronSchedules(open: OpenStorage): void {
     describe('whole tables', () => {
       const storage = useStorage(open, 'each');
       const store = () => storage().cron;
+
+      it('probes whether any occurrence waits buffered, of any workflow, until it is released', async () => {
+        const probe = () => store().probeTick({ workflowNames: ['unrelated'], until: at(0) });
+        expect(await probe()).toEqual({ earliestRunAt: null, anyBuffered: false });
+        const { schedule } = await store().insertSchedule(scheduleRow({ overlapPolicy: 'buffer_one' }));
+        await store().insertOccurrences([occurrence(schedule, at(0), { status: 'buffered' })]);
+        expect(await probe()).toEqual({ earliestRunAt: null, anyBuffered: true });
+        const request = { now: at(MINUTE), workflowNames: [schedule.workflowName], runnerId: 'r1', limit: 10 };
+        expect((await store().releaseBuffered(request)).map((row) => row.status)).toEqual(['claimed']);
+        expect(await probe()).toEqual({ earliestRunAt: null, anyBuffered: false });
+      });
 
       it('lists schedules oldest first, filtered by enabled and workflow, a page at a time', async () => {
         const rows = [

@@ -178,33 +178,27 @@ export interface ClaimDueRequest {
    * two-phase path.
    */
   prepareHandoff?: (occurrence: CronExecutionRow) => NewPipeline | null;
+}
+
+/** Input of {@link CronStore.probeTick}. */
+export interface TickProbeRequest {
+  /** Only schedules of these workflows count for {@link TickProbe.earliestRunAt}. */
+  workflowNames: readonly string[];
   /**
-   * When nothing is due yet: the earliest `nextRunAt` before `until` of an enabled schedule of
-   * `workflowNames` is passed to `found`, read by the same probe that looks for due schedules.
-   * A tick then lands on the slot of a schedule another process wrote (a CLI, a deploy's sync,
-   * another runner's retiming) instead of up to a poll interval after it. Bounded by `until` (the
-   * next regular tick) so that the probe's walk of the due index stays as short as before.
+   * Read the earliest `nextRunAt` up to this instant (a tick passes its next regular tick), so
+   * that a tick lands on the slot of a schedule another process wrote (a CLI, a deploy's sync,
+   * another runner's retiming) instead of up to a poll interval after it. Bounded so that the
+   * walk of the due index stays as short as a plain "anything due?".
    */
-  lookAhead?: { until: Date; found: (nextRunAt: Date) => void };
+  until: Date;
 }
 
-/**
- * The instant a claim's probe looks up to: the request's look-ahead, else now. Both adapters
- * read the earliest enabled `nextRunAt` of the workflows up to it, then {@link isDueNow}.
- */
-export function probeUntil(request: ClaimDueRequest): Date {
-  return request.lookAhead?.until ?? request.now;
-}
-
-/**
- * Whether the probe's earliest `nextRunAt` (null: none up to {@link probeUntil}) is due, so that
- * the claim transaction runs; a later one goes to `request.lookAhead`.
- */
-export function isDueNow(request: ClaimDueRequest, earliest: Date | null): boolean {
-  if (earliest === null) return false;
-  if (earliest.getTime() <= request.now.getTime()) return true;
-  request.lookAhead?.found(earliest);
-  return false;
+/** What a tick's probe found: whether the claim and the release of buffered rows have anything to do. */
+export interface TickProbe {
+  /** The earliest `nextRunAt` up to `until` of an enabled schedule of the workflows; null when none. */
+  earliestRunAt: Date | null;
+  /** Whether any occurrence waits `buffered` (of any workflow: the release filters by workflow). */
+  anyBuffered: boolean;
 }
 
 /** What a manual trigger does under its schedule's overlap policy, decided under the schedule's row lock. */
@@ -334,6 +328,13 @@ export interface CronStore {
    * plans again.
    */
   applyScheduleSync(writes: ScheduleSyncWrites): Promise<boolean>;
+  /**
+   * A tick's probe, one autocommit read (most ticks find nothing to do, and run nothing else):
+   * the earliest enabled `nextRunAt` of the workflows up to `until`, and whether any occurrence
+   * waits buffered. The tick runs {@link claimDueSchedules} only when that `nextRunAt` has come
+   * and {@link releaseBuffered} only when a row waits.
+   */
+  probeTick(request: TickProbeRequest): Promise<TickProbe>;
   /**
    * Claim + phase 1 in one transaction: locks due enabled schedules (nextRunAt ≤ now; SKIP
    * LOCKED on Postgres), asks `plan` for each, inserts its rows ON CONFLICT DO NOTHING and

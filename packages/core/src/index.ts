@@ -54,8 +54,10 @@ export type {
   SchedulePlan,
   ScheduleRow,
   ScheduleSyncWrites,
+  TickProbe,
+  TickProbeRequest,
 } from './cron-store.js';
-export { isDueNow, MAX_RUNS_NOTE, probeUntil } from './cron-store.js';
+export { MAX_RUNS_NOTE } from './cron-store.js';
 export {
   ConfigurationError,
   ContextError,

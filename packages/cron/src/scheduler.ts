@@ -1,4 +1,4 @@
-import type { CronExecutionRow, NewCronExecution } from '@orreryjs/core';
+import type { ClaimDueRequest, CronExecutionRow, NewCronExecution } from '@orreryjs/core';
 import { DeferredHandoffs } from './deferred.js';
 import type { CronPausedEvent } from './events.js';
 import type { Handoff } from './handoff.js';
@@ -110,13 +110,19 @@ export class CronScheduler {
     let planned = 0;
     let moreDue = false;
     const limit = this.#claimLimit;
-    const rows = await store.claimDueSchedules({
+    // One read says whether there is anything to claim or release; it looks up to the next regular
+    // tick, so that the loop wakes on the next slot whichever process wrote its schedule.
+    const probe = await store.probeTick({
+      workflowNames: workflows.names(),
+      until: new Date(now.getTime() + settings.pollIntervalMs),
+    });
+    const anyDue = probe.earliestRunAt !== null && probe.earliestRunAt.getTime() <= now.getTime();
+    if (!anyDue) this.expectWorkAt(probe.earliestRunAt);
+    const claimRequest: ClaimDueRequest = {
       now,
       missedBefore: new Date(now.getTime() - settings.misfireThresholdMs),
       workflowNames: workflows.names(),
       limit,
-      // Nothing due: learn the next slot before the regular tick, whichever process wrote it.
-      lookAhead: { until: new Date(now.getTime() + settings.pollIntervalMs), found: (at) => this.expectWorkAt(at) },
       plan: (schedule, state) => {
         const plan = planSchedule(schedule, state, planContext, budget);
         if (plan === null) {
@@ -151,7 +157,8 @@ export class CronScheduler {
       ...(inTransactionHandoff && {
         prepareHandoff: (occurrence: CronExecutionRow) => inTransactionHandoff.preparePipeline(occurrence, now),
       }),
-    });
+    };
+    const rows = anyDue ? await store.claimDueSchedules(claimRequest) : [];
     this.#lastTickAt = now;
     this.#moreDue = moreDue || planned >= limit;
     this.#claimLimit = nextClaimLimit(limit, this.#moreDue, settings);
@@ -165,12 +172,11 @@ export class CronScheduler {
     await reportCancelled(this.#deps, toCancel);
     const linkedInClaim = this.#reportHandedOff(rows);
     // Buffered occurrences whose active one has ended: claimed now, so recovery covers them from here on.
-    const released = await store.releaseBuffered({
-      now,
-      workflowNames: workflows.names(),
-      runnerId,
-      limit: settings.batchSize,
-    });
+    // Also when this claim buffered rows: the occurrence they wait for may have ended meanwhile.
+    const released =
+      probe.anyBuffered || buffered.size > 0
+        ? await store.releaseBuffered({ now, workflowNames: workflows.names(), runnerId, limit: settings.batchSize })
+        : [];
     const claimed = [...rows.filter((row) => row.status === 'claimed'), ...released];
     await faults?.afterPhase1?.(claimed);
     const due = await this.#stillToHandOff(this.#deferred.takeDue(now));

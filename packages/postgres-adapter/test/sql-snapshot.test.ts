@@ -6,7 +6,6 @@ import { reclaimForBackfill } from '../src/cron-store/backfill.js';
 import {
   claimBufferedRow,
   countReleasedRun,
-  selectAnyBuffered,
   selectBufferingSchedules,
   selectOldestBuffered,
 } from '../src/cron-store/buffer.js';
@@ -179,7 +178,6 @@ const stores = {
         selectLatestPipelines: selectLatestPipelines(db, tables, [id]),
       },
       buffer: {
-        selectAnyBuffered: selectAnyBuffered(db, tables),
         selectBufferingSchedules: selectBufferingSchedules(db, tables, release),
         selectOldestBuffered: selectOldestBuffered(db, tables, id),
         claimBufferedRow: claimBufferedRow(db, tables, id, release),

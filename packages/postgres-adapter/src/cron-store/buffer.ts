@@ -13,21 +13,6 @@ import { isBuffered } from './conditions.js';
  * ordinary `claimed` row, so recovery covers a runner that dies before the handoff.
  */
 
-/** Whether any occurrence waits buffered: a probe on the partial buffered index, run before any transaction. */
-export function selectAnyBuffered(db: PostgresDb, tables: PostgresTables) {
-  const c = tables.cronExecutions;
-  // Raw SQL: the literal status lets the probe use the partial buffered index.
-  return db.select({ id: c.id }).from(c).where(isBuffered(tables)).limit(1);
-}
-
-/**
- * Builds the buffered probe once (every tick runs it, most find nothing); named, so each
- * connection parses it once, like the due probe.
- */
-export function prepareBuffer({ db, tables, named }: PostgresHandle) {
-  return { selectAnyBuffered: selectAnyBuffered(db, tables).prepare(named('orrery_select_any_buffered')) };
-}
-
 /** Locks up to `limit` schedules of `workflowNames` holding a buffered row; SKIP LOCKED, so tickers split them. */
 export function selectBufferingSchedules(db: PostgresDb, tables: PostgresTables, request: ReleaseBufferedRequest) {
   const { cronSchedules: s, cronExecutions: c } = tables;

@@ -34,33 +34,6 @@ interface Advance {
 }
 
 /**
- * Builds the claim's probe once; it is named, so each connection parses it once.
- * `selectEarliestRun`: the earliest `nextRunAt` up to `until` of an enabled schedule of
- * `workflowNames`, read before the claim transaction (most ticks find nothing due): the first
- * row of the due index, like the claim's own walk.
- */
-export function prepareClaim({ db, tables, named }: PostgresHandle) {
-  const s = tables.cronSchedules;
-  return {
-    selectEarliestRun: db
-      .select({ nextRunAt: s.nextRunAt })
-      .from(s)
-      .where(
-        and(
-          isEnabled(tables),
-          lte(s.nextRunAt, bind(s.nextRunAt, 'until')),
-          sql`coalesce(${inTextList(s.workflowName, sql.placeholder('workflows'))}, false)`,
-        ),
-      )
-      .orderBy(asc(s.nextRunAt))
-      .limit(1)
-      .prepare(named('orrery_select_earliest_run')),
-  };
-}
-
-export type ClaimStatements = ReturnType<typeof prepareClaim>;
-
-/**
  * Turns bitmap scans off for the rest of the claim transaction (SET LOCAL), so that the due
  * schedules are walked in index order whatever the statistics say. Without statistics (a fresh
  * schema) Postgres estimates the due rows at a few hundred whatever their number; once the

@@ -14,14 +14,16 @@ import type {
   ScheduleFilter,
   ScheduleRow,
   ScheduleSyncWrites,
+  TickProbe,
+  TickProbeRequest,
 } from '@orreryjs/core';
-import { isDueNow, probeUntil } from '@orreryjs/core';
 import { type PostgresHandle, statement, transaction } from '../transaction.js';
 import { insertOccurrences } from './backfill.js';
-import { prepareBuffer, releaseBuffered } from './buffer.js';
-import { claimDueSchedules, prepareClaim } from './claim.js';
+import { releaseBuffered } from './buffer.js';
+import { claimDueSchedules } from './claim.js';
 import { prepareHandoff } from './handoff.js';
 import { occurrenceStats, prepareLedger } from './ledger.js';
+import { prepareProbe } from './probe.js';
 import { claimLostOccurrences, finishRecovery, prepareRecover } from './recover.js';
 import {
   applyScheduleSync,
@@ -39,8 +41,7 @@ import { insertManualOccurrence } from './trigger.js';
 export function prepareCronStore(handle: PostgresHandle) {
   return {
     schedules: prepareSchedules(handle),
-    claim: prepareClaim(handle),
-    buffer: prepareBuffer(handle),
+    probe: prepareProbe(handle),
     handoff: prepareHandoff(handle),
     recover: prepareRecover(handle),
     ledger: prepareLedger(handle),
@@ -101,28 +102,24 @@ export class PostgresCronStore implements CronStore {
     }
   }
 
-  async claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {
-    if (request.workflowNames.length === 0 || request.limit <= 0) return [];
-    // Most ticks find nothing due: one autocommit probe instead of BEGIN, a locking read, COMMIT.
-    const [earliest] = await statement('claimDueSchedules', () =>
-      this.#q.claim.selectEarliestRun.execute({ until: probeUntil(request), workflows: [...request.workflowNames] }),
+  async probeTick(request: TickProbeRequest): Promise<TickProbe> {
+    if (request.workflowNames.length === 0) return { earliestRunAt: null, anyBuffered: false };
+    const [probe] = await statement('probeTick', () =>
+      this.#q.probe.selectTickProbe.execute({ until: request.until, workflows: [...request.workflowNames] }),
     );
-    if (!isDueNow(request, earliest?.nextRunAt ?? null)) return [];
+    return { earliestRunAt: probe?.earliestRunAt ?? null, anyBuffered: probe?.anyBuffered === true };
+  }
+
+  claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {
+    if (request.workflowNames.length === 0 || request.limit <= 0) return Promise.resolve([]);
     return transaction(this.#handle, 'claimDueSchedules', (tx) =>
       claimDueSchedules(tx, this.#handle.tables, this.#q.handoff.insertPipelines, request),
     );
   }
 
-  async releaseBuffered(request: ReleaseBufferedRequest): Promise<CronExecutionRow[]> {
-    if (request.workflowNames.length === 0 || request.limit <= 0) return [];
-    // Every tick asks; most find nothing buffered: one autocommit probe instead of BEGIN, a locking read, COMMIT.
-    const { tables } = this.#handle;
-    const anyBuffered = await statement(
-      'releaseBuffered',
-      async () => (await this.#q.buffer.selectAnyBuffered.execute()).length > 0,
-    );
-    if (!anyBuffered) return [];
-    return transaction(this.#handle, 'releaseBuffered', (tx) => releaseBuffered(tx, tables, request));
+  releaseBuffered(request: ReleaseBufferedRequest): Promise<CronExecutionRow[]> {
+    if (request.workflowNames.length === 0 || request.limit <= 0) return Promise.resolve([]);
+    return transaction(this.#handle, 'releaseBuffered', (tx) => releaseBuffered(tx, this.#handle.tables, request));
   }
 
   insertOccurrences(rows: readonly NewCronExecution[]): Promise<{ claimed: CronExecutionRow[]; existing: number }> {

@@ -22,18 +22,16 @@ with "skipped_buffered" as (update "tenant"."cron_executions"
   delete from "tenant"."cron_schedules"
   where "tenant"."cron_schedules"."id" = $3::uuid;
 
--- claim/selectEarliestRun
-select "next_run_at"
+-- probe/selectTickProbe
+select (select "next_run_at"
   from "tenant"."cron_schedules"
   where ("tenant"."cron_schedules"."enabled" and "tenant"."cron_schedules"."next_run_at" <= $1::timestamp (3) with time zone and coalesce("tenant"."cron_schedules"."workflow_name" = ANY($2::text[]), false))
   order by "tenant"."cron_schedules"."next_run_at" asc
-  limit $3;
-
--- buffer/selectAnyBuffered
-select "id"
+  limit $3), EXISTS (select "id"
   from "tenant"."cron_executions"
   where "tenant"."cron_executions"."status" = 'buffered'
-  limit $1;
+  limit $4)
+  from (VALUES (1)) AS probe (one);
 
 -- handoff/linkOccurrence
 update "tenant"."cron_executions"
@@ -218,12 +216,6 @@ select "tenant"."cron_schedules"."id", "latest"."id", "latest"."status", "latest
   order by "tenant"."pipeline_executions"."created_at" desc
   limit $1) "latest"
   where "tenant"."cron_schedules"."id" = ANY($2::uuid[]);
-
--- buffer/selectAnyBuffered
-select "id"
-  from "tenant"."cron_executions"
-  where "tenant"."cron_executions"."status" = 'buffered'
-  limit $1;
 
 -- buffer/selectBufferingSchedules
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"

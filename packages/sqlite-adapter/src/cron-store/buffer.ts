@@ -17,7 +17,6 @@ export function prepareBuffer({ db, tables }: SqliteHandle) {
   const { cronSchedules: s, cronExecutions: c } = tables;
   const placeholder = sql.placeholder;
   return {
-    selectAnyBuffered: db.select({ id: c.id }).from(c).where(isBuffered(tables)).limit(1).prepare(),
     selectBufferingSchedules: db
       .select()
       .from(s)

@@ -54,20 +54,6 @@ export function prepareClaim({ db, tables }: SqliteHandle) {
     .limit(1)
     .prepare();
   return {
-    // The earliest nextRunAt up to `until` of an enabled schedule of the workflows: the probe before the claim's write transaction.
-    selectEarliestRun: db
-      .select({ nextRunAt: s.nextRunAt })
-      .from(s)
-      .where(
-        and(
-          isEnabled(tables),
-          lte(s.nextRunAt, bind(s.nextRunAt, 'until')),
-          sql`${s.workflowName} IN ${textListSql(placeholder('workflows'))}`,
-        ),
-      )
-      .orderBy(asc(s.nextRunAt))
-      .limit(1)
-      .prepare(),
     selectDueSchedules: db
       .select()
       .from(s)

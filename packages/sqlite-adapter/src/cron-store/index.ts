@@ -14,8 +14,9 @@ import type {
   ScheduleFilter,
   ScheduleRow,
   ScheduleSyncWrites,
+  TickProbe,
+  TickProbeRequest,
 } from '@orreryjs/core';
-import { isDueNow, probeUntil } from '@orreryjs/core';
 import { encodeTextList } from '../codec.js';
 import { prepareAdmission } from '../execution-store/admission.js';
 import { prepareControl } from '../execution-store/control.js';
@@ -26,6 +27,7 @@ import { prepareBuffer, releaseBuffered } from './buffer.js';
 import { claimDueSchedules, prepareClaim } from './claim.js';
 import { prepareHandoff } from './handoff.js';
 import { occurrenceStats, prepareLedger } from './ledger.js';
+import { prepareProbe } from './probe.js';
 import { claimLostOccurrences, finishRecovery, prepareRecover } from './recover.js';
 import {
   applyScheduleSync,
@@ -43,6 +45,7 @@ import { insertManualOccurrence, prepareTrigger } from './trigger.js';
 export function prepareCronStore(handle: SqliteHandle) {
   return {
     schedules: prepareSchedules(handle),
+    probe: prepareProbe(handle),
     claim: prepareClaim(handle),
     buffer: prepareBuffer(handle),
     handoff: prepareHandoff(handle),
@@ -118,28 +121,24 @@ export class SqliteCronStore implements CronStore {
     }
   }
 
-  async claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {
-    if (request.workflowNames.length === 0 || request.limit <= 0) return [];
-    // Most ticks find nothing due: check with a read before taking the write lock.
-    const earliest = await readTransaction(this.#handle, 'claimDueSchedules', () =>
-      this.#q.claim.selectEarliestRun.get({
-        until: probeUntil(request),
+  probeTick(request: TickProbeRequest): Promise<TickProbe> {
+    if (request.workflowNames.length === 0) return Promise.resolve({ earliestRunAt: null, anyBuffered: false });
+    return readTransaction(this.#handle, 'probeTick', () => {
+      const probe = this.#q.probe.selectTickProbe.get({
+        until: request.until,
         workflows: encodeTextList(request.workflowNames),
-      }),
-    );
-    if (!isDueNow(request, earliest?.nextRunAt ?? null)) return [];
+      });
+      return { earliestRunAt: probe?.earliestRunAt ?? null, anyBuffered: probe?.anyBuffered === true };
+    });
+  }
+
+  claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {
+    if (request.workflowNames.length === 0 || request.limit <= 0) return Promise.resolve([]);
     return writeTransaction(this.#handle, 'claimDueSchedules', () => claimDueSchedules(this.#q, request));
   }
 
-  async releaseBuffered(request: ReleaseBufferedRequest): Promise<CronExecutionRow[]> {
-    if (request.workflowNames.length === 0 || request.limit <= 0) return [];
-    // Most ticks find nothing buffered: check with a read before taking the write lock.
-    const anyBuffered = await readTransaction(
-      this.#handle,
-      'releaseBuffered',
-      () => this.#q.buffer.selectAnyBuffered.get() !== undefined,
-    );
-    if (!anyBuffered) return [];
+  releaseBuffered(request: ReleaseBufferedRequest): Promise<CronExecutionRow[]> {
+    if (request.workflowNames.length === 0 || request.limit <= 0) return Promise.resolve([]);
     return writeTransaction(this.#handle, 'releaseBuffered', () => releaseBuffered(this.#q, request));
   }
 

@@ -29,12 +29,16 @@ delete
   from "cron_schedules"
   where ("cron_schedules"."id" = ? and "cron_schedules"."version" = ?);
 
--- claim/selectEarliestRun
-select "next_run_at"
+-- probe/selectTickProbe
+select (select "next_run_at"
   from "cron_schedules"
   where ("cron_schedules"."enabled" = 1 and "cron_schedules"."next_run_at" <= ? and "cron_schedules"."workflow_name" IN (SELECT value FROM json_each(?)))
   order by "cron_schedules"."next_run_at" asc
-  limit ?;
+  limit ?), EXISTS (select "id"
+  from "cron_executions"
+  where "cron_executions"."status" = 'buffered'
+  limit ?)
+  from (VALUES (1)) AS probe;
 
 -- claim/selectDueSchedules
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
@@ -94,12 +98,6 @@ select "scheduled_time"
 update "cron_schedules"
   set "enabled" = CASE WHEN ? IS NULL THEN "cron_schedules"."enabled" ELSE 0 END, "run_count" = ?, "note" = coalesce(?, "cron_schedules"."note"), "next_run_at" = ?, "last_run_at" = ?, "version" = "cron_schedules"."version" + 1, "updated_at" = ?
   where ("cron_schedules"."id" = ? and "cron_schedules"."version" = ?);
-
--- buffer/selectAnyBuffered
-select "id"
-  from "cron_executions"
-  where "cron_executions"."status" = 'buffered'
-  limit ?;
 
 -- buffer/selectBufferingSchedules
 select "id", "name", "workflow_name", "cron_expression", "timezone", "enabled", "context", "catchup_policy", "overlap_policy", "jitter_ms", "pause_on_failure", "enabled_at", "max_runs", "run_count", "dst", "note", "start_at", "end_at", "next_run_at", "last_run_at", "version", "created_at", "updated_at"
