@@ -2,7 +2,7 @@ import { type CronExecutionRow, MAX_RUNS_NOTE, type ReleaseBufferedRequest } fro
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { inTextList } from '../codec.js';
 import type { PostgresTables } from '../schema.js';
-import type { PostgresDb, PostgresHandle } from '../transaction.js';
+import type { PostgresDb } from '../transaction.js';
 import { activeSchedulesOf, skipBufferedRows } from './claim.js';
 
 import { isBuffered } from './conditions.js';

@@ -8,11 +8,11 @@ import {
   UNFINISHED_PIPELINE_STATUSES,
 } from '@orreryjs/core';
 import { and, asc, desc, eq, gte, lt, lte, type SQL, sql } from 'drizzle-orm';
-import { arrayParam, bind, dateToIso, encodeUuidList, inTextList, statusIn } from '../codec.js';
+import { arrayParam, dateToIso, encodeUuidList, inTextList, statusIn } from '../codec.js';
 import { cancelPipeline } from '../execution-store/control.js';
 import type { InsertPipelines } from '../execution-store/pipelines.js';
 import type { PostgresTables } from '../schema.js';
-import type { PostgresDb, PostgresHandle } from '../transaction.js';
+import type { PostgresDb } from '../transaction.js';
 import { isBuffered, isClaimed, isEnabled } from './conditions.js';
 import { handOffInTransaction } from './handoff.js';
 import { insertOccurrenceRows } from './ledger.js';
