@@ -126,6 +126,39 @@ describe('wake-up notifications (migration 0002)', () => {
     ).toEqual([`task:${now.getTime()}`]);
   });
 
+  it('are one per statement inserting ready tasks, at the latest of their available_at (migration 0014)', async () => {
+    const batch = newId();
+    await writer.query(
+      `INSERT INTO pipeline_executions (id, workflow_name, workflow_version, status, input, remaining_tasks, failed_tasks, created_at, updated_at)
+       VALUES ($1, 'w', 'v1', 'pending', '{}', 4, 0, $2, $2)`,
+      [batch, now],
+    );
+    const insertTasks = (rows: ReadonlyArray<[task: string, status: string, availableAt: Date, updatedAt: Date]>) =>
+      `INSERT INTO task_executions (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt, failed_attempts, pending_deps, available_at, updated_at)
+       VALUES ${rows.map(([task, status, availableAt, updatedAt], i) => `(gen_random_uuid(), '${batch}', 'w', '${task}', ${i}, '${status}', 0, 0, 0, '${availableAt.toISOString()}', '${updatedAt.toISOString()}')`).join(', ')}`;
+    const soon = new Date(now.getTime() + 2);
+    // Waiting rows only (a dependent, a delayed start): nothing to claim, no wake-up.
+    expect(
+      await notifiedBy(
+        insertTasks([
+          ['pending', 'pending', now, now],
+          ['delayed', 'ready', later, now],
+        ]),
+      ),
+    ).toEqual([]);
+    // Two ready now among waiting ones: one wake-up, when both are claimable.
+    expect(
+      await notifiedBy(
+        insertTasks([
+          ['first', 'ready', now, soon],
+          ['second', 'ready', soon, soon],
+          ['third', 'pending', now, soon],
+          ['fourth', 'ready', later, soon],
+        ]),
+      ),
+    ).toEqual([`task:${soon.getTime()}`]);
+  });
+
   it('name the pipeline when it is paused, resumed or ends', async () => {
     const update = `UPDATE pipeline_executions SET status = $1 WHERE id = $2`;
     expect(await notifiedBy(update, ['paused', pipelineId])).toEqual([`pipeline:paused:${pipelineId}`]);
