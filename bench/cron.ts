@@ -9,7 +9,8 @@
  * the scheduler alone (CronService with the cron tests' StorageExecutor, a generic executor
  * writing each pipeline through the adapter: two-phase; and with an in-transaction handoff
  * building the same one-task pipeline, as a DefaultRunner does) and through real DefaultRunners (in-transaction
- * handoff, task loops running the pipelines too; 1 and 2 instances on PostgreSQL); the cost of
+ * handoff, task loops running the pipelines too; 1 and 2 instances in this process on PostgreSQL,
+ * and 1 and 2 runner processes of their own, bench/cron-runner-child.ts); the cost of
  * an idle tick with 100,000 enabled schedules none of which is due (and 1,000,000 on
  * PostgreSQL, inserted through the sync's bulk path); the fire lag at a steady rate on the wall
  * clock, two-phase at 100 occurrences/s (to the hand-off) and a DefaultRunner at 1,000
@@ -18,20 +19,25 @@
  *
  *   BENCH_SCENARIOS=runner-1x,runner-lag npm run bench:cron   # some scenarios only
  *
- * Scenario keys: two-phase, in-transaction, runner-1x, runner-2x (PostgreSQL), idle,
+ * Scenario keys: two-phase, in-transaction, runner-1x, runner-2x, runner-1p, runner-2p (the last
+ * three PostgreSQL), idle,
  * idle-million (PostgreSQL), lag, runner-lag.
+ * BENCH_CPU_PROF=<dir> writes a CPU profile of each runner process of runner-1p and runner-2p there.
  * PostgreSQL comes from TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test; each
  * run uses a fresh schema and drops it. Results are printed as a table and written to
  * bench/results/cron-<date>.json.
  */
+import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   type Clock,
   ManualClock,
   newId,
+  type OverlapPolicy,
   type ScheduleRow,
   type Storage,
   silentLogger,
@@ -187,7 +193,7 @@ interface Measurement {
   meanMs?: number;
   p50Ms?: number;
   p99Ms?: number;
-  settings?: Partial<CronSettings>;
+  settings?: Partial<CronSettings> | { firedPerProcess: number[]; coresBusy: number };
 }
 
 /** The due scenarios' schedules: every minute, so all of them are due one minute after T0. */
@@ -276,6 +282,95 @@ async function runnerDueThroughput(adapter: string, target: RunnerTarget, instan
   };
 }
 
+/** The child of the separate-process scenarios. */
+const RUNNER_CHILD = fileURLToPath(new URL('./cron-runner-child.ts', import.meta.url));
+/** How long before their due instant the separate-process scenarios write the schedules. */
+const PROCESS_LEAD_MS = 2_000;
+
+/** The machine's CPU time so far, busy and in all, in clock ticks (/proc/stat's first line). */
+function machineCpuTicks(): { busy: number; total: number } {
+  const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
+  const ticks = fields.map(Number);
+  const total = ticks.reduce((sum, n) => sum + n, 0);
+  // idle and iowait
+  return { busy: total - ticks[3]! - ticks[4]!, total };
+}
+
+/** A forked runner process (bench/cron-runner-child.ts), started and ready. */
+async function forkRunner(target: RunnerTarget, runnerId: string) {
+  const child = fork(RUNNER_CHILD, [runnerId], {
+    execArgv: [
+      '--import',
+      'tsx',
+      '--conditions=source',
+      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+    ],
+    env: { ...process.env, ORRERY_DATABASE: target.database, ORRERY_SCHEMA: target.schema },
+  });
+  await new Promise<void>((ready, failed) => {
+    child.once('exit', (code) => failed(new Error(`runner ${runnerId} exited with ${code} before it was ready`)));
+    child.once('message', () => ready());
+  });
+  child.removeAllListeners('exit');
+  return {
+    /** Shuts the runner down; resolves to how many occurrences it fired. */
+    stop: () =>
+      new Promise<number>((resolve) => {
+        child.once('message', (message: { fired: number }) => resolve(message.fired));
+        child.send('stop');
+      }),
+  };
+}
+
+/**
+ * Many schedules due at one instant, fired by `processes` DefaultRunners each in a Node process
+ * of its own (as runners are deployed), while their task loops run the pipelines too. runner-2x
+ * shares one event loop between its runners and cannot show them scaling. The schedules are
+ * written PROCESS_LEAD_MS before they are due, so every runner's look-ahead knows the instant; the
+ * time is from that instant to when this process sees the last occurrence handed off.
+ */
+async function runnerProcessesThroughput(adapter: string, database: Database, processes: number): Promise<Measurement> {
+  const { storage, target } = database;
+  const runners = await Promise.all(
+    Array.from({ length: processes }, (_, i) => forkRunner(target, `bench-process-${i}`)),
+  );
+  const client = new pg.Client({ connectionString: target.database });
+  await client.connect();
+  try {
+    const dueAt = new Date(Date.now() + PROCESS_LEAD_MS);
+    let cpuAtDue = machineCpuTicks();
+    setTimeout(() => {
+      cpuAtDue = machineCpuTicks();
+    }, PROCESS_LEAD_MS);
+    const inserts = Array.from({ length: DUE_SCHEDULES }, (_, i) => yearlyRow(`due-${i}`, dueAt));
+    if (!(await storage.cron.applyScheduleSync({ inserts, updates: [], deletes: [] })))
+      throw new Error('the due schedules could not be inserted');
+    let handedOff = 0;
+    while (handedOff < DUE_SCHEDULES) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      const { rows } = await client.query<{ n: number }>(
+        `select count(*)::int n from "${target.schema}".cron_executions where status = 'handed_off'`,
+      );
+      handedOff = rows[0]!.n;
+      progress(`handing off (${processes} process${processes > 1 ? 'es' : ''})`, handedOff, DUE_SCHEDULES);
+    }
+    const seconds = (Date.now() - dueAt.getTime()) / 1000;
+    const cpu = machineCpuTicks();
+    // How much of the machine the runners, Postgres and this bench used meanwhile: near every core, and more processes cannot go faster.
+    const coresBusy = ((cpu.busy - cpuAtDue.busy) / (cpu.total - cpuAtDue.total)) * availableParallelism();
+    return {
+      adapter,
+      scenario: `runner handoff, ${DUE_SCHEDULES} due, ${processes} process${processes > 1 ? 'es' : ''}`,
+      count: DUE_SCHEDULES,
+      seconds,
+      perSecond: DUE_SCHEDULES / seconds,
+      settings: { firedPerProcess: await Promise.all(runners.map((runner) => runner.stop())), coresBusy },
+    };
+  } finally {
+    await client.end();
+  }
+}
+
 /**
  * Fire lag of a real DefaultRunner at a steady LAG_RATE occurrences per second on the wall
  * clock: to the hand-off (the ledger's handedOffAt) and to the task's start (its `run` called).
@@ -316,22 +411,22 @@ async function runnerFireLag(adapter: string, target: RunnerTarget): Promise<Mea
   ];
 }
 
-/** An idle tick's cost with `count` enabled schedules, none due. */
-async function idleTick(adapter: string, storage: Storage, count: number): Promise<Measurement> {
-  const clock = new ManualClock(T0);
-  const cron = cronOn(storage, clock);
-  const nextYear = new Date('2027-01-01T00:00:00.000Z');
-  // Written straight through the port's bulk path (a sync's inserts): the bench measures ticks, not validations.
-  const idleRow = (i: number): ScheduleRow => ({
+/**
+ * A yearly schedule's row whose next run is `nextRunAt`, for the port's bulk path (a sync's
+ * inserts): the scenarios that use it measure ticks, not validations. A tick takes `nextRunAt` as
+ * the slot due, whatever the expression, and moves on to next year.
+ */
+function yearlyRow(name: string, nextRunAt: Date, overlapPolicy: OverlapPolicy = 'allow'): ScheduleRow {
+  return {
     id: newId(),
-    name: `idle-${i}`,
+    name,
     workflowName: WORKFLOW,
     cronExpression: '0 0 0 1 1 *',
     timezone: 'UTC',
     enabled: true,
     context: {},
     catchupPolicy: 'run_once',
-    overlapPolicy: i % 2 === 0 ? 'allow' : 'skip',
+    overlapPolicy,
     jitterMs: 0,
     pauseOnFailure: false,
     enabledAt: T0,
@@ -341,14 +436,23 @@ async function idleTick(adapter: string, storage: Storage, count: number): Promi
     note: null,
     startAt: null,
     endAt: null,
-    nextRunAt: nextYear,
+    nextRunAt,
     lastRunAt: null,
     version: 1,
     createdAt: T0,
     updatedAt: T0,
-  });
+  };
+}
+
+/** An idle tick's cost with `count` enabled schedules, none due. */
+async function idleTick(adapter: string, storage: Storage, count: number): Promise<Measurement> {
+  const clock = new ManualClock(T0);
+  const cron = cronOn(storage, clock);
+  const nextYear = new Date('2027-01-01T00:00:00.000Z');
   for (let start = 0; start < count; start += IDLE_INSERT_CHUNK) {
-    const inserts = Array.from({ length: Math.min(IDLE_INSERT_CHUNK, count - start) }, (_, i) => idleRow(start + i));
+    const inserts = Array.from({ length: Math.min(IDLE_INSERT_CHUNK, count - start) }, (_, i) =>
+      yearlyRow(`idle-${start + i}`, nextYear, (start + i) % 2 === 0 ? 'allow' : 'skip'),
+    );
     if (!(await storage.cron.applyScheduleSync({ inserts, updates: [], deletes: [] })))
       throw new Error('the idle schedules could not be inserted');
     progress('inserting idle schedules', start + inserts.length, count);
@@ -409,7 +513,9 @@ function print(m: Measurement) {
     m.meanMs === undefined
       ? ''
       : `mean ${m.meanMs.toFixed(3)} ms, p50 ${m.p50Ms?.toFixed(3)} ms, p99 ${m.p99Ms?.toFixed(3)} ms`;
-  console.log(`  ${m.adapter.padEnd(8)} ${m.scenario.padEnd(32)} ${rate.padStart(10)} ${timing}`);
+  const busy =
+    m.settings !== undefined && 'coresBusy' in m.settings ? `${m.settings.coresBusy.toFixed(2)} cores busy` : '';
+  console.log(`  ${m.adapter.padEnd(8)} ${m.scenario.padEnd(32)} ${rate.padStart(10)} ${timing}${busy}`);
 }
 
 async function benchAdapter(adapter: string): Promise<Measurement[]> {
@@ -421,6 +527,8 @@ async function benchAdapter(adapter: string): Promise<Measurement[]> {
     ['in-transaction', ({ storage }) => dueThroughput(adapter, storage, 'in-transaction')],
     ['runner-1x', ({ target }) => runnerDueThroughput(adapter, target, 1)],
     postgresOnly && ['runner-2x', ({ target }) => runnerDueThroughput(adapter, target, 2)],
+    postgresOnly && ['runner-1p', (database) => runnerProcessesThroughput(adapter, database, 1)],
+    postgresOnly && ['runner-2p', (database) => runnerProcessesThroughput(adapter, database, 2)],
     ['idle', ({ storage }) => idleTick(adapter, storage, IDLE_SCHEDULES)],
     postgresOnly && ['idle-million', ({ storage }) => idleTick(adapter, storage, MILLION_SCHEDULES)],
     ['lag', ({ storage }) => fireLag(adapter, storage, CRON_DEFAULTS.pollIntervalMs)],
