@@ -3,8 +3,9 @@
  * IPC channel and ORRERY_DATABASE and ORRERY_SCHEMA in its environment:
  *   fork('bench/cron-runner-child.ts', [runnerId], { execArgv: ['--import', 'tsx', '--conditions=source'] })
  * It starts a DefaultRunner with the bench's one-task workflow (cron on, recovery off, as
- * runner-1x) and sends `{ ready: true }`; on `'stop'` it shuts down, sends `{ fired }` (its
- * cron:fired count) and exits.
+ * runner-1x) and sends `{ ready: true }`; after each tick's hand-offs it sends `{ fired, atMs }`
+ * (its cron:fired count so far, and when), so that the bench learns when the last one fired
+ * without querying the database it measures; on `'stop'` it shuts down and exits.
  */
 import { DefaultRunner, defineWorkflow } from '@orreryjs/runner';
 
@@ -18,15 +19,20 @@ const runner = await DefaultRunner.create({
   cronEnableRecovery: false,
 });
 let fired = 0;
+let reporting = false;
 runner.on('cron:fired', () => {
   fired += 1;
+  if (reporting) return;
+  // One message per burst: a tick reports its hand-offs synchronously, one event each.
+  reporting = true;
+  setImmediate(() => {
+    reporting = false;
+    process.send!({ fired, atMs: Date.now() });
+  });
 });
 process.on('message', (message) => {
   if (message !== 'stop') return;
-  void runner
-    .shutdown({ timeoutMs: 10_000 })
-    .then(() => process.send!({ fired }))
-    .finally(() => process.disconnect());
+  void runner.shutdown({ timeoutMs: 10_000 }).finally(() => process.disconnect());
 });
 await runner.start();
 process.send!({ ready: true });

@@ -296,8 +296,8 @@ function machineCpuTicks(): { busy: number; total: number } {
   return { busy: total - ticks[3]! - ticks[4]!, total };
 }
 
-/** A forked runner process (bench/cron-runner-child.ts), started and ready. */
-async function forkRunner(target: RunnerTarget, runnerId: string) {
+/** A forked runner process (bench/cron-runner-child.ts), started and ready; `onFired` hears its count so far. */
+async function forkRunner(target: RunnerTarget, runnerId: string, onFired: (fired: number, atMs: number) => void) {
   const child = fork(RUNNER_CHILD, [runnerId], {
     execArgv: [
       '--import',
@@ -312,13 +312,10 @@ async function forkRunner(target: RunnerTarget, runnerId: string) {
     child.once('message', () => ready());
   });
   child.removeAllListeners('exit');
+  child.on('message', (message: { fired: number; atMs: number }) => onFired(message.fired, message.atMs));
   return {
-    /** Shuts the runner down; resolves to how many occurrences it fired. */
-    stop: () =>
-      new Promise<number>((resolve) => {
-        child.once('message', (message: { fired: number }) => resolve(message.fired));
-        child.send('stop');
-      }),
+    /** Shuts the runner down. */
+    stop: () => new Promise<void>((resolve) => child.once('exit', () => resolve()).send('stop')),
   };
 }
 
@@ -327,48 +324,48 @@ async function forkRunner(target: RunnerTarget, runnerId: string) {
  * of its own (as runners are deployed), while their task loops run the pipelines too. runner-2x
  * shares one event loop between its runners and cannot show them scaling. The schedules are
  * written PROCESS_LEAD_MS before they are due, so every runner's look-ahead knows the instant; the
- * time is from that instant to when this process sees the last occurrence handed off.
+ * time is from that instant to the last hand-off, as the runner processes report it.
  */
-async function runnerProcessesThroughput(adapter: string, database: Database, processes: number): Promise<Measurement> {
-  const { storage, target } = database;
+async function runnerProcessesThroughput(adapter: string, { storage, target }: Database, processes: number) {
+  const firedBy = new Array<number>(processes).fill(0);
+  let lastFiredAtMs = 0;
+  let done!: () => void;
+  const allFired = new Promise<void>((resolve) => {
+    done = resolve;
+  });
   const runners = await Promise.all(
-    Array.from({ length: processes }, (_, i) => forkRunner(target, `bench-process-${i}`)),
+    Array.from({ length: processes }, (_, i) =>
+      forkRunner(target, `bench-process-${i}`, (fired, atMs) => {
+        firedBy[i] = fired;
+        lastFiredAtMs = Math.max(lastFiredAtMs, atMs);
+        const total = firedBy.reduce((sum, n) => sum + n, 0);
+        progress(`handing off (${processes} process${processes > 1 ? 'es' : ''})`, total, DUE_SCHEDULES);
+        if (total === DUE_SCHEDULES) done();
+      }),
+    ),
   );
-  const client = new pg.Client({ connectionString: target.database });
-  await client.connect();
-  try {
-    const dueAt = new Date(Date.now() + PROCESS_LEAD_MS);
-    let cpuAtDue = machineCpuTicks();
-    setTimeout(() => {
-      cpuAtDue = machineCpuTicks();
-    }, PROCESS_LEAD_MS);
-    const inserts = Array.from({ length: DUE_SCHEDULES }, (_, i) => yearlyRow(`due-${i}`, dueAt));
-    if (!(await storage.cron.applyScheduleSync({ inserts, updates: [], deletes: [] })))
-      throw new Error('the due schedules could not be inserted');
-    let handedOff = 0;
-    while (handedOff < DUE_SCHEDULES) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-      const { rows } = await client.query<{ n: number }>(
-        `select count(*)::int n from "${target.schema}".cron_executions where status = 'handed_off'`,
-      );
-      handedOff = rows[0]!.n;
-      progress(`handing off (${processes} process${processes > 1 ? 'es' : ''})`, handedOff, DUE_SCHEDULES);
-    }
-    const seconds = (Date.now() - dueAt.getTime()) / 1000;
-    const cpu = machineCpuTicks();
-    // How much of the machine the runners, Postgres and this bench used meanwhile: near every core, and more processes cannot go faster.
-    const coresBusy = ((cpu.busy - cpuAtDue.busy) / (cpu.total - cpuAtDue.total)) * availableParallelism();
-    return {
-      adapter,
-      scenario: `runner handoff, ${DUE_SCHEDULES} due, ${processes} process${processes > 1 ? 'es' : ''}`,
-      count: DUE_SCHEDULES,
-      seconds,
-      perSecond: DUE_SCHEDULES / seconds,
-      settings: { firedPerProcess: await Promise.all(runners.map((runner) => runner.stop())), coresBusy },
-    };
-  } finally {
-    await client.end();
-  }
+  const dueAt = new Date(Date.now() + PROCESS_LEAD_MS);
+  let cpuAtDue = machineCpuTicks();
+  setTimeout(() => {
+    cpuAtDue = machineCpuTicks();
+  }, PROCESS_LEAD_MS);
+  const inserts = Array.from({ length: DUE_SCHEDULES }, (_, i) => yearlyRow(`due-${i}`, dueAt));
+  if (!(await storage.cron.applyScheduleSync({ inserts, updates: [], deletes: [] })))
+    throw new Error('the due schedules could not be inserted');
+  await allFired;
+  const cpu = machineCpuTicks();
+  await Promise.all(runners.map((runner) => runner.stop()));
+  const seconds = (lastFiredAtMs - dueAt.getTime()) / 1000;
+  // How much of the machine the runners, Postgres and this bench used meanwhile: near every core, more processes cannot go faster.
+  const coresBusy = ((cpu.busy - cpuAtDue.busy) / (cpu.total - cpuAtDue.total)) * availableParallelism();
+  return {
+    adapter,
+    scenario: `runner handoff, ${DUE_SCHEDULES} due, ${processes} process${processes > 1 ? 'es' : ''}`,
+    count: DUE_SCHEDULES,
+    seconds,
+    perSecond: DUE_SCHEDULES / seconds,
+    settings: { firedPerProcess: firedBy, coresBusy },
+  };
 }
 
 /**

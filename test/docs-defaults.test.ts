@@ -8,6 +8,7 @@ import { DEFAULT_ON_LIMIT } from '@orreryjs/core';
 import { CRON_DEFAULTS } from '@orreryjs/cron';
 import { RUNNER_DEFAULTS } from '@orreryjs/runner';
 import { describe, expect, it } from 'vitest';
+import { OTHER_SCHEDULES, SCHEDULE_LABEL_LIMIT } from '../packages/runner/src/metrics.js';
 
 const ROOT = new URL('..', import.meta.url);
 
@@ -47,5 +48,12 @@ describe('documented defaults', () => {
   it('documents the default onLimit of a concurrency rule with DEFAULT_ON_LIMIT', () => {
     const documented = documentedDefaults('packages/core/src/flow-control.ts', 'ConcurrencyRule');
     expect(Object.fromEntries(documented)).toEqual({ onLimit: DEFAULT_ON_LIMIT });
+  });
+
+  it('states in the README how many schedules the metrics name, as SCHEDULE_LABEL_LIMIT says', () => {
+    const readme = readFileSync(new URL('README.md', ROOT), 'utf8').replaceAll(/\s+/g, ' ');
+    expect(readme).toContain(
+      `for the first ${SCHEDULE_LABEL_LIMIT.toLocaleString('en-US')} schedules a runner reports on and \`schedule="${OTHER_SCHEDULES}"\``,
+    );
   });
 });

@@ -11,9 +11,35 @@ const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
  * own (not prom-client's global one), so two runners in one process never collide; merge it
  * into yours with `Registry.merge` if you serve one endpoint.
  *
- * Schedule labels use the schedule's name (its id when it has none), and tasks are labelled
- * by workflow and task id: both sets are bounded by what users define, never by traffic.
+ * Schedule labels use the schedule's name (its id when it has none), for the first
+ * {@link SCHEDULE_LABEL_LIMIT} schedules this runner reports on (see there); tasks are labelled by
+ * workflow and task id. Both are bounded by what users define, never by traffic.
  */
+/**
+ * Distinct schedules the per-schedule metrics name; any further schedule counts under
+ * `schedule="_other"` ({@link OTHER_SCHEDULES}). Prometheus clients keep every label set they
+ * ever reported: at a million schedules that would be a million series per counter, and
+ * seventeen per schedule for the fire-lag histogram, held in each runner's memory and sent on
+ * every scrape. The same bound as OpenTelemetry's metrics SDK (2,000 attribute sets per
+ * metric, the rest under an overflow set). Per-schedule facts at any scale are in the ledger
+ * (`getCronExecutionHistory`, the dashboard).
+ */
+export const SCHEDULE_LABEL_LIMIT = 2_000;
+/** The `schedule` label of the schedules past {@link SCHEDULE_LABEL_LIMIT}. */
+export const OTHER_SCHEDULES = '_other';
+
+/** The `schedule` label of an event: its name (id without one) while under the limit, then {@link OTHER_SCHEDULES}. */
+function scheduleLabels(limit: number): (event: { scheduleId: string; scheduleName: string | null }) => string {
+  const named = new Set<string>();
+  return (event) => {
+    const schedule = event.scheduleName ?? event.scheduleId;
+    if (named.has(schedule)) return schedule;
+    if (named.size >= limit) return OTHER_SCHEDULES;
+    named.add(schedule);
+    return schedule;
+  };
+}
+
 /** Database counts the load gauges read at each scrape. */
 export interface MetricsSources {
   countWork(): Promise<{ readyTasks: number; runningPipelines: number }>;
@@ -108,18 +134,19 @@ export class RunnerMetrics {
 
     if (sources !== undefined) registerDatabaseGauges(registers, sources);
 
+    const scheduleOf = scheduleLabels(SCHEDULE_LABEL_LIMIT);
     const finished = (e: { workflowName: string; status: string }) =>
       pipelines.inc({ workflow: e.workflowName, status: e.status });
     this.#record = {
       'cron:fired': (e) => {
-        const schedule = e.scheduleName ?? e.scheduleId;
+        const schedule = scheduleOf(e);
         fired.inc({ schedule, source: e.source });
         if (FIRE_LAG_SOURCES.includes(e.source)) lag.observe({ schedule }, Math.max(0, e.lagMs) / 1000);
       },
-      'cron:missed': (e) => missed.inc({ schedule: e.scheduleName ?? e.scheduleId }, e.missedCount),
-      'cron:buffered': (e) => buffered.inc({ schedule: e.scheduleName ?? e.scheduleId }),
+      'cron:missed': (e) => missed.inc({ schedule: scheduleOf(e) }, e.missedCount),
+      'cron:buffered': (e) => buffered.inc({ schedule: scheduleOf(e) }),
       'cron:paused': (e) => paused.inc({ reason: e.reason }),
-      'cron:skipped': (e) => skipped.inc({ schedule: e.scheduleName ?? e.scheduleId }),
+      'cron:skipped': (e) => skipped.inc({ schedule: scheduleOf(e) }),
       'cron:lost': () => recovery.inc({ outcome: 'lost' }),
       'cron:recovered': () => recovery.inc({ outcome: 'recovered' }),
       'cron:abandoned': () => recovery.inc({ outcome: 'abandoned' }),

@@ -1,7 +1,9 @@
+import { newId } from '@orreryjs/core';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { postgresUrl } from '../../../test/support/postgres.js';
 import { type CronMissedEvent, defineWorkflow, ManualClock, NonRetryableError } from '../src/index.js';
+import { OTHER_SCHEDULES, RunnerMetrics, SCHEDULE_LABEL_LIMIT } from '../src/metrics.js';
 import { ADAPTERS, runnersPerTest, waitFor } from './support.js';
 
 const etl = defineWorkflow({
@@ -276,5 +278,42 @@ describe.each(ADAPTERS)('health and metrics on $name', (adapter) => {
       undefined,
     );
     expect(first.metricsRegistry).not.toBe(second.metricsRegistry);
+  });
+});
+
+describe('metrics at many schedules', () => {
+  it(`names the first ${SCHEDULE_LABEL_LIMIT} schedules and counts the rest under schedule="${OTHER_SCHEDULES}"`, async () => {
+    const metrics = new RunnerMetrics(() => 0);
+    const fire = (name: string) =>
+      metrics.record('cron:fired', {
+        scheduleId: newId(),
+        scheduleName: name,
+        occurrenceId: newId(),
+        scheduledTime: new Date(),
+        source: 'schedule',
+        pipelineExecutionId: newId(),
+        lagMs: 20,
+      });
+    for (let i = 0; i < SCHEDULE_LABEL_LIMIT + 5; i += 1) fire(`s${i}`);
+    // A schedule named before the limit keeps its name.
+    fire('s0');
+    metrics.record('cron:missed', {
+      scheduleId: newId(),
+      scheduleName: `s${SCHEDULE_LABEL_LIMIT + 1}`,
+      occurrenceId: newId(),
+      scheduledTime: new Date(),
+      missedCount: 3,
+    });
+    const text = await metrics.registry.metrics();
+    const fired = text.split('\n').filter((line) => line.startsWith('orrery_cron_fired_total{'));
+    expect(fired).toHaveLength(SCHEDULE_LABEL_LIMIT + 1);
+    expect(sample(text, 'orrery_cron_fired_total{schedule="s0",source="schedule"}')).toBe(2);
+    expect(sample(text, `orrery_cron_fired_total{schedule="s${SCHEDULE_LABEL_LIMIT - 1}",source="schedule"}`)).toBe(1);
+    expect(
+      sample(text, `orrery_cron_fired_total{schedule="s${SCHEDULE_LABEL_LIMIT}",source="schedule"}`),
+    ).toBeUndefined();
+    expect(sample(text, `orrery_cron_fired_total{schedule="${OTHER_SCHEDULES}",source="schedule"}`)).toBe(5);
+    expect(sample(text, `orrery_cron_fire_lag_seconds_count{schedule="${OTHER_SCHEDULES}"}`)).toBe(5);
+    expect(sample(text, `orrery_cron_missed_total{schedule="${OTHER_SCHEDULES}"}`)).toBe(3);
   });
 });
