@@ -79,8 +79,8 @@ export class CronScheduler {
 
   /**
    * Milliseconds until the earliest work this scheduler knows of: 0 when the last tick left
-   * due work behind (batch or budget full), null when it knows of none. Schedules written by
-   * other processes are not known here; the regular poll finds them.
+   * due work behind (batch or budget full), null when it knows of none. A schedule another
+   * process wrote is known once a tick's probe has looked that far ahead (up to its next regular tick).
    */
   msUntilNextWork(): number | null {
     if (this.#moreDue) return 0;
