@@ -11,21 +11,6 @@ import { scheduleNameOf } from './schedule-context.js';
 /** Cron slots one tick may examine across all its schedules (about 0.25 s of evaluation). */
 export const TICK_SLOT_BUDGET = 250_000;
 
-/**
- * How many due schedules the next claim asks for: `batchSize` while ticks drain what is due,
- * twice the last limit after a tick that left due schedules behind (a burst: fewer, larger
- * claim transactions, each with its fixed costs of statements and a commit), never more than
- * `maxOccurrencesPerTick`, the rows one claim may write anyway.
- */
-export function nextClaimLimit(
-  limit: number,
-  moreDue: boolean,
-  settings: Pick<SchedulerDeps['settings'], 'batchSize' | 'maxOccurrencesPerTick'>,
-): number {
-  if (!moreDue) return settings.batchSize;
-  return Math.max(settings.batchSize, Math.min(limit * 2, settings.maxOccurrencesPerTick));
-}
-
 /** Counts of one scheduler tick. */
 export interface TickResult {
   /** Occurrences phase 1 claimed to run in this tick. */
@@ -61,15 +46,12 @@ export class CronScheduler {
   readonly #deferred = new DeferredHandoffs();
   #lastTickAt: Date | null = null;
   #moreDue = false;
-  /** Due schedules the next claim asks for (see {@link nextClaimLimit}). */
-  #claimLimit: number;
   /** Earliest instant known to have work (a schedule's nextRunAt, a jittered fireAt); null when none is known. */
   #nextWorkAtMs: number | null = null;
 
   constructor(deps: SchedulerDeps, handoff: Handoff) {
     this.#deps = deps;
     this.#handoff = handoff;
-    this.#claimLimit = deps.settings.batchSize;
   }
 
   /** When the last tick's claim committed. */
@@ -109,7 +91,9 @@ export class CronScheduler {
     const paused: CronPausedEvent[] = [];
     let planned = 0;
     let moreDue = false;
-    const limit = this.#claimLimit;
+    // A claim takes what is due, up to the rows one claim may write anyway: a burst is claimed in a
+    // few large transactions from its first tick on, each paying its statements and commit once.
+    const limit = settings.maxOccurrencesPerTick;
     // One read says whether there is anything to claim or release; it looks up to the next regular
     // tick, so that the loop wakes on the next slot whichever process wrote its schedule.
     const probe = await store.probeTick({
@@ -161,7 +145,6 @@ export class CronScheduler {
     const rows = anyDue ? await store.claimDueSchedules(claimRequest) : [];
     this.#lastTickAt = now;
     this.#moreDue = moreDue || planned >= limit;
-    this.#claimLimit = nextClaimLimit(limit, this.#moreDue, settings);
     // Besides the rows to hand off, the claim returns the stored ones a cancel_other occurrence replaced (`skipped`).
     for (const row of rows) if (row.status === 'skipped') skipped.set(row.id, row);
     for (const row of skipped.values()) reportSkipped(this.#deps, row);

@@ -11,8 +11,8 @@ export interface CronSettings {
    */
   pollIntervalMs: number;
   /**
-   * Due schedules claimed per tick; a larger set is drained by the next ticks at once, each
-   * claiming twice as many as the one before, up to `maxOccurrencesPerTick`.
+   * Lost occurrences one recovery pass takes, and buffered occurrences one tick releases. (A
+   * tick's claim takes every due schedule up to `maxOccurrencesPerTick`.)
    * @default 100
    */
   batchSize: number;

@@ -90,26 +90,29 @@ describe('on-time occurrences', () => {
 });
 
 describe('a burst of due schedules', () => {
-  it('claims twice as many each tick while more are due, up to maxOccurrencesPerTick, then batchSize again', async () => {
+  it('claims what is due, up to maxOccurrencesPerTick, from the first tick on, whatever batchSize', async () => {
     h = await openHarness({ settings: { batchSize: 2, maxOccurrencesPerTick: 8 } });
     for (let i = 0; i < 20; i += 1) {
       await h.cron.addSchedule({ name: `s${i}`, workflowName: 'wf', cronExpression: '* * * * *' });
     }
     h.clock.set(at(MINUTE));
     const claimed: number[] = [];
-    for (let tick = 0; tick < 5; tick += 1) claimed.push((await h.cron.tick()).claimed);
-    expect(claimed).toEqual([2, 4, 8, 6, 0]);
+    for (let tick = 0; tick < 4; tick += 1) claimed.push((await h.cron.tick()).claimed);
+    expect(claimed).toEqual([8, 8, 4, 0]);
+    // Five due: one claim of all five, more than batchSize.
+    for (let i = 5; i < 20; i += 1) await h.cron.updateSchedule(`s${i}`, { enabled: false });
     h.clock.set(at(2 * MINUTE));
-    expect((await h.cron.tick()).claimed).toBe(2);
+    expect((await h.cron.tick()).claimed).toBe(5);
     const pipelines = await allPipelines(h.storage);
-    expect(pipelines).toHaveLength(22);
-    expect(new Set(pipelines.map((pipeline) => pipeline.idempotencyKey)).size).toBe(22);
+    expect(pipelines).toHaveLength(25);
+    expect(new Set(pipelines.map((pipeline) => pipeline.idempotencyKey)).size).toBe(25);
   });
 });
 
 describe('several runners', () => {
   it('hand off each occurrence once when they tick at the same time', async () => {
-    h = await openHarness({ settings: { batchSize: 7 } });
+    // Claims of at most 7 (a tick claims what is due up to maxOccurrencesPerTick): every runner gets some of the 30.
+    h = await openHarness({ settings: { maxOccurrencesPerTick: 7 } });
     for (let i = 0; i < 30; i += 1) {
       await h.cron.addSchedule({ name: `s${i}`, workflowName: 'wf', cronExpression: '*/20 * * * * *' });
     }

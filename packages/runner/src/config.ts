@@ -109,8 +109,9 @@ export interface DefaultRunnerConfig {
    */
   cronPollIntervalMs?: number;
   /**
-   * Due schedules claimed per tick; when more are due, the next ticks follow at once, each
-   * claiming twice as many as the one before, up to `cronMaxOccurrencesPerTick`.
+   * Lost occurrences one recovery pass takes, and buffered occurrences one tick releases. A
+   * tick's claim takes every due schedule up to `cronMaxOccurrencesPerTick`; when more are due,
+   * the next ticks follow at once.
    * @default 100
    */
   cronBatchSize?: number;
