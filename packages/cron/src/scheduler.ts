@@ -1,4 +1,4 @@
-import type { ClaimDueRequest, CronExecutionRow, NewCronExecution } from '@orreryjs/core';
+import type { CronExecutionRow, NewCronExecution } from '@orreryjs/core';
 import { DeferredHandoffs } from './deferred.js';
 import type { CronPausedEvent } from './events.js';
 import type { Handoff } from './handoff.js';
@@ -102,47 +102,50 @@ export class CronScheduler {
     });
     const anyDue = probe.earliestRunAt !== null && probe.earliestRunAt.getTime() <= now.getTime();
     if (!anyDue) this.expectWorkAt(probe.earliestRunAt);
-    const claimRequest: ClaimDueRequest = {
-      now,
-      missedBefore: new Date(now.getTime() - settings.misfireThresholdMs),
-      workflowNames: workflows.names(),
-      limit,
-      plan: (schedule, state) => {
-        const plan = planSchedule(schedule, state, planContext, budget);
-        if (plan === null) {
-          moreDue = true;
-          return null;
-        }
-        planned += 1;
-        if (plan.nextRunAt !== null && plan.nextRunAt.getTime() <= now.getTime()) moreDue = true;
-        else this.expectWorkAt(plan.nextRunAt);
-        for (const row of plan.occurrences) {
-          if (row.status === 'skipped') skipped.set(row.id, row);
-          else if (row.status === 'missed') missed.set(row.id, row);
-          else if (row.status === 'buffered') buffered.set(row.id, row);
-        }
-        const replaces =
-          schedule.overlapPolicy === 'cancel_other' && plan.occurrences.some((r) => r.status === 'claimed');
-        const cancelPipelineIds = replaces ? (state.activePipelineIds ?? []) : [];
-        for (const id of cancelPipelineIds) toCancel.add(id);
-        if (plan.disableNote != null) {
-          const failed = failedPipelineId(schedule, state);
-          paused.push({
-            scheduleId: schedule.id,
-            scheduleName: schedule.name,
-            note: plan.disableNote,
-            reason: failed === null ? 'max_runs' : 'failure',
-            pipelineExecutionId: failed,
-          });
-        }
-        // The claim cancels them in its own transaction: a crash after it commits cannot leave them running.
-        return cancelPipelineIds.length === 0 ? plan : { ...plan, cancelPipelineIds };
-      },
-      ...(inTransactionHandoff && {
-        prepareHandoff: (occurrence: CronExecutionRow) => inTransactionHandoff.preparePipeline(occurrence, now),
-      }),
-    };
-    const rows = anyDue ? await store.claimDueSchedules(claimRequest) : [];
+    // An idle tick claims nothing: no claim transaction, no plans.
+    let rows: CronExecutionRow[] = [];
+    if (anyDue) {
+      rows = await store.claimDueSchedules({
+        now,
+        missedBefore: new Date(now.getTime() - settings.misfireThresholdMs),
+        workflowNames: workflows.names(),
+        limit,
+        plan: (schedule, state) => {
+          const plan = planSchedule(schedule, state, planContext, budget);
+          if (plan === null) {
+            moreDue = true;
+            return null;
+          }
+          planned += 1;
+          if (plan.nextRunAt !== null && plan.nextRunAt.getTime() <= now.getTime()) moreDue = true;
+          else this.expectWorkAt(plan.nextRunAt);
+          for (const row of plan.occurrences) {
+            if (row.status === 'skipped') skipped.set(row.id, row);
+            else if (row.status === 'missed') missed.set(row.id, row);
+            else if (row.status === 'buffered') buffered.set(row.id, row);
+          }
+          const replaces =
+            schedule.overlapPolicy === 'cancel_other' && plan.occurrences.some((r) => r.status === 'claimed');
+          const cancelPipelineIds = replaces ? (state.activePipelineIds ?? []) : [];
+          for (const id of cancelPipelineIds) toCancel.add(id);
+          if (plan.disableNote != null) {
+            const failed = failedPipelineId(schedule, state);
+            paused.push({
+              scheduleId: schedule.id,
+              scheduleName: schedule.name,
+              note: plan.disableNote,
+              reason: failed === null ? 'max_runs' : 'failure',
+              pipelineExecutionId: failed,
+            });
+          }
+          // The claim cancels them in its own transaction: a crash after it commits cannot leave them running.
+          return cancelPipelineIds.length === 0 ? plan : { ...plan, cancelPipelineIds };
+        },
+        ...(inTransactionHandoff && {
+          prepareHandoff: (occurrence: CronExecutionRow) => inTransactionHandoff.preparePipeline(occurrence, now),
+        }),
+      });
+    }
     this.#lastTickAt = now;
     this.#moreDue = moreDue || planned >= limit;
     // Besides the rows to hand off, the claim returns the stored ones a cancel_other occurrence replaced (`skipped`).

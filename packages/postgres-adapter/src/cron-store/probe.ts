@@ -39,5 +39,3 @@ export function prepareProbe({ db, tables, named }: PostgresHandle) {
       .prepare(named('orrery_select_tick_probe')),
   };
 }
-
-export type ProbeStatements = ReturnType<typeof prepareProbe>;

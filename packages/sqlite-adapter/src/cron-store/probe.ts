@@ -9,7 +9,7 @@ import { isBuffered, isEnabled } from './conditions.js';
  */
 
 /**
- * Prepares the probe once on the connection. Its two subqueries (drizzle parenthesizes an embedded query) are each the first row of a
+ * Prepares the probe once on the connection. Its two subqueries are each the first row of a
  * partial index: the due index up to `until` (as the claim's own walk) and the buffered index.
  */
 export function prepareProbe({ db, tables }: SqliteHandle) {
@@ -38,5 +38,3 @@ export function prepareProbe({ db, tables }: SqliteHandle) {
       .prepare(),
   };
 }
-
-export type ProbeStatements = ReturnType<typeof prepareProbe>;
