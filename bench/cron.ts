@@ -55,6 +55,7 @@ import { DefaultRunner, defineWorkflow } from '@orreryjs/runner';
 import { openSqliteStorage } from '@orreryjs/sqlite-adapter';
 import pg from 'pg';
 import { StorageExecutor } from '../packages/cron/test/support/storage-executor.js';
+import { childExecArgv } from './child-process.js';
 
 const SCALE = Number(process.env.BENCH_SCALE ?? 1);
 const ADAPTERS = (process.env.BENCH_ADAPTERS ?? 'sqlite,postgres').split(',');
@@ -299,12 +300,7 @@ function machineCpuTicks(): { busy: number; total: number } {
 /** A forked runner process (bench/cron-runner-child.ts), started and ready; `onFired` hears its count so far. */
 async function forkRunner(target: RunnerTarget, runnerId: string, onFired: (fired: number, atMs: number) => void) {
   const child = fork(RUNNER_CHILD, [runnerId], {
-    execArgv: [
-      '--import',
-      'tsx',
-      '--conditions=source',
-      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
-    ],
+    execArgv: childExecArgv(),
     env: { ...process.env, ORRERY_DATABASE: target.database, ORRERY_SCHEMA: target.schema },
   });
   await new Promise<void>((ready, failed) => {

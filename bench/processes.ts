@@ -31,6 +31,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DefaultRunner, defineWorkflow } from '@orreryjs/runner';
 import pg from 'pg';
+import { childExecArgv } from './child-process.js';
 
 const DATABASE_URL = process.env.PEERS_PG_URL;
 const PEERS_DIR = process.env.PEERS_DIR;
@@ -105,12 +106,7 @@ async function forkWorkers(system: System, count: number) {
   await Promise.all(
     Array.from({ length: count }, (_, index) => {
       const child = fork(WORKER, [system, schemaOf(system)], {
-        execArgv: [
-          '--import',
-          'tsx',
-          '--conditions=source',
-          ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
-        ],
+        execArgv: childExecArgv(),
       });
       children.push(child);
       return new Promise<void>((ready, failed) => {
