@@ -9,6 +9,7 @@ import { CRON_DEFAULTS } from '@orreryjs/cron';
 import { RUNNER_DEFAULTS } from '@orreryjs/runner';
 import { describe, expect, it } from 'vitest';
 import { OTHER_SCHEDULES, SCHEDULE_LABEL_LIMIT } from '../packages/runner/src/metrics.js';
+import { OUTRUN_PAUSE_MS } from '../packages/runner/src/worker/claim-loop.js';
 
 const ROOT = new URL('..', import.meta.url);
 
@@ -55,5 +56,10 @@ describe('documented defaults', () => {
     expect(readme).toContain(
       `for the first ${SCHEDULE_LABEL_LIMIT.toLocaleString('en-US')} schedules a runner reports on and \`schedule="${OTHER_SCHEDULES}"\``,
     );
+  });
+
+  it('states in the README how long a runner outrun on a wake-up leaves the next ones to others, as OUTRUN_PAUSE_MS says', () => {
+    const readme = readFileSync(new URL('README.md', ROOT), 'utf8').replaceAll(/\s+/g, ' ');
+    expect(readme).toContain(`leaves the next ones to the others for ${OUTRUN_PAUSE_MS} ms`);
   });
 });

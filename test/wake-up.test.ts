@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { ClaimTasksRequest, Storage } from '@orreryjs/core';
 import { DefaultRunner, defineWorkflow, OrreryClient } from '@orreryjs/runner';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -138,6 +139,42 @@ describe('wake-up across processes on postgres', () => {
     const id = await startFromAnotherProcess();
     await promptly('the worker ran the pipeline', worker.hasRun(id));
     expect(worker.ran).toEqual([id]);
+  });
+
+  it('leaves the wake-ups of workflows it does not run to the runners that do, and answers its own at once', {
+    timeout: 60_000,
+  }, async () => {
+    database = postgres.open();
+    const worker = await startWorker();
+    const elsewhere = defineWorkflow({ name: 'elsewhere: run by another runner', tasks: [{ id: 't', run: () => {} }] });
+    const other = await DefaultRunner.create({
+      ...database.config,
+      workflows: [elsewhere],
+      pollIntervalMs: POLL_MS,
+      cronPollIntervalMs: POLL_MS,
+    });
+    closers.push(() => other.shutdown({ timeoutMs: 1_000 }));
+    await other.start();
+    const client = await OrreryClient.create({ ...database.config, pollIntervalMs: POLL_MS });
+    closers.push(() => client.close());
+    // Once it has run a pipeline, every claim of the worker's own loop is counted.
+    const first = await client.executeAsync('ping', {});
+    await promptly('the worker ran the first pipeline', worker.hasRun(first.id));
+    const { executions } = (worker.runner as unknown as { storage: Storage }).storage;
+    const claim = executions.claimTasks.bind(executions);
+    let claims = 0;
+    executions.claimTasks = (request: ClaimTasksRequest) => {
+      claims += 1;
+      return claim(request);
+    };
+    for (let i = 0; i < 5; i += 1) {
+      const result = await promptly('the other runner ran its pipeline', client.execute(elsewhere.name, {}));
+      expect(result.status).toBe('completed');
+    }
+    expect(claims).toBe(0);
+    const mine = await client.executeAsync('ping', {});
+    await promptly('the worker ran its pipeline', worker.hasRun(mine.id));
+    expect(claims).toBeGreaterThan(0);
   });
 
   it('ends a client execute() at once when a worker process finishes the pipeline, both polling every 60 s', {

@@ -35,7 +35,8 @@ export interface Storage {
  */
 export type WakeUp =
   | { kind: 'all' }
-  | { kind: 'tasks'; availableAt: Date }
+  /** Tasks became ready; `workflowName` when all of them are of that workflow (a listener that runs none of its tasks need not claim). */
+  | { kind: 'tasks'; availableAt: Date; workflowName?: string }
   | { kind: 'pipeline'; id: string; status: PipelineStatus }
   | { kind: 'schedule'; nextRunAt: Date };
 

@@ -28,10 +28,13 @@ export function listenApplicationName(applicationName: string): string {
 
 /** A notification's payload as a {@link WakeUp}; null for one this version does not know. */
 export function parseWakeUp(payload: string | undefined): WakeUp | null {
-  const [kind, first, second] = (payload ?? '').split(':');
+  const [kind, first, second, ...rest] = (payload ?? '').split(':');
   if (kind === 'task' && first !== undefined) {
     const ms = Number(first);
-    if (first !== '' && Number.isFinite(ms)) return { kind: 'tasks', availableAt: new Date(ms) };
+    // 'task:<ms>:<workflow name>' since migration 0015; the name may hold colons, and is never empty.
+    const workflowName = [second ?? '', ...rest].join(':');
+    const named = workflowName === '' ? {} : { workflowName };
+    if (first !== '' && Number.isFinite(ms)) return { kind: 'tasks', availableAt: new Date(ms), ...named };
   }
   if (kind === 'pipeline' && first !== undefined && second !== undefined) {
     return { kind: 'pipeline', status: first as PipelineStatus, id: second };

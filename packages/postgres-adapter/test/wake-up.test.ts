@@ -80,7 +80,7 @@ describe('wake-up notifications (migration 0002)', () => {
       );
       // The trigger has run; a round trip on the listener would bring a notification already sent.
       expect(await notifiedBy('SELECT 1')).toEqual([]);
-      expect(await notifiedBy(() => transaction.query('COMMIT'))).toEqual([`task:${now.getTime()}`]);
+      expect(await notifiedBy(() => transaction.query('COMMIT'))).toEqual([`task:${now.getTime()}:w`]);
     } finally {
       await transaction.end();
     }
@@ -123,7 +123,7 @@ describe('wake-up notifications (migration 0002)', () => {
         `UPDATE task_executions SET status = 'ready', available_at = $1, updated_at = $1 WHERE id = $2`,
         [now, taskId],
       ),
-    ).toEqual([`task:${now.getTime()}`]);
+    ).toEqual([`task:${now.getTime()}:w`]);
   });
 
   it('are one per statement inserting ready tasks, at the latest of their available_at (migration 0014)', async () => {
@@ -156,7 +156,58 @@ describe('wake-up notifications (migration 0002)', () => {
           ['fourth', 'ready', later, soon],
         ]),
       ),
-    ).toEqual([`task:${soon.getTime()}`]);
+    ).toEqual([`task:${soon.getTime()}:w`]);
+  });
+
+  it('name the workflow of the ready tasks inserted when there is one, and none for several or a name past 1,000 bytes (migration 0015)', async () => {
+    const mixed = newId();
+    const long = `w:${'x'.repeat(999)}`;
+    await writer.query(
+      `INSERT INTO pipeline_executions (id, workflow_name, workflow_version, status, input, remaining_tasks, failed_tasks, created_at, updated_at)
+       VALUES ($1, 'w', 'v1', 'pending', '{}', 4, 0, $2, $2)`,
+      [mixed, now],
+    );
+    const insertTasks = (rows: ReadonlyArray<[task: string, workflow: string]>) =>
+      `INSERT INTO task_executions (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt, failed_attempts, pending_deps, available_at, updated_at)
+       VALUES ${rows.map(([task, workflow], i) => `(gen_random_uuid(), '${mixed}', '${workflow}', '${task}', ${i}, 'ready', 0, 0, 0, '${now.toISOString()}', '${now.toISOString()}')`).join(', ')}`;
+    // A name holds colons; the listener reads it whole.
+    expect(
+      await notifiedBy(
+        insertTasks([
+          ['one', 'a:b'],
+          ['two', 'a:b'],
+        ]),
+      ),
+    ).toEqual([`task:${now.getTime()}:a:b`]);
+    expect(
+      await notifiedBy(
+        insertTasks([
+          ['three', 'a:b'],
+          ['four', 'c'],
+        ]),
+      ),
+    ).toEqual([`task:${now.getTime()}`]);
+    expect(await notifiedBy(insertTasks([['five', long]]))).toEqual([`task:${now.getTime()}`]);
+    expect(await notifiedBy(insertTasks([['six', long.slice(1)]]))).toEqual([`task:${now.getTime()}:${long.slice(1)}`]);
+    // A task readied by an update names its workflow too, within the same bound.
+    expect(
+      await notifiedBy(
+        `UPDATE task_executions SET status = 'pending' WHERE pipeline_execution_id = $1 AND task_id IN ('five', 'six')`,
+        [mixed],
+      ),
+    ).toEqual([]);
+    expect(
+      await notifiedBy(
+        `UPDATE task_executions SET status = 'ready' WHERE pipeline_execution_id = $1 AND task_id = 'five'`,
+        [mixed],
+      ),
+    ).toEqual([`task:${now.getTime()}`]);
+    expect(
+      await notifiedBy(
+        `UPDATE task_executions SET status = 'ready' WHERE pipeline_execution_id = $1 AND task_id = 'six'`,
+        [mixed],
+      ),
+    ).toEqual([`task:${now.getTime()}:${long.slice(1)}`]);
   });
 
   it('name the pipeline when it is paused, resumed or ends', async () => {
@@ -189,6 +240,9 @@ describe('wake-up notifications (migration 0002)', () => {
 describe('parseWakeUp', () => {
   it.each<[string | undefined, WakeUp | null]>([
     ['task:1893456000000', { kind: 'tasks', availableAt: new Date(1893456000000) }],
+    ['task:1893456000000:w', { kind: 'tasks', availableAt: new Date(1893456000000), workflowName: 'w' }],
+    ['task:1893456000000:a:b:', { kind: 'tasks', availableAt: new Date(1893456000000), workflowName: 'a:b:' }],
+    ['task:1893456000000:', { kind: 'tasks', availableAt: new Date(1893456000000) }],
     ['task', null],
     ['pipeline:completed:abc', { kind: 'pipeline', status: 'completed', id: 'abc' }],
     ['schedule:1893456000000', { kind: 'schedule', nextRunAt: new Date(1893456000000) }],

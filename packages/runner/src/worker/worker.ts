@@ -171,14 +171,11 @@ export class Worker implements LocalWork {
    */
   wakeUp(wakeUp: WakeUp): void {
     switch (wakeUp.kind) {
-      case 'tasks': {
-        // Clock offsets are measured per process, so the writer's now may be a few ms ahead of ours:
-        // claim when our clock reaches it, rather than now (finding nothing) and then only at the poll.
-        const atMs = wakeUp.availableAt.getTime();
-        if (atMs > this.#options.clock.now().getTime()) this.#claimLoop.nudgeAt(atMs);
-        else this.#claimLoop.nudge();
+      case 'tasks':
+        // Tasks of a workflow this runner does not run: another runner's claim takes them.
+        if (wakeUp.workflowName !== undefined && !this.#options.registry.has(wakeUp.workflowName)) return;
+        this.#claimLoop.wakeUp(wakeUp.availableAt.getTime());
         return;
-      }
       case 'pipeline':
         if (wakeUp.status === 'running' || wakeUp.status === 'pending') this.#claimLoop.nudge();
         else if (wakeUp.status === 'paused' || wakeUp.status === 'cancelled')

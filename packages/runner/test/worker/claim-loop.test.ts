@@ -45,7 +45,7 @@ describe.each(ADAPTERS)('ClaimLoop on $name', (adapter) => {
    * A claim loop over the recorded store whose started attempts are only recorded (their code
    * never runs, so they take no slot): the test commits their outcomes itself.
    */
-  const claimLoop = (maxConcurrentTasks: number) => {
+  const claimLoop = (maxConcurrentTasks: number, outrunPauseMs?: number) => {
     const recorded = recording(storage.executions);
     const registry = diamondRegistry();
     const started: ClaimedTask[] = [];
@@ -59,6 +59,7 @@ describe.each(ADAPTERS)('ClaimLoop on $name', (adapter) => {
       maxConcurrentTasks,
       taskLeaseMs: 60_000,
       pollIntervalMs: 60_000,
+      ...(outrunPauseMs !== undefined && { outrunPauseMs }),
       clock: systemClock,
       logger: silentLogger,
     });
@@ -194,5 +195,37 @@ describe.each(ADAPTERS)('ClaimLoop on $name', (adapter) => {
     loop.slotFreed();
     await waitFor(() => claims.length === 2);
     expect(writes).toHaveLength(1);
+  });
+
+  it('after a wake-up its claim finds nothing (a quicker runner took the work), answers the next ones once the pause is over, once', async () => {
+    // Long enough that the turns below end well within it.
+    const { loop, started, claims } = claimLoop(10, 1_000);
+    loop.start();
+    await waitFor(() => claims.length === 1);
+    // Another process's wake-up for work this loop's claim finds: answered at once, within these turns.
+    await storage.executions.createPipeline(diamond());
+    loop.wakeUp(Date.now());
+    for (let turn = 0; turn < 3; turn += 1) await nextTurn();
+    expect(claims).toHaveLength(2);
+    await waitFor(() => started.length === 2);
+    // A wake-up whose work another runner took: the claim finds nothing.
+    loop.wakeUp(Date.now());
+    await waitFor(() => claims.length === 3);
+    await nextTurn();
+    // Work for the next wake-up waits for the pause: the same turns pass without a claim.
+    await storage.executions.createPipeline(diamond());
+    loop.wakeUp(Date.now());
+    loop.wakeUp(Date.now());
+    for (let turn = 0; turn < 3; turn += 1) await nextTurn();
+    expect(claims).toHaveLength(3);
+    // Then one claim answers both.
+    await waitFor(() => started.length === 4);
+    expect(claims).toHaveLength(4);
+    // It found work: the next wake-up is answered at once again.
+    await storage.executions.createPipeline(diamond());
+    loop.wakeUp(Date.now());
+    for (let turn = 0; turn < 3; turn += 1) await nextTurn();
+    expect(claims).toHaveLength(5);
+    await waitFor(() => started.length === 6);
   });
 });
