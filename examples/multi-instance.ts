@@ -54,7 +54,7 @@ if (process.argv[2] === 'worker') {
     database,
     schema,
     workflows: [report],
-    cronBatchSize: 1, // one schedule per claim, so the two workers split a second's four occurrences
+    cronMaxOccurrencesPerTick: 1, // one occurrence per claim transaction, so the two workers split a second's four
     cronPollIntervalMs: 200, // how soon a worker notices schedules another process added
     pollIntervalMs: 50,
   });
