@@ -75,8 +75,8 @@ export type ClaimMode = 'ridingAlong' | 'saturated' | 'idle';
 /** A claim's slots, held from the moment it is made until its tasks are handed out. */
 interface Reservation {
   request: ClaimTasksRequest;
-  /** Hands out the tasks the claim leased (none when it failed) and gives the slots back. */
-  claimed(tasks: readonly ClaimedTask[]): void;
+  /** Hands out the tasks the claim leased (none when it `failed`) and gives the slots back. */
+  claimed(tasks: readonly ClaimedTask[], failed: boolean): void;
 }
 
 /**
@@ -114,7 +114,7 @@ export class ClaimLoop extends BackgroundLoop {
   #nudgeQueued = false;
   /** The last attempt's code ended within {@link CLAIM_AHEAD_MAX_TASK_MS}. */
   #tasksAreShort = false;
-  /** Another process's wake-up came since the loop's last claim: the next one answers it. */
+  /** Another process's wake-up came since the loop's last claim: the next claim answers it. */
   #answersWakeUp = false;
   /** `performance.now()` when a claim answering another process's wake-up last found nothing. */
   #outrunAtMs = Number.NEGATIVE_INFINITY;
@@ -239,6 +239,10 @@ export class ClaimLoop extends BackgroundLoop {
     const limit = free + aheadRoom;
     this.#reserved.slots += free;
     this.#reserved.ahead += aheadRoom;
+    // Sent after the wake-up came, this claim (the loop's own or one along) answers it.
+    const answersWakeUp = this.#answersWakeUp;
+    this.#answersWakeUp = false;
+    const reservedAtMs = performance.now();
     const request = {
       runnerId: this.#options.runnerId,
       registered,
@@ -250,10 +254,11 @@ export class ClaimLoop extends BackgroundLoop {
     };
     return {
       request,
-      claimed: (tasks) => {
+      claimed: (tasks, failed) => {
         this.#reserved.slots -= free;
         this.#reserved.ahead -= aheadRoom;
         this.#saturated = tasks.length === limit;
+        if (answersWakeUp && !failed && tasks.length === 0) this.#outrunAtMs = reservedAtMs;
         if (this.#claimAgain) {
           this.#claimAgain = false;
           this.nudge();
@@ -292,7 +297,7 @@ export class ClaimLoop extends BackgroundLoop {
     return {
       request: reservation.request,
       claimed: (tasks, failed) => {
-        reservation.claimed(tasks);
+        reservation.claimed(tasks, failed);
         this.#workKeepsComing = tasks.length > 0;
         // The write failed and claimed nothing: the loop claims on its own.
         if (failed) this.nudge();
@@ -314,15 +319,13 @@ export class ClaimLoop extends BackgroundLoop {
     let claimed: ClaimedTask[] = [];
     // Work found while earlier tasks still commit: more is likely to be waiting when they are done.
     const busy = this.#committing.size > 0;
-    const answersWakeUp = this.#answersWakeUp;
-    this.#answersWakeUp = false;
-    const claimedAtMs = performance.now();
+    let failed = true;
     try {
       claimed = await this.#options.store.claimTasks(reservation.request);
+      failed = false;
     } finally {
-      reservation.claimed(claimed);
+      reservation.claimed(claimed, failed);
     }
-    if (claimed.length === 0 && answersWakeUp) this.#outrunAtMs = claimedAtMs;
     if (claimed.length > 0 && busy) this.#workKeepsComing = true;
   }
 }

@@ -228,4 +228,31 @@ describe.each(ADAPTERS)('ClaimLoop on $name', (adapter) => {
     expect(claims).toHaveLength(5);
     await waitFor(() => started.length === 6);
   });
+
+  it('takes a wake-up as answered by the claim along with outcomes sent after it, so a later claim finding nothing is no race lost', async () => {
+    const { loop, started, claims, writes } = claimLoop(10, 60_000);
+    loop.start();
+    await waitFor(() => claims.length === 1);
+    await storage.executions.createPipeline(diamond());
+    loop.nudge();
+    await waitFor(() => started.length === 2);
+    // a and b end together as another process's wake-up comes: their write's claim along answers it, and finds c.
+    const committed = started.map((c) => loop.commit(completion(c)));
+    loop.wakeUp(Date.now());
+    await Promise.all(committed);
+    await waitFor(() => started.length === 3);
+    expect(claims).toHaveLength(2);
+    expect(writes).toEqual([{ outcomes: 2, withClaim: true }]);
+    await loop.commit(completion(started[2]!));
+    // A claim of its own that finds nothing answers no wake-up.
+    loop.nudge();
+    await waitFor(() => claims.length === 3);
+    await nextTurn();
+    // So the next wake-up is answered at once.
+    await storage.executions.createPipeline(diamond());
+    loop.wakeUp(Date.now());
+    for (let turn = 0; turn < 3; turn += 1) await nextTurn();
+    expect(claims).toHaveLength(4);
+    await waitFor(() => started.length === 5);
+  });
 });
