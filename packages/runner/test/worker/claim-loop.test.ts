@@ -198,8 +198,8 @@ describe.each(ADAPTERS)('ClaimLoop on $name', (adapter) => {
   });
 
   it('after a wake-up its claim finds nothing (a quicker runner took the work), answers the next ones once the pause is over, once', async () => {
-    // Long enough that the turns below end well within it.
-    const { loop, started, claims } = claimLoop(10, 1_000);
+    // Long enough that the steps below, a pipeline written included, end well within it on a loaded machine.
+    const { loop, started, claims } = claimLoop(10, 3_000);
     loop.start();
     await waitFor(() => claims.length === 1);
     // Another process's wake-up for work this loop's claim finds: answered at once, within these turns.
