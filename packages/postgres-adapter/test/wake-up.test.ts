@@ -63,6 +63,34 @@ const scheduleId = newId();
 const now = new Date('2030-01-01T00:00:00.000Z');
 const later = new Date('2030-01-01T00:00:05.000Z');
 
+/** A pending pipeline of workflow `w`, whose tasks the tests insert themselves. */
+function insertPipeline(id: string): Promise<unknown> {
+  return writer.query(
+    `INSERT INTO pipeline_executions (id, workflow_name, workflow_version, status, input, remaining_tasks, failed_tasks, created_at, updated_at)
+     VALUES ($1, 'w', 'v1', 'pending', '{}', 4, 0, $2, $2)`,
+    [id, now],
+  );
+}
+
+/** A task row of {@link insertTasks}: ready, of workflow `w`, available and updated `now` unless said. */
+interface TaskValues {
+  task: string;
+  status?: string;
+  workflow?: string;
+  availableAt?: Date;
+  updatedAt?: Date;
+}
+
+/** One INSERT statement of `rows` into pipeline `pipelineId`'s tasks. */
+function insertTasks(pipelineId: string, rows: readonly TaskValues[]): string {
+  const values = rows.map(
+    ({ task, status = 'ready', workflow = 'w', availableAt = now, updatedAt = now }, i) =>
+      `(gen_random_uuid(), '${pipelineId}', '${workflow}', '${task}', ${i}, '${status}', 0, 0, 0, '${availableAt.toISOString()}', '${updatedAt.toISOString()}')`,
+  );
+  return `INSERT INTO task_executions (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt, failed_attempts, pending_deps, available_at, updated_at)
+     VALUES ${values.join(', ')}`;
+}
+
 describe('wake-up notifications (migration 0002)', () => {
   it('are delivered only when the writing transaction commits, never while it is open', async () => {
     const transaction = await connect();
@@ -128,32 +156,25 @@ describe('wake-up notifications (migration 0002)', () => {
 
   it('are one per statement inserting ready tasks, at the latest of their available_at (migration 0014)', async () => {
     const batch = newId();
-    await writer.query(
-      `INSERT INTO pipeline_executions (id, workflow_name, workflow_version, status, input, remaining_tasks, failed_tasks, created_at, updated_at)
-       VALUES ($1, 'w', 'v1', 'pending', '{}', 4, 0, $2, $2)`,
-      [batch, now],
-    );
-    const insertTasks = (rows: ReadonlyArray<[task: string, status: string, availableAt: Date, updatedAt: Date]>) =>
-      `INSERT INTO task_executions (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt, failed_attempts, pending_deps, available_at, updated_at)
-       VALUES ${rows.map(([task, status, availableAt, updatedAt], i) => `(gen_random_uuid(), '${batch}', 'w', '${task}', ${i}, '${status}', 0, 0, 0, '${availableAt.toISOString()}', '${updatedAt.toISOString()}')`).join(', ')}`;
+    await insertPipeline(batch);
     const soon = new Date(now.getTime() + 2);
     // Waiting rows only (a dependent, a delayed start): nothing to claim, no wake-up.
     expect(
       await notifiedBy(
-        insertTasks([
-          ['pending', 'pending', now, now],
-          ['delayed', 'ready', later, now],
+        insertTasks(batch, [
+          { task: 'pending', status: 'pending' },
+          { task: 'delayed', availableAt: later },
         ]),
       ),
     ).toEqual([]);
     // Two ready now among waiting ones: one wake-up, when both are claimable.
     expect(
       await notifiedBy(
-        insertTasks([
-          ['first', 'ready', now, soon],
-          ['second', 'ready', soon, soon],
-          ['third', 'pending', now, soon],
-          ['fourth', 'ready', later, soon],
+        insertTasks(batch, [
+          { task: 'first', updatedAt: soon },
+          { task: 'second', availableAt: soon, updatedAt: soon },
+          { task: 'third', status: 'pending', updatedAt: soon },
+          { task: 'fourth', availableAt: later, updatedAt: soon },
         ]),
       ),
     ).toEqual([`task:${soon.getTime()}:w`]);
@@ -162,33 +183,28 @@ describe('wake-up notifications (migration 0002)', () => {
   it('name the workflow of the ready tasks inserted when there is one, and none for several or a name past 1,000 bytes (migration 0015)', async () => {
     const mixed = newId();
     const long = `w:${'x'.repeat(999)}`;
-    await writer.query(
-      `INSERT INTO pipeline_executions (id, workflow_name, workflow_version, status, input, remaining_tasks, failed_tasks, created_at, updated_at)
-       VALUES ($1, 'w', 'v1', 'pending', '{}', 4, 0, $2, $2)`,
-      [mixed, now],
-    );
-    const insertTasks = (rows: ReadonlyArray<[task: string, workflow: string]>) =>
-      `INSERT INTO task_executions (id, pipeline_execution_id, workflow_name, task_id, position, status, attempt, failed_attempts, pending_deps, available_at, updated_at)
-       VALUES ${rows.map(([task, workflow], i) => `(gen_random_uuid(), '${mixed}', '${workflow}', '${task}', ${i}, 'ready', 0, 0, 0, '${now.toISOString()}', '${now.toISOString()}')`).join(', ')}`;
+    await insertPipeline(mixed);
     // A name holds colons; the listener reads it whole.
     expect(
       await notifiedBy(
-        insertTasks([
-          ['one', 'a:b'],
-          ['two', 'a:b'],
+        insertTasks(mixed, [
+          { task: 'one', workflow: 'a:b' },
+          { task: 'two', workflow: 'a:b' },
         ]),
       ),
     ).toEqual([`task:${now.getTime()}:a:b`]);
     expect(
       await notifiedBy(
-        insertTasks([
-          ['three', 'a:b'],
-          ['four', 'c'],
+        insertTasks(mixed, [
+          { task: 'three', workflow: 'a:b' },
+          { task: 'four', workflow: 'c' },
         ]),
       ),
     ).toEqual([`task:${now.getTime()}`]);
-    expect(await notifiedBy(insertTasks([['five', long]]))).toEqual([`task:${now.getTime()}`]);
-    expect(await notifiedBy(insertTasks([['six', long.slice(1)]]))).toEqual([`task:${now.getTime()}:${long.slice(1)}`]);
+    expect(await notifiedBy(insertTasks(mixed, [{ task: 'five', workflow: long }]))).toEqual([`task:${now.getTime()}`]);
+    expect(await notifiedBy(insertTasks(mixed, [{ task: 'six', workflow: long.slice(1) }]))).toEqual([
+      `task:${now.getTime()}:${long.slice(1)}`,
+    ]);
     // A task readied by an update names its workflow too, within the same bound.
     expect(
       await notifiedBy(
