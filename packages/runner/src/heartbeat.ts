@@ -32,13 +32,21 @@ export class OffsetClock implements Clock {
     return this.#offsetMs === 0 ? local : new Date(local.getTime() + this.#offsetMs);
   }
 
-  /** Measures the offset from the database's clock, assuming the reply was made halfway through the round trip. */
+  /**
+   * Measures the offset from the database's clock, assuming the reply was made halfway through
+   * the round trip. An offset within the measurement's own uncertainty (half the round trip,
+   * plus the millisecond each reading is truncated to) is taken as none: two processes on one
+   * host would otherwise each measure 0 or 1 ms at random, and a runner whose clock reads 1 ms
+   * behind a writer's would wait a timer's millisecond before claiming each task it is woken for.
+   */
   async measure(runners: RunnerStore): Promise<void> {
     if (!this.#measures) return;
     const sentMs = this.#base.now().getTime();
     const databaseMs = (await runners.databaseNow()).getTime();
     const receivedMs = this.#base.now().getTime();
-    this.#offsetMs = Math.round(databaseMs - (sentMs + receivedMs) / 2);
+    const offsetMs = databaseMs - (sentMs + receivedMs) / 2;
+    const uncertaintyMs = (receivedMs - sentMs) / 2 + 1;
+    this.#offsetMs = Math.abs(offsetMs) <= uncertaintyMs ? 0 : Math.round(offsetMs);
   }
 }
 
