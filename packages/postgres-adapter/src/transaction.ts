@@ -80,16 +80,19 @@ export async function withClient<T>(
  * any failure rolls it back. Most port methods need no such block: they are written as a
  * single statement (data-modifying CTEs), which Postgres runs as its own transaction. A
  * connection lost midway fails the unit of work with a `DatabaseError`, never the process.
+ * `localSettings` (`SET LOCAL …` statements, constant text) go with the BEGIN, in the same
+ * round trip: a simple query may hold several statements when it has no parameters.
  * @throws DatabaseError wrapping a driver error as "<method> failed: <message>"; Orrery errors pass through.
  */
 export async function transaction<T>(
   handle: PostgresHandle,
   method: string,
   work: (tx: PostgresDb) => Promise<T>,
+  localSettings?: string,
 ): Promise<T> {
   try {
     return await withClient(handle.pool, async (client, discard) => {
-      await client.query('BEGIN');
+      await client.query(localSettings === undefined ? 'BEGIN' : `BEGIN; ${localSettings}`);
       try {
         const result = await work(databaseOf(client));
         await client.query('COMMIT');

@@ -18,7 +18,7 @@ import {
   selectTakenSlots,
   skipBufferedRows,
   skipClaimedRows,
-  walkDueIndexInOrder,
+  WALK_DUE_INDEX_IN_ORDER,
 } from '../src/cron-store/claim.js';
 import { relinkOccurrences } from '../src/cron-store/handoff.js';
 import { prepareCronStore } from '../src/cron-store/index.js';
@@ -162,7 +162,8 @@ const stores = {
         selectStrandedSchedules: selectStrandedSchedules(db, tables, now, ['w'], 10),
       },
       claim: {
-        walkDueIndexInOrder: walkDueIndexInOrder(db),
+        // Constant text sent with the claim's BEGIN.
+        walkDueIndexInOrder: { query: { sql: WALK_DUE_INDEX_IN_ORDER } },
         selectDueSchedules: selectDueSchedules(db, tables, {
           now,
           workflowNames: ['w'],

@@ -38,12 +38,10 @@ interface Advance {
  * schedules are walked in index order whatever the statistics say. Without statistics (a fresh
  * schema) Postgres estimates the due rows at a few hundred whatever their number; once the
  * claim's limit nears that estimate (a burst claims up to 500) it planned a bitmap scan of every
- * due schedule and a sort instead: 38 ms against 0.7 ms at 20,000 due. Differs by necessity:
- * SQLite has no such plan to refuse.
+ * due schedule and a sort instead: 38 ms against 0.7 ms at 20,000 due. Sent with the claim's
+ * BEGIN, in its round trip (see `transaction`). Differs by necessity: SQLite has no such plan to refuse.
  */
-export function walkDueIndexInOrder(db: PostgresDb) {
-  return db.execute(sql`SET LOCAL enable_bitmapscan = off`);
-}
+export const WALK_DUE_INDEX_IN_ORDER = 'SET LOCAL enable_bitmapscan = off';
 
 /**
  * Locks up to `limit` due enabled schedules of `workflowNames`, earliest first; SKIP LOCKED, so
@@ -313,14 +311,16 @@ export function advanceNextRunAt(db: PostgresDb, tables: PostgresTables, advance
     .returning({ id: s.id });
 }
 
-/** Claim + phase 1 (and the in-transaction handoff when asked), inside the caller's transaction `tx`. */
+/**
+ * Claim + phase 1 (and the in-transaction handoff when asked), inside the caller's transaction
+ * `tx`, begun with {@link WALK_DUE_INDEX_IN_ORDER}.
+ */
 export async function claimDueSchedules(
   tx: PostgresDb,
   tables: PostgresTables,
   insert: InsertPipelines,
   request: ClaimDueRequest,
 ): Promise<CronExecutionRow[]> {
-  await walkDueIndexInOrder(tx);
   const due = await selectDueSchedules(tx, tables, request);
   if (due.length === 0) return [];
   // Read after the locks are held, on a snapshot that sees every claim committed before them.

@@ -20,7 +20,7 @@ import type {
 import { type PostgresHandle, statement, transaction } from '../transaction.js';
 import { insertOccurrences } from './backfill.js';
 import { releaseBuffered } from './buffer.js';
-import { claimDueSchedules } from './claim.js';
+import { claimDueSchedules, WALK_DUE_INDEX_IN_ORDER } from './claim.js';
 import { prepareHandoff } from './handoff.js';
 import { occurrenceStats, prepareLedger } from './ledger.js';
 import { prepareProbe } from './probe.js';
@@ -112,8 +112,11 @@ export class PostgresCronStore implements CronStore {
 
   claimDueSchedules(request: ClaimDueRequest): Promise<CronExecutionRow[]> {
     if (request.workflowNames.length === 0 || request.limit <= 0) return Promise.resolve([]);
-    return transaction(this.#handle, 'claimDueSchedules', (tx) =>
-      claimDueSchedules(tx, this.#handle.tables, this.#q.handoff.insertPipelines, request),
+    return transaction(
+      this.#handle,
+      'claimDueSchedules',
+      (tx) => claimDueSchedules(tx, this.#handle.tables, this.#q.handoff.insertPipelines, request),
+      WALK_DUE_INDEX_IN_ORDER,
     );
   }
 
