@@ -49,6 +49,21 @@ async function backendsNamed(applicationName: string): Promise<number[]> {
   }
 }
 
+/** The last statement each connection named `applicationName` ran ('' for none), as pg_stat_activity shows it. */
+async function lastStatementsOf(applicationName: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: postgresUrl() });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ query: string }>(
+      'SELECT query FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid',
+      [applicationName],
+    );
+    return rows.map((row) => row.query);
+  } finally {
+    await client.end();
+  }
+}
+
 async function terminateBackends(applicationName: string): Promise<number> {
   const client = new pg.Client({ connectionString: postgresUrl() });
   await client.connect();
@@ -249,6 +264,46 @@ describe('wake-up across processes on postgres', () => {
     const after = await starter.executeAsync('ping', {});
     await promptly('the pipeline committed after the reconnect ran', worker.hasRun(after.id));
     expect(worker.ran).toEqual([whileDown.id, after.id]);
+  });
+
+  it('LISTENs only while something in the process needs it: a runner from start(), a client from its first wait', {
+    timeout: 60_000,
+  }, async () => {
+    database = postgres.open();
+    const worker = spawnFixture('wake-up-process.ts', ['worker', uniqueName('wake-worker')], env());
+    processes.push(worker);
+    await worker.ready;
+    const clientName = uniqueName('lazy-client');
+    const client = await OrreryClient.create({
+      ...database.config,
+      applicationName: clientName,
+      pollIntervalMs: POLL_MS,
+    });
+    closers.push(() => client.close());
+    const runnerName = uniqueName('lazy-runner');
+    const ping = defineWorkflow({ name: 'ping', tasks: [{ id: 'pong', run: () => {} }] });
+    const runner = await DefaultRunner.create({
+      ...database.config,
+      applicationName: runnerName,
+      workflows: [ping],
+      pollIntervalMs: POLL_MS,
+      cronPollIntervalMs: POLL_MS,
+    });
+    closers.push(() => runner.shutdown({ timeoutMs: 1_000 }));
+    const listen = `LISTEN "orrery.${database.config.schema}"`;
+
+    // Both hold their connection (a bad listen URL still fails at create()), and neither LISTENs while it only starts work.
+    await client.executeAsync('ping', {});
+    expect(await lastStatementsOf(`${clientName}:listen`)).toEqual(['']);
+    expect(await lastStatementsOf(`${runnerName}:listen`)).toEqual(['']);
+
+    // The first wait LISTENs, and the worker process's finish wakes it (both poll every 60 s).
+    const result = await promptly('execute() resolved', client.execute('ping', {}));
+    expect(result.status).toBe('completed');
+    expect(await lastStatementsOf(`${clientName}:listen`)).toEqual([listen]);
+
+    await runner.start();
+    await waitFor(async () => (await lastStatementsOf(`${runnerName}:listen`))[0] === listen, PROMPT_MS);
   });
 
   it('works by polling alone with listen: false, and opens no LISTEN connection', { timeout: 60_000 }, async () => {

@@ -48,16 +48,22 @@ export function parseWakeUp(payload: string | undefined): WakeUp | null {
 
 /**
  * Cross-process wake-ups on PostgreSQL: one dedicated connection (not from the pool, which
- * would hand it to queries and drop its LISTEN) listens on the schema's channel, and every
- * notification goes to the subscribers. A lost connection is re-established with a capped
- * exponential back-off; after each (re)connect every subscriber gets `{ kind: 'all' }`,
- * since a notification may have been missed meanwhile. Polling is the fallback throughout.
+ * would hand it to queries and drop its LISTEN) listens on the schema's channel while someone
+ * subscribes, and every notification goes to the subscribers. A process that only starts work
+ * (a web server's client, which subscribes at its first wait) is woken by none of the schema's
+ * notifications: every listener is signalled, and its connection's backend woken, for each
+ * one. A lost connection is re-established with a capped exponential back-off. Each time the
+ * LISTEN takes effect (the first subscriber, a reconnect) every subscriber gets
+ * `{ kind: 'all' }`, since a notification may have been missed before it. Polling is the
+ * fallback throughout.
  */
 export class PostgresWakeUps implements WakeUps {
   readonly #options: PostgresWakeUpsOptions;
   readonly #channel: string;
   readonly #listeners = new Set<(wakeUp: WakeUp) => void>();
   #client: pg.Client | undefined;
+  /** Whether {@link #client} LISTENs (or has been asked to): while there are subscribers. */
+  #listening = false;
   /** Clients whose connection ended, possibly before they became {@link #client}. */
   readonly #ended = new WeakSet<pg.Client>();
   #failures = 0;
@@ -74,18 +80,21 @@ export class PostgresWakeUps implements WakeUps {
    * to fix (the pool just connected), so it is thrown rather than retried.
    */
   async start(): Promise<void> {
-    const client = await this.#listen();
+    const client = await this.#connect();
     if (this.#closed) {
       await client.end().catch(() => undefined);
       return;
     }
-    this.#client = client;
-    if (this.#ended.has(client)) this.#lost(client, undefined);
+    this.#use(client);
   }
 
   subscribe(listener: (wakeUp: WakeUp) => void): () => void {
     this.#listeners.add(listener);
-    return () => void this.#listeners.delete(listener);
+    this.#listenWhileSubscribed();
+    return () => {
+      this.#listeners.delete(listener);
+      this.#listenWhileSubscribed();
+    };
   }
 
   /** Stops listening and reconnecting; idempotent. */
@@ -101,8 +110,8 @@ export class PostgresWakeUps implements WakeUps {
     await client.end().catch(() => undefined);
   }
 
-  /** A connected client that LISTENs on the channel; its failures after this are reported to #lost. */
-  async #listen(): Promise<pg.Client> {
+  /** A connected client, not listening yet; its failures after this are reported to #lost. */
+  async #connect(): Promise<pg.Client> {
     const { connectionString, applicationName, connectionTimeoutMs } = this.#options;
     const client = new pg.Client({
       connectionString,
@@ -120,8 +129,6 @@ export class PostgresWakeUps implements WakeUps {
     });
     try {
       await client.connect();
-      // The channel is a quoted identifier; the schema name was validated (≤ 56 characters of [a-z0-9_]).
-      await client.query(`LISTEN "${this.#channel}"`);
       // Listening alone must not keep a process alive: a script that never closes its storage
       // exits once its own work is done (its waiters and loops hold the event loop while they wait).
       unrefSocket(client);
@@ -130,6 +137,34 @@ export class PostgresWakeUps implements WakeUps {
       throw error;
     }
     return client;
+  }
+
+  /** Makes a connected client the listen connection, LISTENing if there are subscribers. */
+  #use(client: pg.Client): void {
+    this.#client = client;
+    this.#listening = false;
+    if (this.#ended.has(client)) this.#lost(client, undefined);
+    else this.#listenWhileSubscribed();
+  }
+
+  /**
+   * LISTENs while there are subscribers and UNLISTENs once there are none. The statements queue
+   * on the connection in the order they are asked for, so the last one decides. Once a LISTEN
+   * has taken effect every subscriber is woken once: what was committed before it notified no one.
+   */
+  #listenWhileSubscribed(): void {
+    const client = this.#client;
+    const subscribed = this.#listeners.size > 0;
+    if (client === undefined || this.#closed || subscribed === this.#listening) return;
+    this.#listening = subscribed;
+    // The channel is a quoted identifier; the schema name was validated (≤ 56 characters of [a-z0-9_]).
+    const command = `${subscribed ? 'LISTEN' : 'UNLISTEN'} "${this.#channel}"`;
+    client.query(command).then(
+      () => {
+        if (subscribed && client === this.#client) this.#dispatch({ kind: 'all' });
+      },
+      (error: unknown) => this.#lost(client, error),
+    );
   }
 
   #lost(client: pg.Client, error: unknown): void {
@@ -158,7 +193,7 @@ export class PostgresWakeUps implements WakeUps {
     this.#cancelRetry = undefined;
     let client: pg.Client;
     try {
-      client = await this.#listen();
+      client = await this.#connect();
     } catch (error) {
       this.#options.logger.warn({ err: error, channel: this.#channel }, 'could not re-establish the LISTEN connection');
       this.#scheduleReconnect();
@@ -168,15 +203,11 @@ export class PostgresWakeUps implements WakeUps {
       await client.end().catch(() => undefined);
       return;
     }
-    this.#client = client;
-    if (this.#ended.has(client)) {
-      this.#lost(client, undefined);
-      return;
-    }
+    // Work committed while the connection was down notified no one: its LISTEN wakes everything once.
+    this.#use(client);
+    if (this.#client !== client) return;
     this.#failures = 0;
     this.#options.logger.info({ channel: this.#channel }, 'LISTEN connection re-established');
-    // Work committed while the connection was down notified no one: wake everything once.
-    this.#dispatch({ kind: 'all' });
   }
 
   #dispatch(wakeUp: WakeUp): void {

@@ -274,3 +274,42 @@ describe('parseWakeUp', () => {
     expect(listenApplicationName('a'.repeat(63))).toBe(`${'a'.repeat(56)}:listen`);
   });
 });
+
+describe('the storage’s listen connection', () => {
+  /** The last statement of the storage's listen connection, as pg_stat_activity shows it ('' for none). */
+  async function lastListenStatement(applicationName: string): Promise<string | undefined> {
+    const { rows } = await writer.query<{ query: string }>(
+      'SELECT query FROM pg_stat_activity WHERE application_name = $1',
+      [listenApplicationName(applicationName)],
+    );
+    return rows[0]?.query;
+  }
+
+  it('LISTENs while it has subscribers, wakes each one at its LISTEN, and UNLISTENs when the last leaves', async () => {
+    const applicationName = `wake-${newId().slice(0, 8)}`;
+    const listening = await openPostgresStorage({ connectionString: postgresUrl(), schema, applicationName });
+    try {
+      const wakeUps = listening.wakeUps!;
+      expect(await lastListenStatement(applicationName)).toBe('');
+
+      const heard: WakeUp[] = [];
+      const unsubscribe = wakeUps.subscribe((wakeUp) => heard.push(wakeUp));
+      const second = wakeUps.subscribe(() => undefined);
+      // What was committed before the LISTEN took effect notified no one: the subscriber is woken for everything.
+      await expect.poll(() => heard, { timeout: 10_000 }).toEqual([{ kind: 'all' }]);
+      expect(await lastListenStatement(applicationName)).toBe(`LISTEN "${channel}"`);
+
+      await writer.query(`SELECT pg_notify($1, 'schedule:1893456000000')`, [channel]);
+      await expect
+        .poll(() => heard, { timeout: 10_000 })
+        .toEqual([{ kind: 'all' }, { kind: 'schedule', nextRunAt: new Date(1893456000000) }]);
+
+      unsubscribe();
+      expect(await lastListenStatement(applicationName)).toBe(`LISTEN "${channel}"`);
+      second();
+      await expect.poll(() => lastListenStatement(applicationName), { timeout: 10_000 }).toBe(`UNLISTEN "${channel}"`);
+    } finally {
+      await listening.close();
+    }
+  });
+});

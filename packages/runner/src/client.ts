@@ -100,7 +100,8 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
   readonly #emit: EmitEvent;
   readonly #writer: PipelineWriter;
   readonly #admission: GroupAdmission;
-  readonly #unsubscribe: () => void;
+  /** Ends the waiters' wake-up subscription, taken at the first wait (see {@link #waitForResult}). */
+  #unsubscribe: (() => void) | undefined;
   /**
    * The cron engine behind the schedule calls; a runner starts its loops. @internal
    */
@@ -167,7 +168,6 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
       ledgerRetentionMs: config.retention.cronLedgerMs,
       clock,
     });
-    this.#unsubscribe = storage.wakeUps?.subscribe((wakeUp) => this.#wakeWaiters(wakeUp)) ?? (() => {});
   }
 
   /**
@@ -405,7 +405,7 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
   }
 
   async #close(reason: PipelineTimeoutError): Promise<void> {
-    this.#unsubscribe();
+    this.#unsubscribe?.();
     await this.#admission.settled();
     this.#waiters.close(reason);
     await this.#storage.close();
@@ -492,6 +492,10 @@ export class OrreryClient extends EventEmitter<RunnerEvents> implements Pipeline
   }
 
   async #waitForResult(id: string, workflowName: string, timeoutMs: number): Promise<PipelineResult> {
+    // Wake-ups from the first wait on: a client that only starts work is woken by none of the
+    // schema's notifications. One that came before the subscription took effect is caught by the
+    // wake-up of every waiter that follows the LISTEN (see the Postgres adapter's wake-up.ts).
+    this.#unsubscribe ??= this.#storage.wakeUps?.subscribe((wakeUp) => this.#wakeWaiters(wakeUp));
     const { row, tasks } = await this.#waiters.wait(id, timeoutMs, this.#firstPollDelayMs(workflowName));
     return this.#result(row, tasks ?? (await this.#storage.executions.listTasks(id)));
   }

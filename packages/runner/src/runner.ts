@@ -73,8 +73,12 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> {
   readonly #retention: RetentionLoop;
   readonly #admissionSweep: AdmissionSweep;
   readonly #metrics: RunnerMetrics;
-  /** Ends this runner's wake-up subscription (the client holds its own, for its waiters). */
-  readonly #unsubscribe: () => void;
+  /**
+   * Ends this runner's wake-up subscription, taken at start() for its worker and cron tick (the
+   * client takes its own at its first wait): a runner that is never started only starts work,
+   * and is woken by nothing.
+   */
+  #unsubscribe: () => void = () => {};
   /** Writes of registered workflows to the `workflows` table still in flight (from `register()`). */
   #upserts: Promise<void> = Promise.resolve();
   #started: Promise<void> | undefined;
@@ -117,7 +121,6 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> {
       pipelineFinished: (row, tasks, slotsGivenOn) => this.#client.pipelineFinished(row, tasks, slotsGivenOn),
     });
     this.#client = new OrreryClient({ config, storage, registry, clock, emit, localWork: this.#worker });
-    this.#unsubscribe = storage.wakeUps?.subscribe((wakeUp) => this.#wakeUp(wakeUp)) ?? (() => {});
     this.#heartbeat = new HeartbeatLoop({
       runners: seenWithWorkflows(storage, registry),
       runnerId,
@@ -196,6 +199,7 @@ export class DefaultRunner extends EventEmitter<RunnerEvents> {
   }
 
   async #start(): Promise<void> {
+    this.#unsubscribe = this.#storage.wakeUps?.subscribe((wakeUp) => this.#wakeUp(wakeUp)) ?? (() => {});
     await this.#heartbeat.beat();
     this.#heartbeat.start();
     this.#worker.start();
