@@ -34,48 +34,41 @@ function uniqueName(prefix: string): string {
   return `${prefix}-${randomBytes(4).toString('hex')}`;
 }
 
-/** Backend pids of the connections named `applicationName`. */
-async function backendsNamed(applicationName: string): Promise<number[]> {
+/** The rows of `text` on a connection of its own (not one of the processes' under test). */
+async function queryOnce<Row extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<Row[]> {
   const client = new pg.Client({ connectionString: postgresUrl() });
   await client.connect();
   try {
-    const { rows } = await client.query<{ pid: number }>(
-      'SELECT pid FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid',
-      [applicationName],
-    );
-    return rows.map((row) => row.pid);
+    return (await client.query<Row>(text, values)).rows;
   } finally {
     await client.end();
   }
+}
+
+/** Backend pids of the connections named `applicationName`. */
+async function backendsNamed(applicationName: string): Promise<number[]> {
+  const rows = await queryOnce<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid',
+    [applicationName],
+  );
+  return rows.map((row) => row.pid);
 }
 
 /** The last statement each connection named `applicationName` ran ('' for none), as pg_stat_activity shows it. */
 async function lastStatementsOf(applicationName: string): Promise<string[]> {
-  const client = new pg.Client({ connectionString: postgresUrl() });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ query: string }>(
-      'SELECT query FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid',
-      [applicationName],
-    );
-    return rows.map((row) => row.query);
-  } finally {
-    await client.end();
-  }
+  const rows = await queryOnce<{ query: string }>(
+    'SELECT query FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid',
+    [applicationName],
+  );
+  return rows.map((row) => row.query);
 }
 
 async function terminateBackends(applicationName: string): Promise<number> {
-  const client = new pg.Client({ connectionString: postgresUrl() });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ killed: number }>(
-      'SELECT count(pg_terminate_backend(pid))::int AS killed FROM pg_stat_activity WHERE application_name = $1',
-      [applicationName],
-    );
-    return rows[0]!.killed;
-  } finally {
-    await client.end();
-  }
+  const [row] = await queryOnce<{ killed: number }>(
+    'SELECT count(pg_terminate_backend(pid))::int AS killed FROM pg_stat_activity WHERE application_name = $1',
+    [applicationName],
+  );
+  return row!.killed;
 }
 
 const postgres = ADAPTERS.find((adapter) => adapter.name === 'postgres')!;
@@ -94,6 +87,14 @@ describe('wake-up across processes on postgres', () => {
 
   function env(): Record<string, string> {
     return { ORRERY_DATABASE: database!.config.database!, ORRERY_SCHEMA: database!.config.schema! };
+  }
+
+  /** A worker process (test/fixtures/wake-up-process.ts) running `ping`, polling every 60 s, once it is ready. */
+  async function startWorkerProcess(prefix: string): Promise<Worker> {
+    const worker = spawnFixture('wake-up-process.ts', ['worker', uniqueName(prefix)], env());
+    processes.push(worker);
+    await worker.ready;
+    return worker;
   }
 
   /** An in-process worker running `ping`, polling every 60 s; `ran` lists the pipelines it ran. */
@@ -196,9 +197,7 @@ describe('wake-up across processes on postgres', () => {
     timeout: 60_000,
   }, async () => {
     database = postgres.open();
-    const worker = spawnFixture('wake-up-process.ts', ['worker', uniqueName('wake-worker')], env());
-    processes.push(worker);
-    await worker.ready;
+    const worker = await startWorkerProcess('wake-worker');
     const client = await OrreryClient.create({ ...database.config, pollIntervalMs: POLL_MS });
     closers.push(() => client.close());
 
@@ -223,9 +222,7 @@ describe('wake-up across processes on postgres', () => {
     },
     async (how, cronExpression) => {
       database = postgres.open();
-      const worker = spawnFixture('wake-up-process.ts', ['worker', uniqueName('wake-cron')], env());
-      processes.push(worker);
-      await worker.ready;
+      await startWorkerProcess('wake-cron');
       const client = await OrreryClient.create({ ...database.config, listen: false });
       closers.push(() => client.close());
 
@@ -270,9 +267,7 @@ describe('wake-up across processes on postgres', () => {
     timeout: 60_000,
   }, async () => {
     database = postgres.open();
-    const worker = spawnFixture('wake-up-process.ts', ['worker', uniqueName('wake-worker')], env());
-    processes.push(worker);
-    await worker.ready;
+    await startWorkerProcess('wake-worker');
     const clientName = uniqueName('lazy-client');
     const client = await OrreryClient.create({
       ...database.config,
