@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { ClaimTasksRequest, Storage } from '@orreryjs/core';
 import { DefaultRunner, defineWorkflow, OrreryClient } from '@orreryjs/runner';
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ADAPTERS, type TestDatabase, waitFor } from '../packages/runner/test/support.js';
+import { connectionsNamed, terminateBackends } from './support/backends.js';
 import { postgresUrl } from './support/postgres.js';
 import { spawnFixture, stopWorker, type Worker } from './support/processes.js';
 
@@ -34,41 +34,14 @@ function uniqueName(prefix: string): string {
   return `${prefix}-${randomBytes(4).toString('hex')}`;
 }
 
-/** The rows of `text` on a connection of its own (not one of the processes' under test). */
-async function queryOnce<Row extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<Row[]> {
-  const client = new pg.Client({ connectionString: postgresUrl() });
-  await client.connect();
-  try {
-    return (await client.query<Row>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}
-
 /** Backend pids of the connections named `applicationName`. */
 async function backendsNamed(applicationName: string): Promise<number[]> {
-  const rows = await queryOnce<{ pid: number }>(
-    'SELECT pid FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid',
-    [applicationName],
-  );
-  return rows.map((row) => row.pid);
+  return (await connectionsNamed(postgresUrl(), applicationName)).map((connection) => connection.pid);
 }
 
-/** The last statement each connection named `applicationName` ran ('' for none), as pg_stat_activity shows it. */
+/** The last statement each connection named `applicationName` ran ('' for none). */
 async function lastStatementsOf(applicationName: string): Promise<string[]> {
-  const rows = await queryOnce<{ query: string }>(
-    'SELECT query FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid',
-    [applicationName],
-  );
-  return rows.map((row) => row.query);
-}
-
-async function terminateBackends(applicationName: string): Promise<number> {
-  const [row] = await queryOnce<{ killed: number }>(
-    'SELECT count(pg_terminate_backend(pid))::int AS killed FROM pg_stat_activity WHERE application_name = $1',
-    [applicationName],
-  );
-  return row!.killed;
+  return (await connectionsNamed(postgresUrl(), applicationName)).map((connection) => connection.query);
 }
 
 const postgres = ADAPTERS.find((adapter) => adapter.name === 'postgres')!;
@@ -249,7 +222,7 @@ describe('wake-up across processes on postgres', () => {
     const [before] = await backendsNamed(listenName);
     expect(before).toBeDefined();
 
-    expect(await terminateBackends(listenName)).toBe(1);
+    expect(await terminateBackends(postgresUrl(), listenName)).toBe(1);
     // Committed while the connection is down (or reconnecting): the wake-up after the reconnect finds it.
     const whileDown = await starter.executeAsync('ping', {});
     await promptly('the pipeline committed while down ran', worker.hasRun(whileDown.id));

@@ -20,3 +20,25 @@ export async function terminateBackends(url: string, applicationNamePrefix: stri
     await client.end().catch(() => undefined);
   }
 }
+
+/**
+ * The connections to the server at `url` whose `application_name` is `applicationName`, in pid
+ * order: each backend's pid and the last statement it ran ('' for none), as pg_stat_activity
+ * shows them.
+ */
+export async function connectionsNamed(
+  url: string,
+  applicationName: string,
+): Promise<Array<{ pid: number; query: string }>> {
+  const client = new pg.Client({ connectionString: url, application_name: 'orrery-test-observer' });
+  await client.connect();
+  try {
+    const result = await client.query<{ pid: number; query: string }>(
+      'SELECT pid, query FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid',
+      [applicationName],
+    );
+    return result.rows;
+  } finally {
+    await client.end();
+  }
+}

@@ -1,6 +1,7 @@
 import { newId, type Storage, type WakeUp } from '@orreryjs/core';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectionsNamed } from '../../../test/support/backends.js';
 import { dropSchema, freshSchemaName, postgresUrl } from '../../../test/support/postgres.js';
 import { openPostgresStorage } from '../src/index.js';
 import { listenApplicationName, parseWakeUp } from '../src/wake-up.js';
@@ -278,11 +279,8 @@ describe('parseWakeUp', () => {
 describe('the storage’s listen connection', () => {
   /** The last statement of the storage's listen connection, as pg_stat_activity shows it ('' for none). */
   async function lastListenStatement(applicationName: string): Promise<string | undefined> {
-    const { rows } = await writer.query<{ query: string }>(
-      'SELECT query FROM pg_stat_activity WHERE application_name = $1',
-      [listenApplicationName(applicationName)],
-    );
-    return rows[0]?.query;
+    const [connection] = await connectionsNamed(postgresUrl(), listenApplicationName(applicationName));
+    return connection?.query;
   }
 
   it('LISTENs while it has subscribers, wakes each one at its LISTEN, and UNLISTENs when the last leaves', async () => {
