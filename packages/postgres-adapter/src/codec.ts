@@ -47,28 +47,37 @@ const TIMESTAMPTZ_TEXT =
 
 const digit = (text: string, at: number) => text.charCodeAt(at) - 48;
 const twoDigits = (text: string, at: number) => digit(text, at) * 10 + digit(text, at + 1);
-const [DASH, SPACE, COLON, DOT] = ['-', ' ', ':', '.'].map((c) => c.charCodeAt(0)) as [number, number, number, number];
+const [DASH, SPACE, T, COLON, DOT] = ['-', ' ', 'T', ':', '.'].map((c) => c.charCodeAt(0)) as [
+  number,
+  number,
+  number,
+  number,
+  number,
+];
 
 /**
- * `2026-01-02 03:04:05.678+00` read without a regular expression, three times faster: the form
- * of every timestamp a server in UTC sends, and a claim decodes several per task. Null for any
- * other form (another zone, a fraction past microseconds, a year before 100 or after 9999, BC).
+ * `2026-01-02 03:04:05.678+00` (or `2026-01-02T03:04:05.678+00:00`, as `to_json` writes it) read
+ * without a regular expression, three times faster: the form of every timestamp a server in UTC
+ * sends, and a claim decodes several per task. Null for any other form (another zone, a fraction
+ * past microseconds, a year before 100 or after 9999, BC).
  */
 function parseUtcTimestamptz(text: string): Date | null {
-  const n = text.length;
+  const zone = text.endsWith('+00') ? 3 : text.endsWith('+00:00') ? 6 : 0;
+  // The length without the zone: seconds end at 19, a fraction of 1 to 6 digits follows a dot.
+  const n = text.length - zone;
   const shaped =
-    (n === 22 || (n >= 24 && n <= 29 && text.charCodeAt(19) === DOT)) &&
+    zone > 0 &&
+    (n === 19 || (n >= 21 && n <= 26 && text.charCodeAt(19) === DOT)) &&
     text.charCodeAt(4) === DASH &&
     text.charCodeAt(7) === DASH &&
-    text.charCodeAt(10) === SPACE &&
+    (text.charCodeAt(10) === SPACE || text.charCodeAt(10) === T) &&
     text.charCodeAt(13) === COLON &&
-    text.charCodeAt(16) === COLON &&
-    text.endsWith('+00');
+    text.charCodeAt(16) === COLON;
   const year = twoDigits(text, 0) * 100 + twoDigits(text, 2);
   // Date.UTC reads years 0-99 as 1900-1999.
   if (!shaped || year < 100) return null;
   let ms = 0;
-  for (let at = 20, scale = 100; at < Math.min(n - 3, 23); at += 1, scale /= 10) ms += digit(text, at) * scale;
+  for (let at = 20, scale = 100; at < Math.min(n, 23); at += 1, scale /= 10) ms += digit(text, at) * scale;
   const [month, day] = [twoDigits(text, 5) - 1, twoDigits(text, 8)];
   return new Date(Date.UTC(year, month, day, twoDigits(text, 11), twoDigits(text, 14), twoDigits(text, 17), ms));
 }
@@ -262,14 +271,6 @@ type ColumnValue<C extends PgColumn> = C['_']['notNull'] extends true ? C['_']['
 
 /** A selection typed like `columns`, so that drizzle infers the row type. */
 export type FieldsLike<T extends Record<string, PgColumn>> = { [K in keyof T]: SQL<ColumnValue<T[K]>> };
-
-/** The fields of `source` (a CTE) that {@link aliasColumns} named, keyed by their plain field names. */
-export function pickAliased<T extends Record<string, PgColumn>>(source: object, columns: T, prefix: string) {
-  const fields = source as Record<string, SQL>;
-  return Object.fromEntries(
-    Object.keys(columns).map((field) => [field, fields[`${prefix}${field}`]!]),
-  ) as FieldsLike<T>;
-}
 
 /** The fields of `source` (a CTE that returned `columns` as they are), keyed by field name. */
 export function fieldsOf<T extends Record<string, PgColumn>>(source: object, columns: T) {

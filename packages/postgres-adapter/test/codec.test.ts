@@ -24,6 +24,11 @@ describe('codec', () => {
     expect(parseTimestamptz('2026-12-31 23:59:59.05+00')).toEqual(new Date('2026-12-31T23:59:59.050Z'));
     expect(parseTimestamptz('2026-12-31 23:59:59.9+00')).toEqual(new Date('2026-12-31T23:59:59.900Z'));
     expect(parseTimestamptz('0100-03-01 00:00:00+00').toISOString()).toBe('0100-03-01T00:00:00.000Z');
+    // The same in the form to_json writes (the claim's and the finish's rows).
+    expect(parseTimestamptz('2026-12-31T23:59:59.05+00:00')).toEqual(new Date('2026-12-31T23:59:59.050Z'));
+    expect(parseTimestamptz('2026-12-31T23:59:59+00:00')).toEqual(new Date('2026-12-31T23:59:59.000Z'));
+    expect(parseTimestamptz('2026-12-31T23:59:59.123456+00:00')).toEqual(new Date('2026-12-31T23:59:59.123Z'));
+    expect(parseTimestamptz('2026-12-31T23:59:59.9+05:00')).toEqual(new Date('2026-12-31T18:59:59.900Z'));
   });
 
   it('reads instants in any server time zone: offsets with minutes, with seconds (local mean time), and years before 100', () => {

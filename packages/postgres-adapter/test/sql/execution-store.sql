@@ -89,7 +89,7 @@ with "ready" as (select "tenant"."task_executions"."pipeline_execution_id", "ten
   from "tenant"."task_executions" "tt"
   where ("tt"."pipeline_execution_id" IN (SELECT "leased"."pipeline_execution_id" FROM "leased" WHERE "leased"."map_of" IS NULL) and "tt"."status" IN ('completed', 'failed', 'skipped', 'cancelled') and "tt"."map_of" is null)
   group by "tt"."pipeline_execution_id")
-  select "leased"."id", "leased"."pipeline_execution_id", "leased"."workflow_name", "leased"."task_id", "leased"."position", "leased"."status", "leased"."attempt", "leased"."failed_attempts", "leased"."pending_deps", "leased"."available_at", "leased"."waits_until", "leased"."map_of", "leased"."map_index", "leased"."map_item", "leased"."lease_owner", "leased"."lease_expires_at", "leased"."runner_id", "leased"."attempt_history", "leased"."output", "leased"."error", "leased"."started_at", "leased"."completed_at", "lease_expired", "signal_payload", "p_id", "p_workflow_name", "p_workflow_version", "p_status", "p_input", "p_idempotency_key", "p_scheduled_time", "p_schedule_id", "p_remaining_tasks", "p_failed_tasks", "p_error", "p_pause_reason", "p_trace_context", "p_run_at", "p_priority", "p_concurrency", "p_created_at", "p_started_at", "p_completed_at", "p_updated_at", "started_id", "terminal_tasks"
+  select to_json("leased") as "row", "started_id", "terminal_tasks"
   from "leased"
   left join "started" on "started_id" = "leased"."pipeline_execution_id"
   left join "terminal" on "terminal_pipeline_id" = "leased"."pipeline_execution_id"
