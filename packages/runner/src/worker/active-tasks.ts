@@ -21,6 +21,12 @@ export interface ActiveTask extends LeaseRef {
   /** Epoch ms (runner clock) when the lease runs out unless renewed. */
   leaseExpiresAtMs: number;
   readonly controller: AbortController;
+  /**
+   * Ends the race of the attempt's code with the abort's reason (see the worker's
+   * `runWithSignal`), set while that code runs. Called directly rather than as a listener of
+   * the signal, which is created only if the task's code reads it.
+   */
+  interrupt: ((reason: DOMException) => void) | null;
   /** Set by the first abort: later aborts do not change what happened. */
   abortCause: AbortCause | null;
   /** Settles when the attempt is over (committed, released or abandoned). */
@@ -102,7 +108,9 @@ export class ActiveTasks {
     if (task.abortCause !== null) return;
     task.abortCause = cause;
     const name = cause === 'timeout' ? 'TimeoutError' : 'AbortError';
-    task.controller.abort(new DOMException(`Task attempt aborted: ${ABORT_MESSAGES[cause]}.`, name));
+    const reason = new DOMException(`Task attempt aborted: ${ABORT_MESSAGES[cause]}.`, name);
+    task.controller.abort(reason);
+    task.interrupt?.(reason);
   }
 
   /** Aborts the running attempts of one pipeline (cancel, pause); returns how many were not aborted yet. */
@@ -112,7 +120,6 @@ export class ActiveTasks {
     return matching.length;
   }
 
-  /** Aborts every running attempt. */
   /** Aborts this process's running instances of a map task (another instance failed it, cancelling them). */
   abortMapInstances(pipelineExecutionId: string, mapTaskId: string): void {
     for (const task of this.list()) {
@@ -122,6 +129,7 @@ export class ActiveTasks {
     }
   }
 
+  /** Aborts every running attempt. */
   abortAll(cause: AbortCause): void {
     for (const task of this.list()) this.abort(task, cause);
   }

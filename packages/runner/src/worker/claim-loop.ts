@@ -164,7 +164,9 @@ export class ClaimLoop extends BackgroundLoop {
     const pauseEndsInMs = this.#outrunAtMs + (this.#options.outrunPauseMs ?? OUTRUN_PAUSE_MS) - performance.now();
     const inMs = Math.max(availableAtMs - this.#options.clock.now().getTime(), pauseEndsInMs);
     if (inMs > 0) this.wakeIn(inMs);
-    else this.nudge();
+    // At once, not on the next turn as local nudges are: the work is committed already, and the
+    // wake-ups of one network read all arrive before the claim starts (it starts in a microtask).
+    else super.nudge();
   }
 
   /**

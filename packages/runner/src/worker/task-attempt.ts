@@ -98,6 +98,7 @@ export function startAttempt(claimed: ClaimedTask, env: AttemptEnvironment): Act
     startedAtMs: performance.now(),
     leaseExpiresAtMs: task.leaseExpiresAt?.getTime() ?? 0,
     controller: new AbortController(),
+    interrupt: null,
     abortCause: null,
     done: Promise.resolve(),
   };
@@ -378,7 +379,10 @@ async function rateLimitAdmits(
 function attemptInfo(ref: AttemptRef, entry: ActiveTask, { task, pipeline }: ClaimedTask): TaskRunInfo {
   return {
     ...ref,
-    signal: entry.controller.signal,
+    // Created when the task's code first reads it: an AbortSignal (an EventTarget) costs more than a short task.
+    get signal() {
+      return entry.controller.signal;
+    },
     ...(pipeline.scheduledTime === null ? {} : { scheduledTime: pipeline.scheduledTime }),
     ...(task.mapIndex == null ? {} : { item: task.mapItem?.value ?? null, index: task.mapIndex }),
   };
@@ -396,7 +400,6 @@ function runWithSignal(
   entry: ActiveTask,
   env: AttemptEnvironment,
 ): Promise<unknown> {
-  const { signal } = entry.controller;
   const cancelTimer = setLongTimeout(
     () => env.active.abort(entry, 'timeout'),
     definition.timeoutMs ?? env.taskTimeoutMs,
@@ -405,13 +408,16 @@ function runWithSignal(
   // What run returns: an instance's result (see core's map.ts); other tasks return nothing.
   const running = Promise.resolve().then((): unknown => definition.run!(context, info));
   const aborted = new Promise<never>((_, reject) => {
-    if (signal.aborted) reject(signal.reason);
-    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+    if (entry.abortCause !== null) reject(entry.controller.signal.reason);
+    else entry.interrupt = reject;
   });
   // Whichever loses the race settles unobserved; these keep its rejection from being reported as unhandled.
   running.catch(() => undefined);
   aborted.catch(() => undefined);
-  return Promise.race([running, aborted]).finally(cancelTimer);
+  return Promise.race([running, aborted]).finally(() => {
+    entry.interrupt = null;
+    cancelTimer();
+  });
 }
 
 /** Commits an outcome, fenced on this attempt, retrying a refused write a few times; then reports it. */

@@ -18,6 +18,7 @@ function runningTask(leaseExpiresAtMs: number): ActiveTask {
     startedAtMs: performance.now(),
     leaseExpiresAtMs,
     controller: new AbortController(),
+    interrupt: null,
     abortCause: null,
     done: Promise.resolve(),
   };
