@@ -191,9 +191,20 @@ export function newCronExecutionRow(row: NewCronExecution): CronExecutionRow {
 /** Separator of {@link registeredTaskKeys}: a control character no workflow or task id contains in practice. */
 export const TASK_KEY_SEPARATOR = '\u001f';
 
-/** `workflow<US>task` keys of every registered (workflow, task) pair: what a claim matches tasks against. */
-export function registeredTaskKeys(registered: readonly RegisteredTasks[]): string[] {
-  return registered.flatMap((r) => r.taskIds.map((id) => `${r.workflowName}${TASK_KEY_SEPARATOR}${id}`));
+/** Keys by the registered list they were made from: a runner claims with one list until it registers more. */
+const taskKeysOf = new WeakMap<readonly RegisteredTasks[], readonly string[]>();
+
+/**
+ * `workflow<US>task` keys of every registered (workflow, task) pair: what a claim matches tasks
+ * against, made once per list.
+ */
+export function registeredTaskKeys(registered: readonly RegisteredTasks[]): readonly string[] {
+  let keys = taskKeysOf.get(registered);
+  if (keys === undefined) {
+    keys = registered.flatMap((r) => r.taskIds.map((id) => `${r.workflowName}${TASK_KEY_SEPARATOR}${id}`));
+    taskKeysOf.set(registered, keys);
+  }
+  return keys;
 }
 
 /** The lease a claimed task row stands for, at the row's attempt. */

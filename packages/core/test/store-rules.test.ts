@@ -95,6 +95,13 @@ describe('store rules', () => {
 
   it('keys registered tasks by workflow and task id, and keeps the status sets apart', () => {
     expect(registeredTaskKeys([{ workflowName: 'w', taskIds: ['a', 'b'] }])).toEqual(['w\u001fa', 'w\u001fb']);
+    // Made once per registered list (a runner claims with one until it registers more), anew for another.
+    const registered = [{ workflowName: 'w', taskIds: ['a'] }];
+    expect(registeredTaskKeys(registered)).toBe(registeredTaskKeys(registered));
+    expect(registeredTaskKeys([...registered, { workflowName: 'v', taskIds: ['b'] }])).toEqual([
+      'w\u001fa',
+      'v\u001fb',
+    ]);
     expect(UNFINISHED_PIPELINE_STATUSES).toEqual([...ACTIVE_PIPELINE_STATUSES, 'paused']);
     expect(
       TERMINAL_PIPELINE_STATUSES.filter((s) => (UNFINISHED_PIPELINE_STATUSES as readonly string[]).includes(s)),

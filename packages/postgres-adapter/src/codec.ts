@@ -237,11 +237,23 @@ export function bindAllColumns<T extends PgTable>(table: T): PgInsertValue<T> {
  */
 export function decodeRow<T>(columns: Record<string, PgColumn>, row: Record<string, unknown>, prefix = ''): T {
   const decoded: Record<string, unknown> = {};
-  for (const [field, column] of Object.entries(columns)) {
-    const value = row[`${prefix}${column.name}`];
+  for (const [field, column] of columnEntries(columns)) {
+    const value = row[prefix === '' ? column.name : `${prefix}${column.name}`];
     decoded[field] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
   }
   return decoded as T;
+}
+
+/** Each column set's entries, listed once: {@link decodeRow} runs for every row of every claim and finish. */
+const entriesOf = new WeakMap<Record<string, PgColumn>, ReadonlyArray<[string, PgColumn]>>();
+
+function columnEntries(columns: Record<string, PgColumn>): ReadonlyArray<[string, PgColumn]> {
+  let entries = entriesOf.get(columns);
+  if (entries === undefined) {
+    entries = Object.entries(columns);
+    entriesOf.set(columns, entries);
+  }
+  return entries;
 }
 
 /*
