@@ -7,6 +7,7 @@ import {
   registeredTaskKeys,
   type TaskRow,
   TERMINAL_TASK_STATUSES,
+  truncateToMillis,
 } from '@orreryjs/core';
 import { and, asc, desc, eq, getTableColumns, isNull, lt, lte, type SQL, sql } from 'drizzle-orm';
 import { alias, type PgColumn } from 'drizzle-orm/pg-core';
@@ -16,7 +17,6 @@ import {
   bind,
   carryAliased,
   DRIVER_TEXT_TYPES,
-  dateToIso,
   decodeRow,
   inTextList,
   lockOf,
@@ -276,7 +276,7 @@ export async function claimTasks(
     client,
   )) as ClaimRow[];
   // A pipeline this claim started reads as the statement wrote it: running, started and updated now.
-  const startedAt = new Date(dateToIso(request.now));
+  const startedAt = truncateToMillis(request.now);
   const { task: taskRow, pipeline: pipelineRow, signalPayload } = q.claimTasks.rowColumns;
   // Decoded once per pipeline: tasks of one pipeline claimed together share the (read-only) list.
   const terminalOf = new Map<string, TaskRow[]>();
