@@ -129,6 +129,25 @@ export function describeDataIntegrity(open: OpenStorage): void {
         expect((await storage().executions.getPipeline(pipeline.id))!.input).toEqual(input);
       });
 
+      it('claims a task and its pipeline exactly as a read returns them: every column, JSON no store can hold as is, instants at the edges', async () => {
+        // The claim returns its rows in a form of its own (Postgres: one JSON row): it must decode to what the reads do.
+        const wf = workflowFixture(storage, SINGLE);
+        const input = { ...AWKWARD_JSON, nul: 'a\u0000b', lone: 'x\ud800y' };
+        for (const scheduledTime of [
+          ...INSTANTS,
+          new Date('0001-01-01T00:00:00.000Z'),
+          new Date('9999-12-31T23:59:59.999Z'),
+        ]) {
+          const pipeline = await wf.create({ input, scheduledTime, idempotencyKey: uniqueName() });
+          const [claimed] = await wf.claim('r1', at(1));
+          expect(claimed!.pipeline).toEqual(await storage().executions.getPipeline(pipeline.id));
+          expect([claimed!.task]).toEqual(await storage().executions.listTasks(pipeline.id));
+          expect(claimed!.pipeline.input).toEqual(input);
+          expect(claimed!.pipeline.scheduledTime).toEqual(scheduledTime);
+          await wf.finish(claimed!, { status: 'completed', output: { set: {}, deleted: [] } }, at(2));
+        }
+      });
+
       it('returns booleans and nulls as written', async () => {
         const bare = scheduleRow({ workflowName: uniqueName(), enabled: false, name: null, nextRunAt: null });
         await storage().cron.insertSchedule(bare);
