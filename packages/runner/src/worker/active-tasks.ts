@@ -1,4 +1,5 @@
 import { isInstanceOf, type LeaseRef } from '@orreryjs/core';
+import { TimeLimits } from './time-limits.js';
 
 /** Why a running attempt's signal was aborted. Only a timeout counts as a failed attempt. */
 export type AbortCause = 'timeout' | 'cancelled' | 'paused' | 'shutdown' | 'lease_lost';
@@ -53,6 +54,7 @@ export class ActiveTasks {
   /** Older attempts of tasks claimed again, aborted and not yet settled. */
   readonly #superseded = new Set<ActiveTask>();
   readonly #idleWaiters = new Set<() => void>();
+  readonly #timeLimits = new TimeLimits();
 
   /** Attempts running now, superseded ones that have not settled included. */
   get size(): number {
@@ -111,6 +113,16 @@ export class ActiveTasks {
     const reason = new DOMException(`Task attempt aborted: ${ABORT_MESSAGES[cause]}.`, name);
     task.controller.abort(reason);
     task.interrupt?.(reason);
+  }
+
+  /** Aborts `task` as timed out after `ms` (any length; `Infinity` is none) unless {@link endTimeLimit} comes first. */
+  startTimeLimit(task: ActiveTask, ms: number): void {
+    this.#timeLimits.start(task, ms, () => this.abort(task, 'timeout'));
+  }
+
+  /** The attempt's code is over: its time limit no longer applies. */
+  endTimeLimit(task: ActiveTask): void {
+    this.#timeLimits.clear(task);
   }
 
   /** Aborts the running attempts of one pipeline (cancel, pause); returns how many were not aborted yet. */

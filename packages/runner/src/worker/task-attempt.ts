@@ -18,7 +18,6 @@ import {
   rateLimitBucket,
   readOnlyContext,
   SignalTimeoutError,
-  setLongTimeout,
   sleep,
   type TaskDefinition,
   type TaskOutcome,
@@ -400,24 +399,33 @@ function runWithSignal(
   entry: ActiveTask,
   env: AttemptEnvironment,
 ): Promise<unknown> {
-  const cancelTimer = setLongTimeout(
-    () => env.active.abort(entry, 'timeout'),
-    definition.timeoutMs ?? env.taskTimeoutMs,
-  );
-  // A wait task never gets here (see awaitSignal): every other task has its code.
-  // What run returns: an instance's result (see core's map.ts); other tasks return nothing.
-  const running = Promise.resolve().then((): unknown => definition.run!(context, info));
+  env.active.startTimeLimit(entry, definition.timeoutMs ?? env.taskTimeoutMs);
   const aborted = new Promise<never>((_, reject) => {
     if (entry.abortCause !== null) reject(entry.controller.signal.reason);
     else entry.interrupt = reject;
   });
+  const running = callRun(definition, context, info);
   // Whichever loses the race settles unobserved; these keep its rejection from being reported as unhandled.
   running.catch(() => undefined);
   aborted.catch(() => undefined);
   return Promise.race([running, aborted]).finally(() => {
     entry.interrupt = null;
-    cancelTimer();
+    env.active.endTimeLimit(entry);
   });
+}
+
+/**
+ * Calls the task's code now, in this turn (a turn of its own would be one more step before every
+ * start); what it throws at once rejects the promise, as a rejection it returned would.
+ */
+function callRun(definition: TaskDefinition, context: Context, info: TaskRunInfo): Promise<unknown> {
+  try {
+    // A wait task never gets here (see awaitSignal): every other task has its code.
+    // What run returns: an instance's result (see core's map.ts); other tasks return nothing.
+    return Promise.resolve(definition.run!(context, info));
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 /** Commits an outcome, fenced on this attempt, retrying a refused write a few times; then reports it. */
