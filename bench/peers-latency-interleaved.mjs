@@ -11,6 +11,13 @@
 //
 // PEERS_DIR holds graphile-worker (see ../shared/peers/README.md); each --orrery=label:dir is a
 // built Orrery checkout. It drops and recreates its schemas: point it at a throwaway database.
+//
+// --steps also takes each start apart at the wire, with marks on each system's own copy of pg
+// (its Client's query and its 'notification' event; nothing in the systems' code changes): the
+// enqueue call, call returned → the worker reads the NOTIFY, NOTIFY → claim sent, the claim's
+// round trip (pg's callback, rows parsed), and the claim's reply → the task code. The claim is
+// graphile-worker's get_job (`with j as`) and Orrery's (`with "ready" as`); the last one
+// replied before the code started is the one that leased the job.
 
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -33,6 +40,7 @@ const orreryBuilds = process.argv
 const url = process.env.PEERS_PG_URL;
 if (!url || !process.env.PEERS_DIR) throw new Error('set PEERS_PG_URL and PEERS_DIR (see ../shared/peers/README.md)');
 const iters = Number(args.iters ?? 300);
+const withSteps = 'steps' in args;
 const warmup = Number(args.warmup ?? 10);
 const gapMs = Number(args.gap ?? 1000);
 const require = createRequire(path.join(path.resolve(process.env.PEERS_DIR), 'node_modules/'));
@@ -108,8 +116,61 @@ async function orrery({ label, dir }, index) {
   };
 }
 
+/** What --steps records: each claim's send and reply, each NOTIFY, by the pg copy (system) they came through. */
+const marks = [];
+const CLAIM = /^\s*(with j as|with "ready" as)/i;
+
+/** Marks the claims and NOTIFYs that go through one copy of pg as the system `label`'s. */
+function markWire(pgModule, label) {
+  const { query, emit } = pgModule.Client.prototype;
+  pgModule.Client.prototype.query = function (config, ...rest) {
+    const text = typeof config === 'string' ? config : (config?.text ?? '');
+    if (!CLAIM.test(text)) return query.call(this, config, ...rest);
+    const mark = { label, kind: 'claim', sentAt: performance.now(), repliedAt: 0 };
+    marks.push(mark);
+    const last = rest.at(-1);
+    if (typeof last === 'function') {
+      const replied = (...results) => {
+        mark.repliedAt = performance.now();
+        return last(...results);
+      };
+      return query.call(this, config, ...rest.slice(0, -1), replied);
+    }
+    const result = query.call(this, config, ...rest);
+    result?.then?.(
+      () => (mark.repliedAt = performance.now()),
+      () => {},
+    );
+    return result;
+  };
+  pgModule.Client.prototype.emit = function (event, ...rest) {
+    if (event === 'notification') marks.push({ label, kind: 'notify', at: performance.now() });
+    return emit.call(this, event, ...rest);
+  };
+}
+
+/** One start taken apart from the marks of its system between its call and its code (null if one is missing). */
+function stepsOf(label, t0, returnedAt, codeAt) {
+  const mine = marks.filter((m) => m.label === label);
+  const notify = mine.find((m) => m.kind === 'notify' && m.at >= t0);
+  const claim = mine.filter((m) => m.kind === 'claim' && m.repliedAt > 0 && m.repliedAt <= codeAt).at(-1);
+  if (notify === undefined || claim === undefined) return null;
+  return {
+    call: returnedAt - t0,
+    callToNotify: notify.at - returnedAt,
+    notifyToClaim: claim.sentAt - notify.at,
+    claimRoundTrip: claim.repliedAt - claim.sentAt,
+    replyToCode: codeAt - claim.repliedAt,
+  };
+}
+
+if (withSteps) {
+  markWire(pg, 'graphile-worker');
+  for (const { label, dir } of orreryBuilds)
+    markWire(createRequire(path.join(dir, 'node_modules/'))('pg'), `orrery ${label}`);
+}
 const systems = [await graphileWorker(), ...(await Promise.all(orreryBuilds.map(orrery)))];
-const samples = systems.map(() => ({ start: [], afterCall: [] }));
+const samples = systems.map(() => ({ start: [], afterCall: [], steps: [] }));
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 for (let n = 0; n < warmup + iters; n++) {
   // A rotating order, so that no system always follows the same other one.
@@ -119,6 +180,7 @@ for (let n = 0; n < warmup + iters; n++) {
     const startedAt = new Promise((resolve) => {
       onStart = resolve;
     });
+    marks.length = 0;
     const t0 = performance.now();
     await systems[i].enqueue(onStart);
     const returnedAt = performance.now();
@@ -126,6 +188,12 @@ for (let n = 0; n < warmup + iters; n++) {
     if (n >= warmup) {
       samples[i].start.push(t1 - t0);
       samples[i].afterCall.push(t1 - returnedAt);
+      // The claim's reply may be read after the code started: wait a moment for it.
+      if (withSteps) {
+        await sleep(5);
+        const steps = stepsOf(systems[i].label, t0, returnedAt, t1);
+        if (steps !== null) samples[i].steps.push(steps);
+      }
     }
     await sleep(Math.random() * gapMs);
   }
@@ -146,6 +214,27 @@ const result = systems.map((system, i) => ({
   start_p50_ratio: Number((quantile(samples[i].start, 0.5) / quantile(base.start, 0.5)).toFixed(3)),
 }));
 console.table(result);
-const line = JSON.stringify({ at: new Date().toISOString(), iters, gapMs, builds: orreryBuilds, result });
+const STEPS = ['call', 'callToNotify', 'notifyToClaim', 'claimRoundTrip', 'replyToCode'];
+const steps =
+  !withSteps
+    ? undefined
+    : systems.map((system, i) => ({
+        system: system.label,
+        jobs: samples[i].steps.length,
+        ...Object.fromEntries(
+          STEPS.map((step) => [
+            `${step}_p50_us`,
+            Math.round(
+              1000 *
+                quantile(
+                  samples[i].steps.map((s) => s[step]),
+                  0.5,
+                ),
+            ),
+          ]),
+        ),
+      }));
+if (steps !== undefined) console.table(steps);
+const line = JSON.stringify({ at: new Date().toISOString(), iters, gapMs, builds: orreryBuilds, result, steps });
 if (args.out) fs.appendFileSync(args.out, `${line}\n`);
 process.exit(0);
