@@ -215,25 +215,15 @@ const result = systems.map((system, i) => ({
 }));
 console.table(result);
 const STEPS = ['call', 'callToNotify', 'notifyToClaim', 'claimRoundTrip', 'replyToCode'];
-const steps =
-  !withSteps
-    ? undefined
-    : systems.map((system, i) => ({
-        system: system.label,
-        jobs: samples[i].steps.length,
-        ...Object.fromEntries(
-          STEPS.map((step) => [
-            `${step}_p50_us`,
-            Math.round(
-              1000 *
-                quantile(
-                  samples[i].steps.map((s) => s[step]),
-                  0.5,
-                ),
-            ),
-          ]),
-        ),
-      }));
+const medianUs = (ms) => Math.round(1000 * quantile(ms, 0.5));
+/** Each system's median of each step of --steps, in µs. */
+const stepMedians = () =>
+  systems.map((system, i) => ({
+    system: system.label,
+    jobs: samples[i].steps.length,
+    ...Object.fromEntries(STEPS.map((step) => [`${step}_p50_us`, medianUs(samples[i].steps.map((s) => s[step]))])),
+  }));
+const steps = withSteps ? stepMedians() : undefined;
 if (steps !== undefined) console.table(steps);
 const line = JSON.stringify({ at: new Date().toISOString(), iters, gapMs, builds: orreryBuilds, result, steps });
 if (args.out) fs.appendFileSync(args.out, `${line}\n`);
