@@ -120,6 +120,11 @@ export class ActiveTasks {
     this.#timeLimits.start(task, ms, () => this.abort(task, 'timeout'));
   }
 
+  /** Attempts whose time limit runs: their code has started and not ended. */
+  get timeLimitsRunning(): number {
+    return this.#timeLimits.size;
+  }
+
   /** The attempt's code is over: its time limit no longer applies. */
   endTimeLimit(task: ActiveTask): void {
     this.#timeLimits.clear(task);

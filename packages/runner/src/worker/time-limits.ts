@@ -18,6 +18,11 @@ export class TimeLimits {
   /** When the armed timer fires (`performance.now()` ms); Infinity when none is armed. */
   #firesAtMs = Number.POSITIVE_INFINITY;
 
+  /** Limits running now: started, neither cleared nor expired. */
+  get size(): number {
+    return this.#limits.size;
+  }
+
   /** Calls `expire` once after `ms` unless {@link clear} is called for `key` first. */
   start(key: object, ms: number, expire: () => void): void {
     if (ms === Number.POSITIVE_INFINITY) return;
@@ -32,6 +37,7 @@ export class TimeLimits {
     if (this.#limits.delete(key) && this.#limits.size === 0) this.#timer?.unref();
   }
 
+  // Not setLongTimeout: its timer cannot be left armed and unref'd, and clearing it whenever no limit runs is the cost avoided here.
   #arm(atMs: number): void {
     this.#disarm();
     this.#firesAtMs = atMs;

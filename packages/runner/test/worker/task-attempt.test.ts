@@ -139,6 +139,43 @@ describe('a task attempt', () => {
     expect(finished).toEqual([]);
   });
 
+  it('fails an attempt whose code throws before returning as it fails one whose promise rejects', async () => {
+    // The code is called in the turn that starts the attempt: a synchronous throw must not escape it.
+    const outcomes = [];
+    for (const run of [
+      () => {
+        throw new Error('broken at once');
+      },
+      async () => {
+        throw new Error('broken at once');
+      },
+    ]) {
+      events = [];
+      const env = environment({ retry: { maxAttempts: 1 }, run });
+      const claimed = await claimOne();
+      await startAttempt(claimed, env).done;
+      const row = await taskRow(claimed);
+      outcomes.push({
+        status: row.status,
+        error: row.error?.split('\n')[0],
+        history: row.attemptHistory?.map((entry) => entry.outcome),
+        events: events.map(([event]) => event),
+        active: env.active.size,
+        // A limit left running would abort nothing, but its timer would keep the process alive.
+        timeLimitsRunning: env.active.timeLimitsRunning,
+      });
+    }
+    expect(outcomes[0]).toEqual({
+      status: 'failed',
+      error: 'broken at once',
+      history: ['failed'],
+      events: ['task:started', 'task:failed'],
+      active: 0,
+      timeLimitsRunning: 0,
+    });
+    expect(outcomes[1]).toEqual(outcomes[0]);
+  });
+
   it('fails an attempt that outlives its time limit, even when its code ignores the signal', async () => {
     const env = environment({ timeoutMs: 50, retry: { maxAttempts: 1 }, run: () => new Promise(() => {}) });
     const claimed = await claimOne();
@@ -148,6 +185,7 @@ describe('a task attempt', () => {
     expect(row.error).toMatch(/timed out after 50 ms/);
     expect(row.attemptHistory?.map((entry) => entry.outcome)).toEqual(['timed_out']);
     expect(finished.map(({ row: pipeline }) => pipeline.status)).toEqual(['failed']);
+    expect(env.active.timeLimitsRunning).toBe(0);
   });
 
   it('commits nothing for an attempt aborted by a cancel: the cancel already wrote its row', async () => {
