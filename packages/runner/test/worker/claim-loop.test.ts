@@ -199,9 +199,10 @@ describe.each(ADAPTERS)('ClaimLoop on $name', (adapter) => {
 
   it('after a wake-up its claim finds nothing (a quicker runner took the work), answers the next ones once the pause is over, once', async () => {
     // Long enough that the steps below, a pipeline written included, end well within it on a loaded machine.
-    const { loop, started, claims } = claimLoop(10, 3_000);
+    const { loop, started, claims, claimsSettled } = claimLoop(10, 3_000);
     loop.start();
-    await waitFor(() => claims.length === 1);
+    // Each step starts once the claim before it has returned: one still in flight would take the wake-up as a nudge.
+    await waitFor(() => claimsSettled() === 1);
     // Another process's wake-up for work this loop's claim finds: answered at once, within these turns.
     await storage.executions.createPipeline(diamond());
     loop.wakeUp(Date.now());
@@ -210,7 +211,7 @@ describe.each(ADAPTERS)('ClaimLoop on $name', (adapter) => {
     await waitFor(() => started.length === 2);
     // A wake-up whose work another runner took: the claim finds nothing.
     loop.wakeUp(Date.now());
-    await waitFor(() => claims.length === 3);
+    await waitFor(() => claimsSettled() === 3);
     await nextTurn();
     // Work for the next wake-up waits for the pause: the same turns pass without a claim.
     await storage.executions.createPipeline(diamond());

@@ -58,9 +58,12 @@ export function recording(store: ExecutionStore): {
   writes: RecordedWrite[];
   batches(): number[];
   claims: number[];
+  /** Claims of the loop's own that have returned (or failed). */
+  claimsSettled(): number;
 } {
   const writes: RecordedWrite[] = [];
   const claims: number[] = [];
+  let settled = 0;
   const recorded = Object.create(store) as ExecutionStore;
   recorded.finishTasks = (requests, options: FinishTasksOptions = {}) => {
     writes.push({ outcomes: requests.length, withClaim: options.claim !== undefined });
@@ -68,9 +71,17 @@ export function recording(store: ExecutionStore): {
   };
   recorded.claimTasks = (request) => {
     claims.push(request.limit);
-    return store.claimTasks(request);
+    return store.claimTasks(request).finally(() => {
+      settled += 1;
+    });
   };
-  return { store: recorded, writes, batches: () => writes.map((write) => write.outcomes), claims };
+  return {
+    store: recorded,
+    writes,
+    batches: () => writes.map((write) => write.outcomes),
+    claims,
+    claimsSettled: () => settled,
+  };
 }
 
 /** Lets what was queued in this turn start (writes and claims wait for the end of the current turn). */
